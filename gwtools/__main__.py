@@ -1,0 +1,3 @@
+from gwtools.cli import main
+
+main()

@@ -1,0 +1,48 @@
+"""The ``gwtools`` command line: a thin layer over the library.
+
+Each command lives in the module that owns its concern and is imported only when
+it runs, so ``gwtools sandbox`` starts without loading pandas::
+
+    gwtools sandbox --variant B --seed-payments 5000 --days 90
+    gwtools sync
+    gwtools export payments --format csv --out payments.csv
+    gwtools report --out report/
+    gwtools demo
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+#: command name -> "module:attribute" of its click command.
+COMMANDS: dict[str, str] = {
+    "demo": "gwtools.cli._report:demo",
+    "export": "gwtools.cli._sync:export",
+    "report": "gwtools.cli._report:report",
+    "sandbox": "gwtools.sandbox.cli:sandbox",
+    "sync": "gwtools.cli._sync:sync",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when that command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gwtools")
+def main(**_: Any) -> None:
+    """gwtools: payment gateway payments and refunds into pandas, Parquet and reports."""
