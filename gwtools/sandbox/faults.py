@@ -1,0 +1,363 @@
+"""Fault injection for the sandbox: 500s, dropped connections, latency, forced 429s.
+
+Use it to see how a client behaves when the gateway misbehaves. Faults touch only ``/v1/``
+requests, never the ``/_sandbox/`` admin API, so a test can always turn them off again::
+
+    PUT /_sandbox/faults   {"error_rate": 0.2, "latency_ms": 50, "seed": 7}
+    PUT /_sandbox/faults   {"drop_rate": 1, "count": 3}      # the next 3 requests are dropped
+    GET /_sandbox/faults                                      # settings and what was injected
+    DELETE /_sandbox/faults                                   # back to the start-up settings
+
+In Python, wrap the gateway's ASGI app and mount the admin router::
+
+    app.include_router(faults.router)
+    asgi = FaultInjector(app, baseline=FaultSettings(latency_ms=20))
+
+:class:`FaultInjector` is a pure ASGI middleware: with no fault set it costs one attribute
+check per request, so it never slows the sandbox down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = [
+    "ConnectionDropped",
+    "FaultInjector",
+    "FaultSettings",
+    "FaultState",
+    "FaultStatus",
+    "router",
+]
+
+#: The scope key under which the middleware hands its state to the admin router.
+SCOPE_KEY = "gwtools.faults"
+
+#: Extra response headers for an injected response (X-Request-Id, rate-limit headers ...),
+#: computed by the sandbox for the request's scope.
+HeaderHook = Callable[[Scope], Iterable[tuple[bytes, bytes]]]
+
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+Millis = Annotated[int, Field(ge=0, le=120_000)]
+
+# Paths whose GET answers a list envelope: the only ones that get a non-JSON 200.
+_LIST_PATHS = frozenset({"/v1/payments", "/v1/refunds", "/v1/events"})
+# Query parameters that filter lists on creation time (DESIGN.md section 3).
+_TIME_FILTERS = frozenset({b"from", b"to"})
+
+
+class FaultSettings(BaseModel):
+    """What goes wrong, and how often. Every setting defaults to off.
+
+    The four ``*_rate`` shares are exclusive outcomes of one draw per request (a request is
+    dropped, or answered 500, or 429, or non-JSON, or served normally), so their sum is at
+    most 1. Latency is added before the outcome, to every ``/v1/`` request.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    error_rate: Rate = Field(default=0.0, description="share of requests answered 500 api_error")
+    drop_rate: Rate = Field(default=0.0, description="share of requests whose connection is closed")
+    force_429_rate: Rate = Field(default=0.0, description="share of requests answered 429")
+    non_json_rate: Rate = Field(
+        default=0.0, description="share of GET list requests answered 200 with an HTML body"
+    )
+    latency_ms: Millis = Field(default=0, description="delay added to every request")
+    latency_jitter_ms: Millis = Field(
+        default=0, description="uniform random delay on top, 0..jitter"
+    )
+    spike_rate: Rate = Field(default=0.0, description="share of requests that get spike_ms more")
+    spike_ms: Millis = Field(default=0, description="extra delay of a spike")
+    ignore_time_filters: bool = Field(
+        default=False, description="lists ignore their from/to filters, as some gateways do"
+    )
+    seed: int | None = Field(
+        default=None, description="seed of the fault sequence, for reproducibility"
+    )
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        description="apply to the next `count` requests only, then return to the start-up settings",
+    )
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> FaultSettings:
+        total = self.error_rate + self.drop_rate + self.force_429_rate + self.non_json_rate
+        if total > 1.0 + 1e-9:
+            raise ValueError(
+                "error_rate + drop_rate + force_429_rate + non_json_rate must be at most 1 "
+                f"(got {total:g}): each request gets at most one of these faults"
+            )
+        return self
+
+    @property
+    def active(self) -> bool:
+        """Whether these settings change anything at all."""
+        return bool(
+            self.error_rate
+            or self.drop_rate
+            or self.force_429_rate
+            or self.non_json_rate
+            or self.latency_ms
+            or self.latency_jitter_ms
+            or (self.spike_rate and self.spike_ms)
+            or self.ignore_time_filters
+        )
+
+
+class FaultStatus(BaseModel):
+    """The admin API's answer: current settings and what has been injected since they were set."""
+
+    settings: FaultSettings
+    active: bool = Field(description="whether any fault is currently on")
+    remaining: int | None = Field(description="requests left of a `count` budget, else null")
+    seen: int = Field(description="/v1 requests seen while faults were on")
+    injected: dict[str, int] = Field(
+        description="requests per fault kind: error, drop, rate_limit, non_json, delayed"
+    )
+
+
+class ConnectionDropped(ConnectionError):
+    """Raised instead of dropping the connection when the server gives no socket to close.
+
+    Under uvicorn the middleware closes the connection itself and the client sees it go away
+    without a response; under an in-process transport (``httpx.ASGITransport``) this exception
+    reaches the caller instead.
+    """
+
+
+@dataclass
+class FaultState:
+    """The live fault settings of one sandbox, shared by the middleware and the admin router."""
+
+    baseline: FaultSettings = field(default_factory=FaultSettings)
+    settings: FaultSettings = field(init=False)
+    remaining: int | None = field(init=False, default=None)
+    seen: int = field(init=False, default=0)
+    injected: dict[str, int] = field(init=False)
+    # Read on every request: kept as a plain attribute so the no-fault path stays one check.
+    active: bool = field(init=False, default=False)
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.apply(self.baseline)
+
+    def apply(self, settings: FaultSettings) -> None:
+        """Replace the settings (fields not given are off) and restart the counters."""
+        self.settings = settings
+        self.remaining = settings.count
+        self.seen = 0
+        self.injected = dict.fromkeys(("error", "drop", "rate_limit", "non_json", "delayed"), 0)
+        self._rng = random.Random(settings.seed)
+        self.active = settings.active
+
+    def reset(self) -> None:
+        """Return to the start-up settings (the sandbox's ``--latency-ms``, or nothing)."""
+        self.apply(self.baseline)
+
+    def status(self) -> FaultStatus:
+        return FaultStatus(
+            settings=self.settings,
+            active=self.active,
+            remaining=self.remaining,
+            seen=self.seen,
+            injected=dict(self.injected),
+        )
+
+    def draw(self, is_list: bool) -> tuple[str | None, float]:
+        """Pick this request's fault (or None) and its added delay in seconds."""
+        s = self.settings
+        rng = self._rng
+        # Always three draws, whatever the outcome: a seed then fixes the whole sequence.
+        outcome, jitter, spike = rng.random(), rng.random(), rng.random()
+        delay_ms = s.latency_ms + jitter * s.latency_jitter_ms
+        if spike < s.spike_rate:
+            delay_ms += s.spike_ms
+        fault: str | None = None
+        for kind, share in (
+            ("drop", s.drop_rate),
+            ("error", s.error_rate),
+            ("rate_limit", s.force_429_rate),
+            ("non_json", s.non_json_rate if is_list else 0.0),
+        ):
+            if outcome < share:
+                fault = kind
+                break
+            outcome -= share
+        self.seen += 1
+        if fault is not None:
+            self.injected[fault] += 1
+        if delay_ms > 0:
+            self.injected["delayed"] += 1
+        if self.remaining is not None:
+            self.remaining -= 1
+            if self.remaining <= 0:
+                # Budget spent: back to the start-up settings, counters kept for GET.
+                self.settings, self.remaining = self.baseline, None
+                self.active = self.baseline.active
+        return fault, delay_ms / 1000.0
+
+
+def _error_body(type_: str, code: str, message: str, **extra: Any) -> bytes:
+    return orjson.dumps({"error": {"type": type_, "code": code, "message": message, **extra}})
+
+
+_BODY_500 = _error_body(
+    "api_error",
+    "processing_error",
+    "The gateway had a problem processing the request (injected by the sandbox's fault "
+    "settings). Retry the request; use an Idempotency-Key to retry a creation safely.",
+)
+_BODY_429 = _error_body(
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    "Too many requests (forced by the sandbox's fault settings). Retry after 1 second.",
+    retry_after=1,
+)
+_BODY_HTML = (
+    b"<!DOCTYPE html><html><head><title>Service temporarily unavailable</title></head>"
+    b"<body><h1>Service temporarily unavailable</h1><p>Please try again later.</p></body></html>"
+)
+_JSON = (b"content-type", b"application/json")
+_HTML = (b"content-type", b"text/html; charset=utf-8")
+
+
+class FaultInjector:
+    """Pure ASGI middleware that injects the faults of a :class:`FaultState` into ``/v1/`` requests.
+
+    ``headers`` computes extra headers for an injected response (request id, rate-limit
+    headers), so that faults look like every other response; when the middleware sits inside
+    the sandbox's header middleware it is not needed.
+
+    Example::
+
+        asgi = FaultInjector(app, baseline=FaultSettings(latency_ms=20))
+        asgi.state.apply(FaultSettings(error_rate=1.0, count=2))
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        baseline: FaultSettings | None = None,
+        state: FaultState | None = None,
+        headers: HeaderHook | None = None,
+    ) -> None:
+        self.app = app
+        self.state = state if state is not None else FaultState(baseline or FaultSettings())
+        self.headers = headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = self.state
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if not path.startswith("/v1/"):
+            if path.startswith("/_sandbox/"):
+                scope[SCOPE_KEY] = state
+            await self.app(scope, receive, send)
+            return
+        if not state.active:
+            await self.app(scope, receive, send)
+            return
+
+        is_list = scope["method"] == "GET" and path.rstrip("/") in _LIST_PATHS
+        if is_list and state.settings.ignore_time_filters:
+            scope = {**scope, "query_string": _strip_time_filters(scope["query_string"])}
+        fault, delay = state.draw(is_list)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if fault is None:
+            await self.app(scope, receive, send)
+        elif fault == "drop":
+            await _drop_connection(send)
+        elif fault == "error":
+            await self._respond(scope, send, 500, _BODY_500, _JSON)
+        elif fault == "rate_limit":
+            await self._respond(scope, send, 429, _BODY_429, _JSON, (b"retry-after", b"1"))
+        else:
+            await self._respond(scope, send, 200, _BODY_HTML, _HTML)
+
+    async def _respond(
+        self, scope: Scope, send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]
+    ) -> None:
+        all_headers = [*headers, (b"content-length", str(len(body)).encode())]
+        if self.headers is not None:
+            all_headers.extend(self.headers(scope))
+        await send({"type": "http.response.start", "status": status, "headers": all_headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _strip_time_filters(query: bytes) -> bytes:
+    if b"from" not in query and b"to" not in query:
+        return query
+    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if k.encode("latin-1") not in _TIME_FILTERS]
+    return urlencode(kept).encode("latin-1")
+
+
+async def _drop_connection(send: Send) -> None:
+    """Close the client's connection without a response.
+
+    uvicorn gives the app no handle on its socket, but its ``send`` is a method of the
+    request cycle, which holds the transport. Raising would not do: uvicorn (and
+    Starlette's error middleware) answer an exception with a 500.
+    """
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if transport is None or not hasattr(transport, "close"):
+        raise ConnectionDropped("connection dropped by the sandbox's fault settings")
+    transport.close()
+    # Let the server see the connection go (connection_lost) before the app returns, so it
+    # does not try to write a 500 of its own to a closed socket.
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+# --- admin API ---------------------------------------------------------------------------
+
+router = APIRouter(prefix="/_sandbox", tags=["sandbox admin"])
+
+
+def _state(request: Request) -> FaultState:
+    state = request.scope.get(SCOPE_KEY)
+    if not isinstance(state, FaultState):
+        raise HTTPException(
+            503,
+            "fault injection is not installed: wrap the app in gwtools.sandbox.faults."
+            "FaultInjector to use /_sandbox/faults",
+        )
+    return state
+
+
+StateDep = Annotated[FaultState, Depends(_state)]
+
+
+@router.get("/faults", response_model=FaultStatus, summary="Show the fault settings")
+def get_faults(state: StateDep) -> FaultStatus:
+    """Current settings and the number of faults injected since they were set."""
+    return state.status()
+
+
+@router.put("/faults", response_model=FaultStatus, summary="Set the fault settings")
+def put_faults(settings: FaultSettings, state: StateDep) -> FaultStatus:
+    """Replace the settings: fields left out are off (this includes the start-up latency)."""
+    state.apply(settings)
+    return state.status()
+
+
+@router.delete("/faults", response_model=FaultStatus, summary="Turn injected faults off")
+def delete_faults(state: StateDep) -> FaultStatus:
+    """Back to the start-up settings: no faults, plus the sandbox's ``--latency-ms`` if given."""
+    state.reset()
+    return state.status()
