@@ -71,7 +71,7 @@ def test_finds_key_inside_compressed_parquet(planted: Path, compression: str) ->
     metadata[1000] = json.dumps({"note": KEY})
     frame = pd.DataFrame({"id": [f"pay_{i:06d}" for i in range(2000)], "metadata": metadata})
     path = planted / f"payments-{compression}.parquet"
-    frame.to_parquet(path, compression=None if compression == "none" else compression)
+    pq.write_table(pa.Table.from_pandas(frame), path, compression=compression)
 
     findings = scan_file(path)
 

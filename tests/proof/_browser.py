@@ -1,0 +1,127 @@
+"""Voila on loopback and the system Chromium under Playwright, for the real-browser test.
+
+Nothing here downloads a browser: Playwright drives the Chromium binary the system has
+(Debian's ``chromium``, installed by ``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import nbformat
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def find_chromium() -> str | None:
+    """The system Chromium: $GW_CHROMIUM, else /usr/bin/chromium, else chromium on PATH."""
+    for candidate in (os.environ.get("GW_CHROMIUM"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def write_notebook(path: Path, *cells: str) -> Path:
+    """A notebook of code cells, run by the ``python3`` kernel (this interpreter, see below)."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    nbformat.write(notebook, path)
+    return path
+
+
+@contextmanager
+def voila(notebook: Path, *, timeout: float = 40.0) -> Iterator[str]:
+    """Serve ``notebook`` with Voila on a free loopback port; yield its URL; always stop it.
+
+    Voila runs under this interpreter, and jupyter_client starts a kernelspec whose argv is
+    ``python`` with ``sys.executable``: the kernel sees the same packages as the test.
+    """
+    port = free_port()
+    workdir = notebook.parent
+    log_path = workdir / "voila.log"
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(workdir / "jupyter-runtime"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "voila",
+        str(notebook),
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        "--Voila.port_retries=0",
+        "--strip_sources=True",
+        "--preheat_kernel=False",
+        "--show_tracebacks=True",
+        f"--Voila.root_dir={workdir}",
+        # A cell that runs longer than this fails the page instead of hanging the test.
+        f"--NotebookClient.timeout={int(timeout)}",
+        "--NotebookClient.startup_timeout=30",
+    ]
+    url = f"http://127.0.0.1:{port}/"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            _wait_until_serving(process, url, log_path, deadline=time.monotonic() + 20)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def _wait_until_serving(
+    process: subprocess.Popen[bytes], url: str, log_path: Path, deadline: float
+) -> None:
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"voila exited with status {process.returncode}:\n{log_path.read_text()[-3000:]}"
+            )
+        try:
+            # The tree of static files answers as soon as the server listens, without a kernel.
+            httpx.get(url + "voila/static/voila.js", timeout=1.0)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise TimeoutError(
+        f"voila did not listen on {url} within 20 s:\n{log_path.read_text()[-3000:]}"
+    )
