@@ -1,0 +1,302 @@
+"""The HTTP client: authentication, a pinned ``Service-Version``, pacing and retries.
+
+One :class:`Client` per :class:`~gwtools.Gateway`, wrapping one ``httpx.AsyncClient`` (an
+HTTP/1.1 keep-alive pool). Every request:
+
+- waits for a token of a leaky bucket (aiolimiter) that runs just under the gateway's
+  documented 100 requests/s, starting with a small burst, and slows down to what the
+  ``X-RateLimit-Limit`` header announces; when ``X-RateLimit-Remaining`` runs out, or a 429
+  arrives, every request pauses until the gateway has tokens again;
+- is retried by tenacity with jittered exponential back-off on 5xx, timeouts, dropped
+  connections and bodies that are not the expected JSON; a 429 waits ``Retry-After`` (or
+  ``error.retry_after``) and is retried; other 4xx raise at once
+  (:func:`~gwtools._errors.error_from_response`).
+
+:class:`RequestStats` counts requests, 429s and retries for the :class:`~gwtools.SyncResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TypeVar
+
+import httpx
+from aiolimiter import AsyncLimiter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    wait_exponential_jitter,
+)
+
+from gwtools._config import Settings
+from gwtools._errors import (
+    APIConnectionError,
+    APIError,
+    GatewayError,
+    RateLimitError,
+    error_from_response,
+    safe_url,
+)
+
+__all__ = ["Client", "MalformedBodyError", "RequestStats"]
+
+log = logging.getLogger("gwtools")
+T = TypeVar("T")
+
+#: The documented limit (requests per second per key) and what we aim for: a little under
+#: it, so timing jitter between client and server never empties the server's bucket.
+DOCUMENTED_RPS = 100.0
+DEFAULT_MAX_RPS = 97.0
+DEFAULT_BURST = 10
+DEFAULT_CONCURRENCY = 16
+
+
+def _user_agent() -> str:
+    try:
+        v = version("gwtools")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        v = "0"
+    return f"gwtools/{v} httpx/{httpx.__version__}"
+
+
+class MalformedBodyError(APIError):
+    """A 200 whose body is not the JSON the endpoint answers, even after retries."""
+
+    def __init__(self, message: str, *, url: str, snippet: str) -> None:
+        super().__init__(message, type="api_error", code="malformed_body", http_status=200, url=url)
+        self.snippet = snippet
+
+
+@dataclass
+class RequestStats:
+    """What the client did: requests sent, 429s received, retries made."""
+
+    requests: int = 0
+    rate_limited: int = 0
+    retries: int = 0
+
+    def snapshot(self) -> RequestStats:
+        return RequestStats(self.requests, self.rate_limited, self.retries)
+
+    def __sub__(self, other: RequestStats) -> RequestStats:
+        return RequestStats(
+            self.requests - other.requests,
+            self.rate_limited - other.rate_limited,
+            self.retries - other.retries,
+        )
+
+
+class _Retry(Exception):
+    """Internal: this attempt failed in a way worth retrying; ``final`` is raised if none is left."""
+
+    def __init__(self, final: GatewayError, *, retry_after: float | None = None) -> None:
+        super().__init__(final.message)
+        self.final = final
+        self.retry_after = retry_after
+
+
+class _Pacer:
+    """Leaky buckets (all requests, plus tighter per-endpoint ones) and a shared pause.
+
+    The per-endpoint limit is the lowest ``X-RateLimit-Limit`` seen on that endpoint's
+    responses (the gateway reports its tightest bucket, e.g. 30/s for refunds).
+    """
+
+    def __init__(self, max_rps: float | None, burst: int) -> None:
+        self.max_rps = max_rps
+        self.burst = max(1, burst)
+        self.limits: dict[str, float] = {}
+        self.limiters: dict[str, AsyncLimiter] = {}
+        self.pause_until = 0.0
+
+    def _rate(self, group: str) -> float:
+        assert self.max_rps is not None
+        return min(self.max_rps, self.limits.get(group, DOCUMENTED_RPS) * 0.97)
+
+    def _limiter(self, group: str) -> AsyncLimiter:
+        limiter = self.limiters.get(group)
+        if limiter is None:
+            rate = self._rate(group)
+            limiter = self.limiters[group] = AsyncLimiter(self.burst, self.burst / rate)
+        return limiter
+
+    async def acquire(self, group: str) -> None:
+        while (delay := self.pause_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+        if self.max_rps is None:
+            return
+        await self._limiter("*").acquire()
+        if self._rate(group) < self._rate("*"):
+            await self._limiter(group).acquire()
+
+    def observe(self, group: str, headers: Mapping[str, str]) -> None:
+        try:
+            limit = float(headers["X-RateLimit-Limit"])
+            remaining = float(headers.get("X-RateLimit-Remaining", "inf"))
+        except (KeyError, ValueError):
+            return
+        if limit <= 0:
+            return
+        if limit < self.limits.get(group, math.inf):
+            self.limits[group] = limit
+            self.limiters.pop(group, None)  # rebuilt at the new rate on next acquire
+            if limit < self.limits.get("*", math.inf) and group == "payments":
+                self.limits["*"] = limit
+                self.limiters.pop("*", None)
+        if remaining < 1:
+            # Someone else is using this key too: wait for one token's worth of refill.
+            self.pause(1.0 / limit)
+
+    def pause(self, seconds: float) -> None:
+        self.pause_until = max(self.pause_until, time.monotonic() + seconds)
+
+
+class Client:
+    """Paced, retrying GETs against one gateway; use inside one event loop.
+
+    ``max_rps=None`` turns pacing off (for servers without limits); ``transport`` lets tests
+    pass ``httpx.ASGITransport(app)``.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_rps: float | None = DEFAULT_MAX_RPS,
+        burst: int = DEFAULT_BURST,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = 30.0,
+        max_attempts: int = 8,
+        max_429_attempts: int = 30,
+    ) -> None:
+        self.settings = settings
+        self.stats = RequestStats()
+        self.concurrency = concurrency
+        self.max_attempts = max_attempts
+        self.max_429_attempts = max_429_attempts
+        self._pacer = _Pacer(max_rps, burst)
+        self._slots = asyncio.Semaphore(concurrency)
+        self._backoff = wait_exponential_jitter(initial=0.1, max=5.0, jitter=0.2)
+        self._http = httpx.AsyncClient(
+            base_url=settings.base_url.rstrip("/") + "/",
+            headers={
+                "Authorization": f"Bearer {settings.api_key}",
+                "Service-Version": settings.service_version,
+                "User-Agent": _user_agent(),
+                "Accept": "application/json",
+            },
+            transport=transport,
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"Client({self.settings.base_url!r}, key={self.settings.masked_key!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def get(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        parse: Callable[[bytes], T],
+    ) -> T:
+        """GET ``path`` (relative to ``/v1``) and return ``parse(body)``.
+
+        ``parse`` raising ``ValueError`` means the body is malformed: the request is retried,
+        then :class:`MalformedBodyError` is raised.
+        """
+        group = path.strip("/").split("/", 1)[0]
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(_Retry),
+            wait=self._wait,
+            stop=self._stop,
+            before_sleep=self._before_sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._once(group, path.lstrip("/"), params, parse)
+        except _Retry as exc:
+            raise exc.final from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _once(
+        self,
+        group: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        parse: Callable[[bytes], T],
+    ) -> T:
+        async with self._slots:
+            await self._pacer.acquire(group)
+            self.stats.requests += 1
+            try:
+                response = await self._http.get(path, params=params)
+            except httpx.TransportError as exc:
+                url = safe_url(self._http.base_url.join(path))
+                raise _Retry(
+                    APIConnectionError(
+                        f"could not reach the gateway at GET {url}: {type(exc).__name__}"
+                        f"{f': {exc}' if str(exc) else ''}. What to do: check the base URL "
+                        "and the network; the request was retried with back-off before giving up.",
+                        url=url,
+                    )
+                ) from None
+        self._pacer.observe(group, response.headers)
+        status = response.status_code
+        if status == 429:
+            self.stats.rate_limited += 1
+            error = error_from_response(response)
+            wait = error.retry_after if error.retry_after is not None else 1.0
+            self._pacer.pause(wait)
+            raise _Retry(error, retry_after=wait)
+        if status >= 500:
+            raise _Retry(error_from_response(response))
+        if status >= 400 or status < 200:
+            raise error_from_response(response)
+        try:
+            return parse(response.content)
+        except ValueError as exc:
+            url = safe_url(response.request.url)
+            snippet = response.content[:200].decode("utf-8", errors="replace")
+            raise _Retry(
+                MalformedBodyError(
+                    f"{status} from GET {url} is not the JSON the gateway should answer "
+                    f"({exc}); body starts {snippet[:80]!r}. What to do: retry later; if it "
+                    "persists, the gateway or a proxy in between is broken.",
+                    url=url,
+                    snippet=snippet,
+                )
+            ) from None
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Retry) and exc.retry_after is not None:
+            return exc.retry_after + random.uniform(0, 0.05)
+        return float(self._backoff(state))
+
+    def _stop(self, state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        rate_limited = isinstance(exc, _Retry) and isinstance(exc.final, RateLimitError)
+        limit = self.max_429_attempts if rate_limited else self.max_attempts
+        return state.attempt_number >= limit
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Retry):
+            log.debug("retrying after: %s", exc.final.message)

@@ -1,0 +1,236 @@
+"""Exceptions raised by gwtools, and the one function that maps a gateway response to one.
+
+The hierarchy (catch :class:`GatewayError` to handle everything)::
+
+    GatewayError                    every gwtools error; .type .code .param .http_status
+    │                               .request_id .decline_code .url .message
+    ├── ConfigurationError          (also ValueError) a missing or unusable key / base URL;
+    │                               raised before any request is sent
+    ├── APIConnectionError          the gateway could not be reached (timeouts, refused or
+    │                               dropped connections) even after retries
+    ├── AuthenticationError         401: invalid, revoked or publishable key
+    ├── InvalidRequestError         400 / 409: bad parameter, wrong state, version refused
+    │   └── NotFoundError           404: no such id
+    ├── CardError                   402: the card was declined (.decline_code)
+    ├── RateLimitError              429 that persisted through every retry (.retry_after)
+    └── APIError                    5xx, or an answer that is not the JSON it should be,
+                                    that persisted through every retry
+
+Use :func:`error_from_response` to turn any non-2xx :class:`httpx.Response` into the right
+exception: it is the only place that knows the mapping. Messages never contain an API key or a
+query string; keys are shown, at most, as ``sk_test_…abcd`` (:func:`mask_key`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import orjson
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "AuthenticationError",
+    "CardError",
+    "ConfigurationError",
+    "GatewayError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "RateLimitError",
+    "error_from_response",
+    "mask_key",
+    "safe_url",
+]
+
+
+def mask_key(key: str | None) -> str:
+    """Show an API key the only way gwtools ever shows one: its prefix and last four characters.
+
+    >>> mask_key("sk_test_51abcdefghijkl1234")
+    'sk_test_…1234'
+    """
+    if not key:
+        return "<none>"
+    prefix = ""
+    for candidate in ("sk_test_", "sk_live_", "pk_test_", "pk_live_"):
+        if key.startswith(candidate):
+            prefix = candidate
+            break
+    tail = key[-4:] if len(key) - len(prefix) >= 8 else ""
+    return f"{prefix}…{tail}"
+
+
+def safe_url(url: httpx.URL | str) -> str:
+    """The URL without its query string or user info, safe to put in a message or a log."""
+    u = httpx.URL(str(url))
+    return str(u.copy_with(query=None, fragment=None, userinfo=b""))
+
+
+class GatewayError(Exception):
+    """Root of every gwtools error. Carries what the gateway said, when it said anything."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: str | None = None,
+        code: str | None = None,
+        param: str | None = None,
+        http_status: int | None = None,
+        request_id: str | None = None,
+        decline_code: str | None = None,
+        url: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = type
+        self.code = code
+        self.param = param
+        self.http_status = http_status
+        self.request_id = request_id
+        self.decline_code = decline_code
+        self.url = url
+        self.retry_after = retry_after
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{k}={v!r}"
+            for k, v in (
+                ("http_status", self.http_status),
+                ("type", self.type),
+                ("code", self.code),
+                ("param", self.param),
+                ("request_id", self.request_id),
+            )
+            if v is not None
+        )
+        return f"{type(self).__name__}({self.message!r}{', ' if fields else ''}{fields})"
+
+
+class ConfigurationError(GatewayError, ValueError):
+    """The key or base URL given (or missing) cannot work; nothing was sent."""
+
+
+class APIConnectionError(GatewayError):
+    """The gateway could not be reached, even after retrying."""
+
+
+class AuthenticationError(GatewayError):
+    """401: the key is invalid, revoked, or not allowed to do this."""
+
+
+class InvalidRequestError(GatewayError):
+    """400 or 409: a parameter is missing or invalid, or the object is in the wrong state."""
+
+
+class NotFoundError(InvalidRequestError):
+    """404: the id does not exist (in this mode)."""
+
+
+class CardError(GatewayError):
+    """402: the card was declined; see ``decline_code``."""
+
+
+class RateLimitError(GatewayError):
+    """429 that persisted through every retry."""
+
+
+class APIError(GatewayError):
+    """The gateway failed (5xx) or answered with something that is not the expected JSON."""
+
+
+_BY_TYPE: dict[str, type[GatewayError]] = {
+    "authentication_error": AuthenticationError,
+    "invalid_request_error": InvalidRequestError,
+    "card_error": CardError,
+    "rate_limit_error": RateLimitError,
+    "api_error": APIError,
+}
+
+_ADVICE: dict[type[GatewayError], str] = {
+    AuthenticationError: (
+        "check the secret key (GW_API_KEY or --api-key-file): it must be an sk_test_/sk_live_ "
+        "key of this gateway that is neither revoked nor rolled more than 24 hours ago"
+    ),
+    InvalidRequestError: "fix the parameter named above; retrying the same request will fail again",
+    NotFoundError: "check the id and that the key's mode (test/live) matches the object's",
+    CardError: "the customer should use another payment method; this is not a bug in your code",
+    RateLimitError: "wait a little and retry, or lower max_rps= in gwtools.connect()",
+    APIError: "the gateway failed; retry later, and report the request id if it persists",
+}
+
+
+def _status_class(status: int) -> type[GatewayError]:
+    if status == 401 or status == 403:
+        return AuthenticationError
+    if status == 402:
+        return CardError
+    if status == 404:
+        return NotFoundError
+    if status == 429:
+        return RateLimitError
+    if 400 <= status < 500:
+        return InvalidRequestError
+    return APIError
+
+
+def _error_body(content: bytes) -> dict[str, Any]:
+    try:
+        body = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return {}
+    err = body.get("error") if isinstance(body, dict) else None
+    return err if isinstance(err, dict) else {}
+
+
+def _retry_after(response: httpx.Response, err: dict[str, Any]) -> float | None:
+    for raw in (response.headers.get("Retry-After"), err.get("retry_after")):
+        try:
+            if raw is not None:
+                return max(0.0, float(raw))
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def error_from_response(response: httpx.Response) -> GatewayError:
+    """Map a non-2xx gateway response to the exception named after its error type.
+
+    The error ``type`` in the body decides the class (404s become :class:`NotFoundError`);
+    without a usable body the HTTP status decides. The message names the status, the
+    method and URL (no query string), what the gateway said, and what to do.
+    """
+    err = _error_body(response.content)
+    status = response.status_code
+    etype = err.get("type") if isinstance(err.get("type"), str) else None
+    cls = _BY_TYPE.get(etype or "", _status_class(status))
+    if cls is InvalidRequestError and status == 404:
+        cls = NotFoundError
+    request = response.request
+    url = safe_url(request.url)
+    said = err.get("message") if isinstance(err.get("message"), str) else None
+    if said is None:
+        said = "the body is not a gateway error object" if response.content else "empty body"
+    details = ", ".join(
+        f"{k}={err[k]}" for k in ("type", "code", "param", "decline_code") if err.get(k)
+    )
+    request_id = response.headers.get("Request-Id") or response.headers.get("X-Request-Id")
+    message = (
+        f"{status} {response.reason_phrase or ''} from {request.method} {url}: {said}"
+        f"{f' ({details})' if details else ''}"
+        f"{f' [request id {request_id}]' if request_id else ''}. "
+        f"What to do: {_ADVICE.get(cls, _ADVICE[APIError])}."
+    ).replace("  ", " ")
+    return cls(
+        message,
+        type=etype,
+        code=err.get("code"),
+        param=err.get("param"),
+        http_status=status,
+        request_id=request_id,
+        decline_code=err.get("decline_code"),
+        url=url,
+        retry_after=_retry_after(response, err),
+    )

@@ -1,0 +1,287 @@
+"""The Gateway: sync a gateway's payments and refunds into the cache, read them as DataFrames.
+
+Example::
+
+    import gwtools
+
+    gw = gwtools.connect()                  # the embedded sandbox; or connect(key, url)
+    result = gw.sync()                      # incremental after the first time
+    print(result)                           # rows new/updated/unchanged, requests, 429s
+    failed = gw.payments(since="2024-06-01", status="failed")
+    refunds = gw.refunds(refresh=False)     # no network: just the cache
+
+Each Gateway owns one event loop, in a background thread, and one ``httpx.AsyncClient`` on
+it; ``sync()`` submits to that loop and waits, so it works the same from a script and inside
+Jupyter (whose own loop is already running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import os
+import threading
+import weakref
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pandas as pd
+
+from gwtools._cache import Dataset
+from gwtools._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
+from gwtools._config import Settings, resolve_settings
+from gwtools._schema import Resource
+from gwtools._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
+
+__all__ = ["Gateway", "connect"]
+
+T = TypeVar("T")
+RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
+
+#: (cache dir, account) of embedded-sandbox datasets already fully synced in this process:
+#: a new sandbox process may hold a different history, so the first sync replaces the cache.
+_embedded_synced: set[tuple[str, str]] = set()
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread; ``run`` submits a coroutine and waits."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="gwtools-loop", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            # KeyboardInterrupt in a notebook: stop the sync rather than leave it running.
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=5)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+def _shutdown(loop: _LoopThread | None, client: Client | None) -> None:
+    if loop is None:
+        return
+    if client is not None and loop.loop.is_running():
+        with contextlib.suppress(Exception):  # the interpreter may be exiting
+            loop.run(client.aclose())
+    loop.stop()
+
+
+class Gateway:
+    """A connection to one gateway (or the embedded sandbox) and its local cache.
+
+    Create it with :func:`gwtools.connect`. Use :meth:`sync` to bring the cache up to date,
+    :meth:`payments`/:meth:`refunds` to get canonical DataFrames, :meth:`close` (or ``with``)
+    to release the connection pool.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_rps: float | None = DEFAULT_MAX_RPS,
+        burst: int = DEFAULT_BURST,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = 30.0,
+        max_attempts: int = 8,
+        overlap: dt.timedelta = DEFAULT_OVERLAP,
+        pages_per_batch: int = PAGES_PER_BATCH,
+        progress: bool | None = None,
+    ) -> None:
+        self.settings = settings
+        self._client_args: dict[str, Any] = {
+            "transport": transport,
+            "max_rps": max_rps,
+            "burst": burst,
+            "concurrency": concurrency,
+            "timeout": timeout,
+            "max_attempts": max_attempts,
+        }
+        self.overlap = overlap
+        self.pages_per_batch = pages_per_batch
+        self.progress = progress
+        self._loop: _LoopThread | None = None
+        self._client: Client | None = None
+        self._sync_lock = threading.Lock()
+        self._finalizer: weakref.finalize | None = None
+        self.last_result: SyncResult | None = None
+
+    def __repr__(self) -> str:
+        s = self.settings
+        where = "embedded sandbox" if s.embedded else s.base_url
+        return (
+            f"<Gateway {where} key={s.masked_key} account={s.account!r} mode={s.mode} "
+            f"cache={str(self.cache_path)!r}>"
+        )
+
+    @property
+    def cache_path(self) -> Path:
+        """Where this gateway's datasets live: ``{cache_dir}/{account}/{mode}``."""
+        return self.settings.cache_dir / self.settings.account / self.settings.mode
+
+    def dataset(self, resource: Resource) -> Dataset:
+        """The cached dataset of ``resource`` (for its state, rejects or path)."""
+        return Dataset.at(
+            self.settings.cache_dir, self.settings.account, self.settings.mode, resource
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _ensure(self) -> _LoopThread:
+        if self._loop is None:
+            self._loop = _LoopThread()
+
+            async def make() -> Client:
+                return Client(self.settings, **self._client_args)
+
+            self._client = self._loop.run(make())
+            self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._client)
+        return self._loop
+
+    def close(self) -> None:
+        """Close the connection pool and stop the background loop (idempotent)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._loop = None
+        self._client = None
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the work ------------------------------------------------------------------------
+    def sync(
+        self,
+        resources: Sequence[Resource] | Resource = RESOURCES,
+        *,
+        full: bool = False,
+        progress: bool | None = None,
+    ) -> SyncResult:
+        """Bring the cache up to date and say what changed.
+
+        The first sync of a dataset (or ``full=True``) lists everything and makes the cache
+        equal to it; later ones fetch only what can have changed. ``progress=None`` shows a
+        bar only for big interactive syncs. Example::
+
+            result = gw.sync()
+            result.new, result.updated, result.rate_limited
+        """
+        wanted: tuple[Resource, ...] = (
+            (resources,) if isinstance(resources, str) else tuple(resources)
+        )
+        key = (str(self.settings.cache_dir), self.settings.account)
+        if self.settings.embedded and key not in _embedded_synced:
+            full = True
+        with self._sync_lock:
+            loop = self._ensure()
+            assert self._client is not None
+            ctx = SyncContext(
+                client=self._client,
+                settings=self.settings,
+                overlap=self.overlap,
+                pages_per_batch=self.pages_per_batch,
+                progress=progress if progress is not None else self.progress,
+            )
+            result = loop.run(run_sync(ctx, wanted, full=full))
+        if self.settings.embedded and result.complete and set(wanted) >= set(RESOURCES):
+            _embedded_synced.add(key)
+        self.last_result = result
+        return result
+
+    def payments(
+        self,
+        since: Any = None,
+        until: Any = None,
+        status: str | Sequence[str] | None = None,
+        *,
+        refresh: bool = True,
+    ) -> pd.DataFrame:
+        """Canonical payments (``since <= created_at < until``, canonical ``status``).
+
+        Syncs first unless ``refresh=False``; a refresh syncs refunds too, because a new
+        refund changes its payment's ``refunded_amount``.
+        """
+        if refresh:
+            self.sync(RESOURCES)
+        return self._read("payments", since, until, status)
+
+    def refunds(
+        self,
+        since: Any = None,
+        until: Any = None,
+        status: str | Sequence[str] | None = None,
+        *,
+        refresh: bool = True,
+    ) -> pd.DataFrame:
+        """Canonical refunds; syncs first unless ``refresh=False``."""
+        if refresh:
+            self.sync(("refunds",))
+        return self._read("refunds", since, until, status)
+
+    def _read(self, resource: Resource, since: Any, until: Any, status: Any) -> pd.DataFrame:
+        ds = self.dataset(resource)
+        if not ds.exists():
+            from gwtools._schema import empty
+
+            return empty(resource)
+        return ds.read(since=since, until=until, status=status)
+
+
+def connect(
+    api_key: str | None = None,
+    base_url: str | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    service_version: str = "2024-01-01",
+    account: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    max_rps: float | None = DEFAULT_MAX_RPS,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: bool | None = None,
+    **options: Any,
+) -> Gateway:
+    """Connect to a gateway, or, with neither key nor base URL, to the embedded sandbox.
+
+    ``api_key``, ``base_url`` and ``cache_dir`` default to ``GW_API_KEY``, ``GW_BASE_URL`` and
+    ``GW_CACHE_DIR`` (else the per-user cache directory). ``account`` names the cache
+    directory (default: a hash of the key). ``max_rps`` paces requests (``None``: no pacing),
+    ``concurrency`` bounds requests in flight, ``transport`` is passed to httpx (e.g.
+    ``httpx.ASGITransport(app)``). Nothing is sent until the first sync. Example::
+
+        gw = gwtools.connect()                         # embedded sandbox, seeded demo data
+        gw = gwtools.connect(account="shop-my")        # GW_API_KEY and GW_BASE_URL from env
+    """
+    settings = resolve_settings(
+        api_key, base_url, cache_dir=cache_dir, service_version=service_version, account=account
+    )
+    if settings is None:
+        from gwtools._embedded import embedded_settings
+
+        settings = embedded_settings(
+            cache_dir=cache_dir, service_version=service_version, account=account
+        )
+    return Gateway(
+        settings,
+        transport=transport,
+        max_rps=max_rps,
+        concurrency=concurrency,
+        progress=progress,
+        **options,
+    )

@@ -1,0 +1,337 @@
+"""Listing a resource fast: page-number fan-out (variant A) and time-window cursors (variant B).
+
+:func:`list_pages` fetches the first page, reads the variant from the envelope
+(:func:`gwtools._normalize.page_info`) and hands over to a strategy:
+
+- :class:`PageNumbers` (variant A, ``meta.totalPages``): the upper creation bound is frozen
+  at the newest row seen (``to``), so rows inserted during the sync cannot shift pages;
+  every page is then requested concurrently.
+- :class:`TimeWindows` (variant B, ``has_more`` cursors, newest first): the creation range is
+  split into windows (``from``/``to``, both inclusive, so adjacent windows overlap by a second
+  and duplicates are dropped later by id), each paged by its own cursor, all concurrently.
+  A window whose remaining range is still large splits itself when fewer windows than the
+  client's concurrency are running, so the tail of a sync stays busy.
+  If a window returns rows outside its range, the server ignores ``from``/``to``: the windows
+  stop and one plain cursor (:class:`Cursor`) pages through instead.
+
+Pages are handed, as raw bytes with their :class:`PageInfo`, to an async ``sink``; strategies
+hold no rows. A page whose body stays malformed through every retry is reported to
+``on_malformed`` and the listing is marked incomplete (so the sync state is not advanced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gwtools._client import Client, MalformedBodyError
+from gwtools._normalize import PageInfo, page_info
+
+__all__ = ["ListOutcome", "PageSink", "list_pages"]
+
+log = logging.getLogger("gwtools")
+
+PAGE_LIMIT = 100
+PageSink = Callable[[bytes, PageInfo], Awaitable[None]]
+OnMalformed = Callable[[MalformedBodyError], None]
+_SECOND = dt.timedelta(seconds=1)
+# Variant B probes for the oldest row: 1 day, 2 days, ... 4096 days before the newest.
+_PROBE_DAYS = tuple(2**k for k in range(13))
+
+
+@dataclass
+class ListOutcome:
+    """How a listing went."""
+
+    variant: str | None = None
+    complete: bool = True
+    strategy: str = ""
+    windows: int = 0
+    time_filters_ignored: bool = False
+    newest: dt.datetime | None = None
+    estimated_rows: int | None = None
+
+
+def _page(body: bytes) -> tuple[bytes, PageInfo]:
+    return body, page_info(body)
+
+
+def _bounds(info: PageInfo) -> tuple[dt.datetime | None, dt.datetime | None]:
+    stamps = [t for t in (info.first_created, info.last_created) if t is not None]
+    return (min(stamps), max(stamps)) if stamps else (None, None)
+
+
+@dataclass
+class _Run:
+    """What every strategy shares: the client, the resource, the sink and the outcome."""
+
+    client: Client
+    resource: str
+    sink: PageSink
+    on_malformed: OnMalformed
+    outcome: ListOutcome
+    on_estimate: Callable[[int], None] = lambda _n: None
+
+    async def fetch(self, params: dict[str, Any]) -> tuple[bytes, PageInfo] | None:
+        try:
+            return await self.client.get(self.resource, params, parse=_page)
+        except MalformedBodyError as exc:
+            self.outcome.complete = False
+            self.on_malformed(exc)
+            return None
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class PageNumbers:
+    """Variant A: ``page=1..totalPages`` requested concurrently, upper bound frozen."""
+
+    run: _Run
+    first_body: bytes
+    first: PageInfo
+    base: dict[str, Any]
+
+    async def __call__(self) -> None:
+        total_pages = self.first.total_pages or 1
+        if self.first.total is not None:
+            self.run.on_estimate(self.first.total)
+        params = dict(self.base)
+        first, last = self.first.first_created, self.first.last_created
+        if total_pages > 1 and first is not None and last is not None and first >= last:
+            # Newest first: an insert would push rows to later pages. Freeze the list at
+            # what page 1 showed (`to`), and re-read page 1 under the same filter.
+            # `to` may be exclusive (it is in the sandbox): one second past the newest row.
+            params["to"] = _iso(first + _SECOND)
+        else:
+            await self.run.sink(self.first_body, self.first)
+        if total_pages <= 1:
+            return
+        pages = range(1 if "to" in params else 2, total_pages + 1)
+        seen_pages = await self._fetch(params, pages)
+        # A list that grew anyway (no usable `to`): fetch the pages that appeared.
+        while seen_pages > total_pages:
+            extra = range(total_pages + 1, seen_pages + 1)
+            total_pages = seen_pages
+            seen_pages = max(seen_pages, await self._fetch(params, extra))
+
+    async def _fetch(self, params: dict[str, Any], pages: range) -> int:
+        async def one(n: int) -> int:
+            got = await self.run.fetch({**params, "page": n})
+            if got is None:
+                return 0
+            await self.run.sink(*got)
+            return got[1].total_pages or 0
+
+        results = await asyncio.gather(*(one(n) for n in pages))
+        return max(results, default=0)
+
+
+class _TimeFiltersIgnored(Exception):
+    pass
+
+
+@dataclass
+class Cursor:
+    """Variant B: one cursor from ``first`` onwards, stopping below ``since``."""
+
+    run: _Run
+    first_body: bytes
+    first: PageInfo
+    base: dict[str, Any]
+    since: dt.datetime | None
+    include_first: bool = True
+
+    async def __call__(self) -> None:
+        info = self.first
+        if self.include_first:
+            await self.run.sink(self.first_body, info)
+        while info.has_more and info.last_id:
+            lo, _ = _bounds(info)
+            if self.since is not None and lo is not None and lo < self.since:
+                return
+            got = await self.run.fetch({**self.base, "starting_after": info.last_id})
+            if got is None:
+                return
+            await self.run.sink(*got)
+            info = got[1]
+
+
+@dataclass
+class _Window:
+    lo: dt.datetime  # the filter sent (from/to), fixed for the window's cursor
+    hi: dt.datetime
+    stop_below: dt.datetime | None = None  # set when the lower part was split off
+
+
+@dataclass
+class TimeWindows:
+    """Variant B: the creation range cut into windows, each a cursor, run concurrently."""
+
+    run: _Run
+    first_body: bytes
+    first: PageInfo
+    base: dict[str, Any]
+    since: dt.datetime | None
+    windows_target: int
+    active: int = 0
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def __call__(self) -> None:
+        lo, hi = _bounds(self.first)
+        if not self.first.has_more or lo is None or hi is None:
+            await self.run.sink(self.first_body, self.first)
+            return
+        lower = self.since if self.since is not None else await self._oldest_bound(hi)
+        if lower is None:
+            await Cursor(self.run, self.first_body, self.first, self.base, self.since)()
+            return
+        span = max((hi - lo).total_seconds(), 1.0)
+        est_pages = max(1.0, (hi - lower).total_seconds() / span)
+        self.run.on_estimate(int(est_pages * max(self.first.count, 1)))
+        n = max(1, min(self.windows_target, math.ceil(est_pages / 4)))
+        # The first page already covers [lo, hi]; the windows cover [lower, lo].
+        await self.run.sink(self.first_body, self.first)
+        edges = [lower + (lo - lower) * i / n for i in range(n + 1)]
+        edges = [e.replace(microsecond=0) for e in edges[:-1]] + [lo]
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self.tg = tg
+                for a, b in itertools.pairwise(edges):
+                    self._spawn(_Window(a, max(a, b)))
+        except* _TimeFiltersIgnored:
+            self.run.outcome.time_filters_ignored = True
+            log.warning(
+                "the gateway ignores the from/to filters on %s; paging with one cursor instead",
+                self.run.resource,
+            )
+            await Cursor(
+                self.run, self.first_body, self.first, self.base, self.since, include_first=False
+            )()
+
+    def _spawn(self, w: _Window) -> None:
+        self.run.outcome.windows += 1
+        self.active += 1
+        self.tg.create_task(self._window(w))
+
+    async def _window(self, w: _Window) -> None:
+        try:
+            params = {
+                **self.base,
+                "from": int(w.lo.timestamp()),
+                "to": math.ceil(w.hi.timestamp()) + 1,
+            }
+            cursor: str | None = None
+            while True:
+                got = await self.run.fetch(
+                    {**params, **({"starting_after": cursor} if cursor else {})}
+                )
+                if got is None:
+                    return
+                body, info = got
+                lo, hi = _bounds(info)
+                if (
+                    lo is not None
+                    and hi is not None
+                    and (lo < w.lo - _SECOND or hi > w.hi + _SECOND)
+                ):
+                    raise _TimeFiltersIgnored
+                await self.run.sink(body, info)
+                if not info.has_more or not info.last_id or lo is None or hi is None:
+                    return
+                if w.stop_below is not None and lo < w.stop_below:
+                    return
+                cursor = info.last_id
+                self._maybe_split(w, lo, hi, info.count)
+        finally:
+            self.active -= 1
+
+    def _maybe_split(self, w: _Window, lo: dt.datetime, hi: dt.datetime, count: int) -> None:
+        """Hand the lower half of what is left to a new window when there is spare capacity."""
+        if self.active >= self.windows_target:
+            return
+        bottom = w.stop_below or w.lo
+        left = (lo - bottom).total_seconds()
+        span = max((hi - lo).total_seconds(), 1.0)
+        if left / span < 4 or left < 4:
+            return
+        mid = (bottom + (lo - bottom) / 2).replace(microsecond=0)
+        w.stop_below = mid
+        self._spawn(_Window(bottom, mid))
+
+    async def _oldest_bound(self, newest: dt.datetime) -> dt.datetime | None:
+        """A time at or before the oldest row: concurrent ``to=newest-2^k days`` probes."""
+
+        async def probe(days: int) -> tuple[int, bool]:
+            got = await self.run.fetch(
+                {**self.base, "limit": 1, "to": int((newest - dt.timedelta(days=days)).timestamp())}
+            )
+            if got is None:
+                return days, True
+            info = got[1]
+            _lo, hi = _bounds(info)
+            if hi is not None and hi > newest - dt.timedelta(days=days) + _SECOND:
+                raise _TimeFiltersIgnored
+            return days, info.count > 0
+
+        try:
+            results = await asyncio.gather(*(probe(d) for d in _PROBE_DAYS))
+        except _TimeFiltersIgnored:
+            self.run.outcome.time_filters_ignored = True
+            return None
+        for days, non_empty in results:
+            if not non_empty:
+                return newest - dt.timedelta(days=days)
+        return None
+
+
+async def list_pages(
+    client: Client,
+    resource: str,
+    sink: PageSink,
+    *,
+    since: dt.datetime | None = None,
+    on_malformed: OnMalformed,
+    on_estimate: Callable[[int], None] = lambda _n: None,
+    windows: int | None = None,
+) -> ListOutcome:
+    """Hand every page of ``resource`` created at or after ``since`` to ``sink``."""
+    outcome = ListOutcome()
+    run = _Run(client, resource, sink, on_malformed, outcome, on_estimate)
+    base: dict[str, Any] = {"limit": PAGE_LIMIT}
+    first_params = dict(base)
+    if since is not None:
+        first_params["from"] = _iso(since)
+    got = await run.fetch(first_params)
+    if got is None:
+        return outcome
+    body, info = got
+    outcome.variant = info.variant
+    outcome.newest = _bounds(info)[1]
+    if info.variant == "A":
+        outcome.strategy = "page numbers"
+        if since is not None:
+            base["from"] = _iso(since)
+        await PageNumbers(run, body, info, base)()
+        return outcome
+    outcome.strategy = "time windows"
+    lo, _ = _bounds(info)
+    if since is not None and lo is not None and lo < since - _SECOND:
+        # The first page already reaches before `since`: from/to are ignored.
+        outcome.time_filters_ignored = True
+    if outcome.time_filters_ignored:
+        outcome.strategy = "cursor"
+        await Cursor(run, body, info, base, since)()
+        return outcome
+    await TimeWindows(run, body, info, base, since, windows_target=windows or client.concurrency)()
+    if outcome.time_filters_ignored:
+        outcome.strategy = "cursor (server ignores from/to)"
+    return outcome
