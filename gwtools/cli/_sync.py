@@ -1,0 +1,217 @@
+"""``gwtools sync`` and ``gwtools export``: the library's sync and cache on the command line.
+
+The API key comes from ``GW_API_KEY`` or from a file (``--api-key-file``), never from an
+argument: arguments end up in shell history and in every process listing. Examples::
+
+    GW_API_KEY=… GW_BASE_URL=https://api.example.com gwtools sync
+    gwtools sync --api-key-file ~/.config/gw/key --base-url https://api.example.com --full
+    gwtools export payments --format csv --out payments.csv --since 2024-05-01 --status failed
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+_RESOURCES = ("payments", "refunds")
+
+
+def _reject_key_argument(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is not None:
+        raise click.UsageError(
+            "an API key is never accepted as a command-line argument (it would be kept in shell "
+            "history and shown in process listings); set GW_API_KEY or use --api-key-file PATH",
+            ctx=ctx,
+        )
+
+
+def _read_key_file(path: str | None) -> str | None:
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot read {p}: {exc.strerror}", param_hint="--api-key-file"
+        ) from None
+    lines = [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    if len(lines) != 1:
+        raise click.BadParameter(
+            f"{p} must hold exactly one non-empty line: the secret key", param_hint="--api-key-file"
+        )
+    return lines[0]
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every command that talks to the gateway shares."""
+    options = [
+        click.option(
+            "--api-key",
+            hidden=True,
+            expose_value=False,
+            callback=_reject_key_argument,
+            is_eager=True,
+            help="Not accepted: use GW_API_KEY or --api-key-file.",
+        ),
+        click.option(
+            "--api-key-file",
+            type=click.Path(dir_okay=False),
+            help="File holding the secret key (else GW_API_KEY).",
+        ),
+        click.option(
+            "--base-url",
+            help="Gateway address (else GW_BASE_URL; neither key nor URL: embedded sandbox).",
+        ),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            help="Cache directory (else GW_CACHE_DIR, else the user cache directory).",
+        ),
+        click.option(
+            "--account",
+            help="Name of the cache directory for this account (default: a hash of the key).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _connect(
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+    progress: bool | None = None,
+) -> Any:
+    import gwtools._gateway as gateway
+    from gwtools._errors import GatewayError
+
+    try:
+        return gateway.connect(
+            _read_key_file(api_key_file),
+            base_url,
+            cache_dir=cache_dir,
+            account=account,
+            progress=progress,
+        )
+    except GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.command()
+@connection_options
+@click.option(
+    "--resource",
+    "resources",
+    type=click.Choice(_RESOURCES),
+    multiple=True,
+    help="Resource to sync (repeatable; default both).",
+)
+@click.option("--full", is_flag=True, help="List everything and make the cache equal to it.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar (default: on big interactive syncs).",
+)
+def sync(
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+    resources: tuple[str, ...],
+    full: bool,
+    progress: bool | None,
+) -> None:
+    """Bring the local Parquet cache of payments and refunds up to date."""
+    from gwtools._errors import GatewayError
+
+    gw = _connect(api_key_file, base_url, cache_dir, account, progress)
+    try:
+        result = gw.sync(resources or _RESOURCES, full=full)
+    except GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        gw.close()
+    click.echo(str(result))
+    click.echo(f"cache: {gw.cache_path}")
+    if not result.complete:
+        raise SystemExit(3)
+
+
+@click.command()
+@click.argument("resource", type=click.Choice(_RESOURCES))
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), required=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, writable=True),
+    required=True,
+    help="File to write ('-' for standard output, CSV only).",
+)
+@click.option("--since", help="Only rows created at or after this date/time (UTC if naive).")
+@click.option("--until", help="Only rows created before this date/time.")
+@click.option("--status", multiple=True, help="Only these canonical statuses (repeatable).")
+@click.option(
+    "--refresh/--no-refresh",
+    default=True,
+    help="Sync before exporting (default) or use the cache as it is.",
+)
+@connection_options
+def export(
+    resource: str,
+    fmt: str,
+    out: str,
+    since: str | None,
+    until: str | None,
+    status: tuple[str, ...],
+    refresh: bool,
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+) -> None:
+    """Write canonical payments or refunds to CSV or Parquet."""
+    from gwtools._errors import GatewayError
+    from gwtools._schema import PAYMENT_STATUSES, REFUND_STATUSES
+
+    allowed = PAYMENT_STATUSES if resource == "payments" else REFUND_STATUSES
+    bad = [s for s in status if s not in allowed]
+    if bad:
+        raise click.BadParameter(
+            f"{', '.join(bad)} not canonical {resource} statuses; use {', '.join(allowed)}",
+            param_hint="--status",
+        )
+    if out == "-" and fmt != "csv":
+        raise click.BadParameter("standard output takes CSV only", param_hint="--out")
+    gw = _connect(api_key_file, base_url, cache_dir, account)
+    try:
+        reader = gw.payments if resource == "payments" else gw.refunds
+        frame = reader(since=since, until=until, status=list(status) or None, refresh=refresh)
+    except GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        gw.close()
+    if out == "-":
+        click.echo(frame.to_csv(index=False), nl=False)
+        return
+    target = Path(out)
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        if fmt == "csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    click.echo(f"wrote {len(frame):,} {resource} to {target}", err=True)
