@@ -12,7 +12,7 @@ fails the run (exit status 1) naming each file and the masked key it holds. Or c
         print(finding)          # notebooks/x.ipynb: sk_test_…abcd (bytes)
 
 A key is ``sk_`` or ``pk_``, then ``test_`` or ``live_``, then at least 24 ASCII letters or digits
-(the sandbox issues 24). A masked key (``sk_test_…abcd``) does not match. Parquet files are also
+(the sandbox issues 32). A masked key (``sk_test_…abcd``) does not match. Parquet files are also
 read column by column, and zip (``.xlsx``) and gzip files are opened, since compression hides the
 raw bytes of a key.
 
