@@ -1,0 +1,95 @@
+"""Analyses of the canonical payments and refunds tables: pure functions, DataFrames in,
+DataFrames out, no I/O.
+
+Every rate carries ``n`` and a Wilson 95% interval; every time bucket is local to ``tz``
+(argument, else ``GW_TIMEZONE``, else UTC); money stays per currency in major units.
+
+Example::
+
+    from gwtools import analysis
+
+    analysis.decline_rate(payments, by="method_type", freq="week", tz="Asia/Kuala_Lumpur")
+    analysis.refund_rate(payments, refunds, freq="month", cohort="refund")
+    analysis.fpx_banks(payments).head()
+"""
+
+from gwtools.analysis._declines import (
+    RETRY_ADVICE,
+    classify_declines,
+    decline_breakdown,
+    decline_rate,
+    decline_reason,
+    decline_type,
+    decline_types,
+)
+from gwtools.analysis._fpx import (
+    FPX_OUTCOMES,
+    TIMEOUT_CODES,
+    fpx_banks,
+    fpx_outcome,
+    fpx_outcome_shares,
+)
+from gwtools.analysis._funnel import funnel, status_counts
+from gwtools.analysis._money import exponent, format_money, to_major, totals_by_currency
+from gwtools.analysis._overview import Overview, overview
+from gwtools.analysis._rates import (
+    AMOUNT_BANDS,
+    add_rate,
+    amount_band,
+    outcome_counts,
+    success_rate,
+    wilson_interval,
+)
+from gwtools.analysis._refunds import (
+    FPX_REFUND_BUSINESS_DAYS,
+    effective_refunds,
+    partial_vs_full,
+    pending_refunds,
+    refund_details,
+    refund_rate,
+    refunds_by_reason,
+    time_to_refund,
+)
+from gwtools.analysis._time import between, bucket, business_days_between, local_time, resolve_tz
+
+__all__ = [
+    "AMOUNT_BANDS",
+    "FPX_OUTCOMES",
+    "FPX_REFUND_BUSINESS_DAYS",
+    "RETRY_ADVICE",
+    "TIMEOUT_CODES",
+    "Overview",
+    "add_rate",
+    "amount_band",
+    "between",
+    "bucket",
+    "business_days_between",
+    "classify_declines",
+    "decline_breakdown",
+    "decline_rate",
+    "decline_reason",
+    "decline_type",
+    "decline_types",
+    "effective_refunds",
+    "exponent",
+    "format_money",
+    "fpx_banks",
+    "fpx_outcome",
+    "fpx_outcome_shares",
+    "funnel",
+    "local_time",
+    "outcome_counts",
+    "overview",
+    "partial_vs_full",
+    "pending_refunds",
+    "refund_details",
+    "refund_rate",
+    "refunds_by_reason",
+    "resolve_tz",
+    "status_counts",
+    "success_rate",
+    "time_to_refund",
+    "to_major",
+    "totals_by_currency",
+    "wilson_interval",
+]

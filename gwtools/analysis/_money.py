@@ -1,0 +1,90 @@
+"""Money in major units, per currency, formatted by Babel.
+
+Amounts are never added across currencies: every total here is kept per currency,
+as numeric ``amount_<CUR>`` columns (major units) plus one ``amount`` text column
+that Babel formats for people, e.g. ``RM1,234.50; JP¥5,000``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+from babel.numbers import format_currency, get_currency_precision
+
+DEFAULT_LOCALE = "en_MY"
+
+
+def resolve_locale(locale: str | None = None) -> str:
+    """``locale``, else ``GW_LOCALE``, else ``en_MY`` (``RM1,234.50``)."""
+    return locale or os.environ.get("GW_LOCALE") or DEFAULT_LOCALE
+
+
+def exponent(currency: str) -> int:
+    """Digits after the decimal point of ``currency`` (Babel's table): MYR 2, JPY 0, BHD 3."""
+    return int(get_currency_precision(currency.upper()))
+
+
+def to_major(amount: pd.Series, currency: pd.Series) -> pd.Series:
+    """Minor units (``Int64``) to major units (``float64``), currency by currency."""
+    scale = (
+        currency.astype("string")
+        .str.upper()
+        .map(lambda c: 10 ** exponent(c) if isinstance(c, str) else math.nan)
+    )
+    return (amount.astype("Float64") / scale.astype("Float64")).astype("float64")
+
+
+def format_money(value: float | None, currency: str | None, locale: str | None = None) -> str:
+    """``1234.5, "MYR"`` -> ``"RM1,234.50"``; an empty string for a missing value."""
+    if value is None or currency is None or pd.isna(value) or pd.isna(currency):
+        return ""
+    return str(format_currency(value, currency.upper(), locale=resolve_locale(locale)))
+
+
+def totals_by_currency(
+    frame: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    minor: str = "amount",
+    prefix: str = "amount",
+    locale: str | None = None,
+) -> pd.DataFrame:
+    """Per group of ``keys``: one ``<prefix>_<CUR>`` column (major units) per currency and a
+    formatted ``<prefix>`` column listing the non-zero totals.
+
+    Sums run on the integer minor units, then convert once, so no float drift.
+    """
+    currencies = sorted(frame["currency"].dropna().astype(str).str.upper().unique())
+    keys = list(keys)
+    if frame.empty:
+        index = (
+            pd.MultiIndex.from_tuples([], names=keys)
+            if len(keys) > 1
+            else pd.Index([], name=keys[0])
+        )
+        out = pd.DataFrame(index=index)
+        out[prefix] = pd.Series(dtype="string")
+        return out
+    work = frame.assign(_cur=frame["currency"].astype("string").str.upper())
+    sums = work.groupby([*keys, "_cur"], dropna=False, observed=True)[minor].sum(min_count=1)
+    wide = sums.unstack("_cur")
+    out = pd.DataFrame(index=wide.index)
+    for cur in currencies:
+        col = wide[cur] if cur in wide.columns else pd.Series(pd.NA, index=wide.index)
+        out[f"{prefix}_{cur}"] = (
+            (col.astype("Float64") / 10 ** exponent(cur)).astype("float64").fillna(0.0)
+        )
+
+    def fmt(row: pd.Series) -> str:
+        parts = [
+            format_money(row[f"{prefix}_{c}"], c, locale)
+            for c in currencies
+            if row[f"{prefix}_{c}"]
+        ]
+        return "; ".join(parts)
+
+    out[prefix] = out.apply(fmt, axis=1).astype("string") if len(out) else pd.Series(dtype="string")
+    return out

@@ -1,0 +1,97 @@
+"""The one-screen summary: the figures an analyst reads first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from gwtools.analysis._declines import classify_declines
+from gwtools.analysis._fpx import fpx_banks
+from gwtools.analysis._rates import success_rate
+from gwtools.analysis._refunds import refund_rate
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Headline figures of a payments and refunds table; ``str()`` prints them."""
+
+    payments: int
+    refunds: int
+    success_rate: float
+    success_ci: tuple[float, float]
+    decided: int
+    top_declines: list[tuple[str, int, float]] = field(default_factory=list)
+    refund_rate: float = float("nan")
+    refund_amount_rate: dict[str, float] = field(default_factory=dict)
+    worst_bank: tuple[str, float, int, tuple[float, float]] | None = None
+
+    def __str__(self) -> str:
+        lo, hi = self.success_ci
+        lines = [f"payments         {self.payments:,} ({self.refunds:,} refunds)"]
+        if self.decided:
+            lines.append(
+                f"success rate     {self.success_rate:.1%} of {self.decided:,} decided "
+                f"(95% CI {lo:.1%}–{hi:.1%})"
+            )
+        else:
+            lines.append("success rate     n/a (no decided payment)")
+        if self.top_declines:
+            codes = ", ".join(f"{c} {n:,} ({s:.0%})" for c, n, s in self.top_declines)
+            lines.append(f"top declines     {codes}")
+        amount = ", ".join(f"{cur} {r:.1%}" for cur, r in self.refund_amount_rate.items())
+        if self.refund_rate == self.refund_rate:  # not NaN
+            lines.append(
+                f"refund rate      {self.refund_rate:.1%} of succeeded payments"
+                + (f"; by amount {amount}" if amount else "")
+            )
+        else:
+            lines.append("refund rate      n/a (no succeeded payment)")
+        if self.worst_bank is not None:
+            name, rate, n, (blo, bhi) = self.worst_bank
+            lines.append(
+                f"worst FPX bank   {name}: {rate:.1%} of {n:,} finished (95% CI {blo:.1%}–{bhi:.1%})"
+            )
+        return "\n".join(lines)
+
+
+def overview(
+    payments: pd.DataFrame, refunds: pd.DataFrame, *, top: int = 3, min_attempts: int = 20
+) -> Overview:
+    """Headline figures: payment count, success rate, top decline reasons, refund rate,
+    and the worst FPX bank among those with at least ``min_attempts`` finished payments,
+    ranked by the upper end of its interval (so it is worst even at its best)."""
+    rate = success_rate(payments).iloc[0]
+    failed = classify_declines(payments)
+    counts = failed["decline_reason"].value_counts(dropna=False).head(top)
+    total = max(len(failed), 1)
+    top_declines = [
+        ("(none)" if c is None or c is pd.NA else str(c), int(n), int(n) / total)
+        for c, n in counts.items()
+    ]
+    refund = refund_rate(payments, refunds)
+    succeeded = int(refund["payments"].sum())
+    refunded = int(refund["refunded_payments"].sum())
+    amount_rate = {
+        str(cur): float(rate)
+        for cur, rate in zip(refund["currency"], refund["amount_rate"], strict=True)
+        if rate == rate  # not NaN
+    }
+    banks = fpx_banks(payments)
+    banks = banks[banks["n"] >= min_attempts].sort_values(["ci_high", "rate"])
+    worst = None
+    if len(banks):
+        b = banks.iloc[0]
+        name = f"{b['fpx_bank'] if pd.notna(b['fpx_bank']) else 'unnamed'} ({b['fpx_bank_code']})"
+        worst = (name, float(b["rate"]), int(b["n"]), (float(b["ci_low"]), float(b["ci_high"])))
+    return Overview(
+        payments=len(payments),
+        refunds=len(refunds),
+        success_rate=float(rate["rate"]),
+        success_ci=(float(rate["ci_low"]), float(rate["ci_high"])),
+        decided=int(rate["n"]),
+        top_declines=top_declines,
+        refund_rate=refunded / succeeded if succeeded else float("nan"),
+        refund_amount_rate=amount_rate,
+        worst_bank=worst,
+    )

@@ -1,0 +1,216 @@
+"""Proportions with honest uncertainty: outcome counts per group and Wilson intervals.
+
+Every rate the toolkit reports carries ``n`` (the count it was computed from) and a
+Wilson score interval, so a bank with 3 payments shows a wide band rather than a
+trend. The Wilson interval (not the normal approximation) stays inside [0, 1] and
+behaves at 0 and n successes, where small groups live.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Final, Literal, cast
+
+import numpy as np
+import pandas as pd
+
+from gwtools.analysis._money import to_major
+from gwtools.analysis._time import bucket, period_range, resolve_tz
+
+OUTCOMES: Final = ("succeeded", "failed", "open", "abandoned", "unknown")
+
+#: Default amount bands, in major units of each payment's own currency.
+AMOUNT_BANDS: Final = (0, 10, 50, 100, 500, 1_000, 5_000)
+
+By = str | Sequence[str] | None
+Denominator = Literal["decided", "finished"]
+
+
+def wilson_interval(
+    successes: np.ndarray | pd.Series | int,
+    n: np.ndarray | pd.Series | int,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of ``successes / n``; NaN where ``n`` is 0.
+
+    With p = k/n and z the normal quantile (1.96 for 95%)::
+
+        centre = (p + z²/2n) / (1 + z²/n)
+        half   = z·sqrt(p(1-p)/n + z²/4n²) / (1 + z²/n)
+
+    Example: ``wilson_interval(3, 3)`` -> about (0.44, 1.0).
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    k = np.asarray(successes, dtype="float64")
+    size = np.asarray(n, dtype="float64")
+    if np.any(k < 0) or np.any(k > size):
+        raise ValueError("successes must lie between 0 and n")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / size
+        denom = 1 + z**2 / size
+        centre = (p + z**2 / (2 * size)) / denom
+        half = z * np.sqrt(p * (1 - p) / size + z**2 / (4 * size**2)) / denom
+        low = np.where(size > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+        high = np.where(size > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return low, high
+
+
+def add_rate(
+    table: pd.DataFrame,
+    numerator: str,
+    denominator: str,
+    *,
+    name: str = "rate",
+    interval: bool = True,
+) -> pd.DataFrame:
+    """Add ``name`` = numerator / denominator (NaN when 0) and its Wilson ``ci_low``/``ci_high``."""
+    num = table[numerator].astype("float64")
+    den = table[denominator].astype("float64")
+    out = table.copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[name] = np.where(den > 0, num / den, np.nan)
+    prefix = "" if name == "rate" else f"{name}_"
+    if interval:
+        low, high = wilson_interval(num.to_numpy(), den.to_numpy())
+        out[f"{prefix}ci_low"] = low
+        out[f"{prefix}ci_high"] = high
+    else:
+        out[f"{prefix}ci_low"] = np.nan
+        out[f"{prefix}ci_high"] = np.nan
+    return out
+
+
+def as_list(by: By) -> list[str]:
+    """``by`` as a list of column names."""
+    if by is None:
+        return []
+    return [by] if isinstance(by, str) else list(by)
+
+
+def amount_band(payments: pd.DataFrame, edges: Sequence[float] = AMOUNT_BANDS) -> pd.Series:
+    """Each payment's amount band in major units of its own currency, e.g. ``"10–50"``.
+
+    Bands are left-closed: 10.00 falls in ``"10–50"``. Compare bands within one
+    currency only (group by ``currency`` as well): 50 MYR and 50 JPY are not alike.
+    """
+    bounds = [*edges, np.inf]
+    labels = [f"{a:,.0f}–{b:,.0f}" for a, b in itertools.pairwise(bounds[:-1])]
+    labels.append(f"≥{bounds[-2]:,.0f}")
+    # amount_major is derived by the library; recompute where a hand-made frame lacks it.
+    major = payments["amount_major"].fillna(to_major(payments["amount"], payments["currency"]))
+    return pd.cut(major, bins=bounds, labels=labels, right=False, include_lowest=True).rename(
+        "amount_band"
+    )
+
+
+def with_keys(
+    frame: pd.DataFrame,
+    by: By = None,
+    freq: str | None = None,
+    tz: str | None = None,
+    *,
+    time_column: str = "created_at",
+) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` with derived key columns added (``period``, ``amount_band``) and the key list.
+
+    ``amount_band`` brings ``currency`` along, since bands are per-currency major units.
+    """
+    keys = as_list(by)
+    extra: dict[str, pd.Series] = {}
+    if "amount_band" in keys:
+        extra["amount_band"] = amount_band(frame)
+        if "currency" not in keys:
+            keys.insert(keys.index("amount_band"), "currency")
+    if freq is not None:
+        extra["period"] = bucket(frame[time_column], freq, tz)
+        keys.append("period")
+    missing = [k for k in keys if k not in frame.columns and k not in extra]
+    if missing:
+        raise ValueError(f"cannot group by {missing}: not a column of the table")
+    return (frame.assign(**extra) if extra else frame), keys
+
+
+def complete_periods(
+    table: pd.DataFrame, keys: list[str], freq: str | None, tz: str | None
+) -> pd.DataFrame:
+    """Reindex a table indexed by ``keys`` so every period between the first and last
+    appears for every group, with zero counts: a quiet day is a data point, not a gap."""
+    if freq is None or table.empty or "period" not in keys:
+        return table
+    zone = resolve_tz(tz)
+    periods = table.index.get_level_values("period")
+    full = period_range(periods.min(), periods.max(), freq, zone)
+    others = [k for k in keys if k != "period"]
+    index: pd.Index
+    if not others:
+        index = pd.Index(full, name="period")
+    else:
+        multi = cast(pd.MultiIndex, table.index)
+        groups = multi.droplevel("period").unique()
+        tuples = [(*(g if isinstance(g, tuple) else (g,)), p) for g in groups for p in full]
+        index = pd.MultiIndex.from_tuples(tuples, names=keys)
+    return table.reindex(index, fill_value=0)
+
+
+def outcome_counts(
+    payments: pd.DataFrame, by: By = None, freq: str | None = None, tz: str | None = None
+) -> pd.DataFrame:
+    """Payments per group: ``attempts`` and one column per outcome
+    (succeeded, failed, open, abandoned, unknown). One row of totals when ``by`` and
+    ``freq`` are None; with ``freq``, a ``period`` column (local bucket start) and no gaps.
+    """
+    frame, keys = with_keys(payments, by, freq, tz)
+    cols = ["attempts", *OUTCOMES]
+    if not keys:
+        counts = frame["outcome"].value_counts()
+        row = {o: int(counts.get(o, 0)) for o in OUTCOMES}
+        return pd.DataFrame([{"attempts": len(frame), **row}], columns=cols)
+    if frame.empty:
+        empty = frame[keys].iloc[:0].copy()
+        for c in cols:
+            empty[c] = pd.Series(dtype="int64")
+        return empty.reset_index(drop=True)
+    wide = (
+        frame.groupby([*keys, "outcome"], dropna=False, observed=True)
+        .size()
+        .unstack("outcome", fill_value=0)
+        .reindex(columns=list(OUTCOMES), fill_value=0)
+    )
+    wide.insert(0, "attempts", wide.sum(axis=1))
+    wide = complete_periods(wide, keys, freq, tz)
+    wide.columns.name = None
+    return wide.astype("int64").reset_index()
+
+
+def success_rate(
+    payments: pd.DataFrame,
+    by: By = None,
+    freq: str | None = None,
+    tz: str | None = None,
+    *,
+    denominator: Denominator = "decided",
+) -> pd.DataFrame:
+    """Success (authorisation) rate per group with its Wilson 95% interval.
+
+    ``denominator="decided"`` (default): succeeded / (succeeded + failed): the rate at
+    which the issuer or bank said yes. Open payments are not decided yet and abandoned
+    ones (canceled, expired) never reached a decision, so neither counts against it.
+    ``denominator="finished"``: succeeded / every payment no longer open, i.e.
+    abandoned ones count as not succeeded (checkout conversion). ``unknown`` statuses
+    are in neither. Columns: keys, attempts, outcome counts, ``n``, ``rate``, ``ci_low``,
+    ``ci_high``.
+
+    Example: ``success_rate(payments, by="method_type", freq="week", tz="Asia/Kuala_Lumpur")``.
+    """
+    counts = outcome_counts(payments, by, freq, tz)
+    if denominator == "decided":
+        counts["n"] = counts["succeeded"] + counts["failed"]
+    elif denominator == "finished":
+        counts["n"] = counts["succeeded"] + counts["failed"] + counts["abandoned"]
+    else:
+        raise ValueError(f"denominator must be 'decided' or 'finished', got {denominator!r}")
+    return add_rate(counts, "succeeded", "n")

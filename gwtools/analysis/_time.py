@@ -1,0 +1,171 @@
+"""Time zones and calendar buckets for the analyses.
+
+Canonical timestamps are UTC; analysts think in their local day. Every bucketing
+and date filter here converts to a named time zone first (``tz`` argument, else
+``GW_TIMEZONE``, else UTC), so a payment at 23:30 UTC lands on the next day in
+Asia/Kuala_Lumpur, as it should.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import zoneinfo
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+#: Accepted ``freq`` values -> pandas period codes (weeks start on Monday, ISO 8601).
+FREQS: Final[dict[str, str]] = {
+    "day": "D",
+    "D": "D",
+    "week": "W-SUN",
+    "W": "W-SUN",
+    "month": "M",
+    "M": "M",
+}
+
+DateLike = str | dt.date | dt.datetime | pd.Timestamp | None
+
+
+def resolve_tz(tz: str | None = None) -> str:
+    """The time zone name to use: ``tz``, else ``GW_TIMEZONE``, else ``"UTC"``.
+
+    Raises ``ValueError`` for a name the IANA database does not know.
+    """
+    name = tz or os.environ.get("GW_TIMEZONE") or "UTC"
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {name!r}: use an IANA name such as 'Asia/Kuala_Lumpur' or 'UTC'"
+        ) from None
+    return name
+
+
+def _aware(ts: pd.Series) -> pd.Series:
+    if not isinstance(ts.dtype, pd.DatetimeTZDtype):
+        raise ValueError(
+            f"column {ts.name!r} holds naive timestamps ({ts.dtype}); canonical tables are "
+            "UTC-aware: build test frames with gwtools._schema.conform()"
+        )
+    return ts
+
+
+def local_time(ts: pd.Series, tz: str | None = None) -> pd.Series:
+    """``ts`` converted to the analysis time zone."""
+    return _aware(ts).dt.tz_convert(resolve_tz(tz))
+
+
+def period_code(freq: str) -> str:
+    """The pandas period code of ``freq`` (``day``, ``week`` or ``month``)."""
+    try:
+        return FREQS[freq]
+    except KeyError:
+        raise ValueError(f"unknown freq {freq!r}: use 'day', 'week' or 'month'") from None
+
+
+def bucket(ts: pd.Series, freq: str, tz: str | None = None) -> pd.Series:
+    """Start of the local day/week/month each timestamp falls in, as an aware timestamp.
+
+    Example: ``bucket(payments.created_at, "day", "Asia/Kuala_Lumpur")``.
+    """
+    zone = resolve_tz(tz)
+    code = period_code(freq)
+    wall = local_time(ts, zone).dt.tz_localize(None)
+    start = wall.dt.to_period(code).dt.start_time.astype("datetime64[us]")
+    # A local midnight can be ambiguous or missing on a DST change: take the first.
+    ambiguous = np.ones(len(start), dtype=bool)
+    out = start.dt.tz_localize(zone, ambiguous=ambiguous, nonexistent="shift_forward")
+    return out.rename("period")
+
+
+def period_range(start: pd.Timestamp, end: pd.Timestamp, freq: str, tz: str) -> pd.DatetimeIndex:
+    """Every bucket start from ``start``'s bucket to ``end``'s (both already bucketed)."""
+    code = period_code(freq)
+    periods = pd.period_range(
+        start.tz_localize(None).to_period(code), end.tz_localize(None).to_period(code), freq=code
+    )
+    naive = pd.DatetimeIndex(periods.to_timestamp(how="start").astype("datetime64[us]"))
+    return naive.tz_localize(
+        tz, ambiguous=np.ones(len(naive), dtype=bool), nonexistent="shift_forward"
+    )
+
+
+def _is_date(value: DateLike) -> bool:
+    if isinstance(value, str):
+        return len(value.strip()) <= 10
+    return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+
+
+def to_timestamp(
+    value: DateLike, tz: str | None = None, *, end: bool = False
+) -> pd.Timestamp | None:
+    """A date filter bound as an aware UTC timestamp.
+
+    A date (or a ``YYYY-MM-DD`` string) means that whole local day: as an ``end``
+    bound it becomes the start of the next local day, to be used exclusively.
+    A naive date-time is read as local time in ``tz``.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    zone = resolve_tz(tz)
+    try:
+        parsed = pd.Timestamp(value)
+    except ValueError:
+        raise ValueError(f"cannot read {value!r} as a date: use YYYY-MM-DD or ISO 8601") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.tz_localize(zone)
+    if end and _is_date(value):
+        parsed = parsed + pd.Timedelta(days=1)
+    return parsed.tz_convert("UTC")
+
+
+def between(
+    frame: pd.DataFrame,
+    since: DateLike = None,
+    until: DateLike = None,
+    *,
+    tz: str | None = None,
+    column: str = "created_at",
+) -> pd.DataFrame:
+    """Rows whose ``column`` falls in ``[since, until]``, dates read as local days in ``tz``.
+
+    ``between(payments, "2026-11-01", "2026-11-07", tz="Asia/Kuala_Lumpur")`` keeps the
+    whole of 7 November, Malaysian time. Rows with no timestamp are left out.
+    """
+    ts = _aware(frame[column])
+    keep = ts.notna()
+    lo = to_timestamp(since, tz)
+    hi = to_timestamp(until, tz, end=True)
+    if lo is not None:
+        keep &= ts >= lo
+    if hi is not None:
+        keep &= (ts < hi) if _is_date(until) else (ts <= hi)
+    return frame[keep.fillna(False).astype(bool)]
+
+
+def business_days_between(
+    start: pd.Series,
+    end: pd.Timestamp,
+    tz: str | None = None,
+    holidays: list[dt.date] | None = None,
+) -> pd.Series:
+    """Whole business days (Monday to Friday, minus ``holidays``) from each local start date to ``end``'s.
+
+    The start day does not count, so a refund made on Friday is 1 business day old on Monday.
+    """
+    zone = resolve_tz(tz)
+    starts = local_time(start, zone).dt.tz_localize(None).dt.normalize()
+    end_day = pd.Timestamp(end).tz_convert(zone).tz_localize(None).normalize()
+    valid = starts.notna()
+    days = np.full(len(starts), np.nan)
+    if valid.any():
+        begin = starts[valid].to_numpy().astype("datetime64[D]")
+        finish = np.datetime64(end_day.date(), "D")
+        hol = np.array(holidays or [], dtype="datetime64[D]")
+        # busday_count counts [begin, finish); shifting both by one day drops the start
+        # day and includes the end day.
+        days[valid.to_numpy()] = np.busday_count(begin + 1, finish + 1, holidays=hol)
+    return pd.Series(days, index=start.index, dtype="Float64")

@@ -1,0 +1,459 @@
+"""ipywidgets dashboards over the canonical tables: filters, a chart, a table, the
+matching payments, and CSV/Parquet export of what is on screen.
+
+The dashboards only wire widgets to :mod:`gwtools.analysis` and :mod:`gwtools.plots`;
+every number comes from those functions. Each dashboard is itself a widget
+(``display(dashboard)`` in a notebook) and keeps its state in plain attributes
+(``view``, ``result``, ``drilled``) that tests and code can read.
+
+Example::
+
+    import gwtools
+    from gwtools.widgets import declines_dashboard
+
+    gw = gwtools.connect()
+    declines_dashboard(gw.payments(), tz="Asia/Kuala_Lumpur")
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import io
+import os
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import ipywidgets as widgets
+import pandas as pd
+from matplotlib.figure import Figure
+
+from gwtools import plots
+from gwtools.analysis._declines import classify_declines, decline_breakdown, decline_rate
+from gwtools.analysis._fpx import fpx_banks, fpx_outcome, fpx_outcome_shares
+from gwtools.analysis._refunds import (
+    pending_refunds,
+    refund_details,
+    refund_rate,
+    refunds_by_reason,
+)
+from gwtools.analysis._time import between, local_time, resolve_tz
+
+#: A dashboard view: the filtered payments in, the table to show and its chart out.
+View = Callable[[pd.DataFrame], tuple[pd.DataFrame, Figure | None]]
+
+_PERCENT_COLUMNS = frozenset(
+    {
+        "rate",
+        "ci_low",
+        "ci_high",
+        "share",
+        "cumulative_share",
+        "amount_rate",
+        "share_of_created",
+        "step_conversion",
+    }
+)
+_ALL = "(all)"
+
+
+def default_export_dir() -> Path:
+    """Where dashboards export: ``GW_EXPORT_DIR``, else ``./gwtools-exports``."""
+    return Path(os.environ.get("GW_EXPORT_DIR") or "gwtools-exports")
+
+
+def _options(values: pd.Series) -> list[str]:
+    return sorted(str(v) for v in values.dropna().unique())
+
+
+def _local_dates(ts: pd.Series, tz: str) -> tuple[dt.date | None, dt.date | None]:
+    ts = ts.dropna()
+    if ts.empty:
+        return None, None
+    local = local_time(ts, tz)
+    return local.min().date(), local.max().date()
+
+
+def _for_display(frame: pd.DataFrame, tz: str) -> pd.DataFrame:
+    """Percentages as ``12.3%``, timestamps in local time, nulls blank."""
+    out = frame.copy()
+    for col in out.columns:
+        series = out[col]
+        if col in _PERCENT_COLUMNS:
+            out[col] = series.map(lambda v: "" if pd.isna(v) else f"{v:.1%}")
+        elif isinstance(series.dtype, pd.DatetimeTZDtype):
+            out[col] = local_time(series, tz).dt.strftime("%Y-%m-%d %H:%M").fillna("")
+        elif pd.api.types.is_float_dtype(series.dtype):
+            out[col] = series.map(lambda v: "" if pd.isna(v) else f"{v:,.2f}")
+    return out.astype("object").where(out.notna(), "")
+
+
+def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50) -> str:
+    """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut."""
+    if frame.empty:
+        return "<p><i>nothing matches the filters</i></p>"
+    shown = _for_display(frame.head(max_rows), tz)
+    table = shown.to_html(index=False, escape=True, border=0, classes="gwtools-table")
+    note = (
+        f"<p><i>first {max_rows:,} of {len(frame):,} rows</i></p>" if len(frame) > max_rows else ""
+    )
+    return table + note
+
+
+def figure_png(fig: Figure, dpi: int = 90) -> bytes:
+    """A figure's PNG bytes (what the dashboard's image shows)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def _link(path: Path) -> str:
+    # A path relative to the notebook's directory is what JupyterLab can open.
+    try:
+        href = path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        href = path.resolve().as_uri()
+    name = html.escape(path.name)
+    return f'<a href="{html.escape(href)}" target="_blank" download="{name}">{name}</a>'
+
+
+class Dashboard(widgets.VBox):
+    """The shared machinery: filters, a view selector, a chart, a table, a drill-down
+    and export buttons. Subclasses declare their ``views`` and drill-down."""
+
+    title: ClassVar[str] = "Dashboard"
+    name: ClassVar[str] = "dashboard"
+
+    def __init__(
+        self,
+        payments: pd.DataFrame,
+        refunds: pd.DataFrame | None = None,
+        *,
+        tz: str | None = None,
+        export_dir: str | os.PathLike[str] | None = None,
+        locale: str | None = None,
+        max_rows: int = 50,
+        now: dt.datetime | pd.Timestamp | str | None = None,
+    ) -> None:
+        self.payments = payments
+        self.now = pd.Timestamp(now) if now is not None else None
+        self.refunds = refunds
+        self.tz = resolve_tz(tz)
+        self.locale = locale
+        self.max_rows = max_rows
+        self.export_dir = Path(export_dir) if export_dir is not None else default_export_dir()
+        self.view: pd.DataFrame = payments.iloc[:0]
+        self.result: pd.DataFrame = pd.DataFrame()
+        self.drilled: pd.DataFrame = pd.DataFrame()
+        self.figure: Figure | None = None
+        self.exported: list[Path] = []
+
+        first, last = _local_dates(payments["created_at"], self.tz)
+        layout = widgets.Layout(width="auto")
+        self.since = widgets.DatePicker(description="from", value=first, layout=layout)
+        self.until = widgets.DatePicker(description="to", value=last, layout=layout)
+        self.method = self._multi("method", payments["method_type"])
+        self.currency = self._multi("currency", payments["currency"])
+        self.status = self._multi("status", payments["status"])
+        banks = payments.dropna(subset=["fpx_bank_code"]).drop_duplicates("fpx_bank_code")
+        bank_options = sorted(
+            (f"{n if pd.notna(n) else 'unnamed'} ({c})", c)
+            for n, c in zip(banks["fpx_bank"], banks["fpx_bank_code"], strict=True)
+        )
+        self.bank = widgets.SelectMultiple(
+            options=bank_options, description="bank", rows=4, layout=layout
+        )
+        self.chart = widgets.ToggleButtons(options=list(self.views()), description="show")
+        self.freq = widgets.Dropdown(
+            options=["day", "week", "month"], value="week", description="per"
+        )
+        self.drill = widgets.Dropdown(options=[(_ALL, None)], description="drill into")
+        self.summary = widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="900px"))
+        self.table = widgets.HTML()
+        self.drilldown = widgets.HTML()
+        self.csv_button = widgets.Button(description="Export CSV", icon="download")
+        self.parquet_button = widgets.Button(description="Export Parquet", icon="download")
+        self.links = widgets.HTML()
+
+        self.filters: dict[str, widgets.ValueWidget] = {
+            "since": self.since,
+            "until": self.until,
+            "method": self.method,
+            "currency": self.currency,
+            "status": self.status,
+            "bank": self.bank,
+        }
+        for control in [*self.filters.values(), self.chart, self.freq, *self.controls()]:
+            control.observe(self.refresh, names="value")
+        self.drill.observe(self.update_drilldown, names="value")
+        self.csv_button.on_click(lambda _: self.export("csv"))
+        self.parquet_button.on_click(lambda _: self.export("parquet"))
+
+        hint = widgets.HTML("<small>select none to keep all; ctrl/cmd-click for several</small>")
+        super().__init__(
+            children=[
+                widgets.HTML(f"<h3>{html.escape(self.title)}</h3>"),
+                widgets.HBox([self.since, self.until, self.freq]),
+                widgets.HBox([self.method, self.currency, self.status, self.bank]),
+                hint,
+                widgets.HBox([self.chart, *self.controls()]),
+                self.summary,
+                self.image,
+                self.table,
+                self.drill,
+                self.drilldown,
+                widgets.HBox([self.csv_button, self.parquet_button, self.links]),
+            ]
+        )
+        self.refresh()
+
+    # ----- what subclasses provide -------------------------------------------------
+    def views(self) -> dict[str, View]:
+        """Named views: each turns the filtered payments into (table, figure)."""
+        raise NotImplementedError
+
+    def controls(self) -> list[widgets.ValueWidget]:
+        """Extra controls of this dashboard (they refresh it like the filters)."""
+        return []
+
+    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
+        """(label, value) choices of the drill-down, from the table on screen."""
+        return []
+
+    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
+        """The rows behind the table (all of them when ``choice`` is None)."""
+        return view
+
+    # ----- shared machinery --------------------------------------------------------
+    def _multi(self, description: str, values: pd.Series) -> widgets.SelectMultiple:
+        return widgets.SelectMultiple(
+            options=_options(values),
+            description=description,
+            rows=4,
+            layout=widgets.Layout(width="auto"),
+        )
+
+    def matching(self) -> pd.DataFrame:
+        """The payments that pass every filter (an empty selection keeps all)."""
+        frame = between(self.payments, self.since.value, self.until.value, tz=self.tz)
+        selections = {
+            "method_type": self.method.value,
+            "currency": self.currency.value,
+            "status": self.status.value,
+            "fpx_bank_code": self.bank.value,
+        }
+        for column, chosen in selections.items():
+            if chosen:
+                frame = frame[frame[column].isin(list(chosen)).fillna(False).astype(bool)]
+        return frame
+
+    def refresh(self, change: Any = None) -> None:
+        """Recompute the table, chart and drill-down from the current filters."""
+        self.view = self.matching()
+        self.result, figure = self.views()[self.chart.value](self.view)
+        self.figure = figure
+        if figure is None:
+            self.image.layout.display = "none"
+        else:
+            self.image.layout.display = None
+            self.image.value = figure_png(figure)
+        self.summary.value = f"<b>{len(self.view):,}</b> of {len(self.payments):,} payments match"
+        self.table.value = to_html(self.result, self.tz, max_rows=self.max_rows)
+        options = [(_ALL, None), *self.drill_options(self.result)]
+        keep = self.drill.value if self.drill.value in [v for _, v in options] else None
+        with self.drill.hold_trait_notifications():
+            self.drill.options = options
+            self.drill.value = keep
+        self.update_drilldown()
+
+    def update_drilldown(self, change: Any = None) -> None:
+        """Show the rows behind the selected line of the table."""
+        self.drilled = self.drill_rows(self.view, self.drill.value)
+        self.drilldown.value = to_html(self.drilled, self.tz, max_rows=self.max_rows)
+
+    def export(self, fmt: str) -> list[Path]:
+        """Write the table on screen and the drill-down rows as CSV or Parquet into
+        ``export_dir``; show links to the files and return their paths."""
+        if fmt not in ("csv", "parquet"):
+            raise ValueError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+        self.export_dir.mkdir(parents=True, exist_ok=True)
+        stamp = pd.Timestamp.now(tz=self.tz).strftime("%Y%m%d-%H%M%S")
+        view = str(self.chart.value).replace(" ", "-").replace("/", "-")
+        paths = []
+        for part, frame in (("table", self.result), ("rows", self.drilled)):
+            path = self.export_dir / f"{self.name}-{view}-{part}-{stamp}.{fmt}"
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            if fmt == "csv":
+                frame.to_csv(tmp, index=False)
+            else:
+                frame.to_parquet(tmp, index=False)
+            tmp.replace(path)  # a half-written file never carries the final name
+            paths.append(path)
+        self.exported = paths
+        self.links.value = "exported: " + ", ".join(_link(p) for p in paths)
+        return paths
+
+
+class DeclinesDashboard(Dashboard):
+    """Declines by code (Pareto) or the decline rate over time; drill into a code."""
+
+    title = "Declines"
+    name = "declines"
+
+    def views(self) -> dict[str, View]:
+        return {
+            "codes": lambda v: (
+                (t := decline_breakdown(v, locale=self.locale)),
+                plots.decline_pareto(t),
+            ),
+            "rate over time": lambda v: (
+                (t := decline_rate(v, freq=self.freq.value, tz=self.tz)),
+                plots.decline_rate_over_time(t),
+            ),
+            "rate by method": lambda v: (decline_rate(v, by=["method_type", "card_brand"]), None),
+        }
+
+    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
+        if "decline_code" not in result.columns:
+            return []
+        reasons = result["decline_code"].fillna(result["failure_code"]).dropna().unique()
+        return [(str(r), str(r)) for r in reasons]
+
+    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
+        failed = classify_declines(view)
+        if choice is not None:
+            failed = failed[failed["decline_reason"] == choice]
+        columns = [
+            "id", "created_at", "method_type", "card_brand", "fpx_bank", "currency",
+            "amount_major", "failure_code", "decline_code", "decline_type", "advice",
+        ]  # fmt: skip
+        return failed[columns].sort_values("created_at", ascending=False)
+
+
+class RefundsDashboard(Dashboard):
+    """Refund rate over time (count or amount, payment or refund cohort), reasons and
+    pending refunds; drill into the refunds of the matching payments by status."""
+
+    title = "Refunds"
+    name = "refunds"
+
+    def __init__(self, payments: pd.DataFrame, refunds: pd.DataFrame, **kwargs: Any) -> None:
+        self.cohort = widgets.ToggleButtons(
+            options=[("by payment date", "payment"), ("by refund date", "refund")],
+            description="cohort",
+        )
+        super().__init__(payments, refunds, **kwargs)
+
+    def controls(self) -> list[widgets.ValueWidget]:
+        return [self.cohort]
+
+    def _refunds_of(self, view: pd.DataFrame) -> pd.DataFrame:
+        assert self.refunds is not None
+        return self.refunds[self.refunds["payment_id"].isin(view["id"]).fillna(False).astype(bool)]
+
+    def _rate(self, view: pd.DataFrame, measure: str) -> tuple[pd.DataFrame, Figure]:
+        table = refund_rate(
+            view, self._refunds_of(view), freq=self.freq.value, tz=self.tz, cohort=self.cohort.value
+        )
+        return table, plots.refund_rate_over_time(table, measure=measure)
+
+    def views(self) -> dict[str, View]:
+        return {
+            "rate by count": lambda v: self._rate(v, "count"),
+            "rate by amount": lambda v: self._rate(v, "amount"),
+            "reasons": lambda v: (refunds_by_reason(self._refunds_of(v), locale=self.locale), None),
+            "pending": lambda v: (
+                pending_refunds(
+                    v, self._refunds_of(v), now=self.now, tz=self.tz, locale=self.locale
+                ),
+                None,
+            ),
+        }
+
+    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
+        return [(s, s) for s in ("pending", "succeeded", "failed")]
+
+    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
+        details = refund_details(view, self._refunds_of(view))
+        if choice is not None:
+            details = details[details["status"] == choice]
+        columns = [
+            "id", "payment_id", "status", "reason", "kind", "method_type", "fpx_bank",
+            "currency", "amount_major", "created_at", "days_to_refund",
+        ]  # fmt: skip
+        return details[columns].sort_values("created_at", ascending=False)
+
+
+class FpxDashboard(Dashboard):
+    """FPX banks: success rate with intervals, outcome heatmap, rate over time; drill into a bank."""
+
+    title = "FPX banks"
+    name = "fpx"
+
+    def __init__(self, payments: pd.DataFrame, **kwargs: Any) -> None:
+        fpx = payments[payments["method_type"].eq("fpx").fillna(False).astype(bool)]
+        super().__init__(fpx, **kwargs)
+
+    def views(self) -> dict[str, View]:
+        return {
+            "success by bank": lambda v: ((t := fpx_banks(v)), plots.fpx_success_rates(t)),
+            "outcomes": lambda v: (
+                (t := fpx_outcome_shares(v)).reset_index(),
+                plots.fpx_outcome_heatmap(t),
+            ),
+            "over time": lambda v: (
+                (t := fpx_banks(v, freq=self.freq.value, tz=self.tz)),
+                plots.fpx_rate_over_time(t),
+            ),
+        }
+
+    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
+        banks = self.view.dropna(subset=["fpx_bank_code"]).drop_duplicates("fpx_bank_code")
+        return sorted(
+            (f"{n if pd.notna(n) else 'unnamed'} ({c})", str(c))
+            for n, c in zip(banks["fpx_bank"], banks["fpx_bank_code"], strict=True)
+        )
+
+    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
+        rows = view.assign(fpx_outcome=fpx_outcome(view))
+        if choice is not None:
+            rows = rows[rows["fpx_bank_code"] == choice]
+        columns = [
+            "id", "created_at", "fpx_bank_code", "fpx_bank", "fpx_outcome", "status",
+            "failure_code", "currency", "amount_major", "captured_at",
+        ]  # fmt: skip
+        return rows[columns].sort_values("created_at", ascending=False)
+
+
+def declines_dashboard(payments: pd.DataFrame, **kwargs: Any) -> DeclinesDashboard:
+    """Declines dashboard over a canonical payments table (``tz``, ``export_dir``,
+    ``locale``, ``max_rows``, ``now`` as keywords). Example: ``declines_dashboard(gw.payments())``."""
+    return DeclinesDashboard(payments, **kwargs)
+
+
+def refunds_dashboard(
+    payments: pd.DataFrame, refunds: pd.DataFrame, **kwargs: Any
+) -> RefundsDashboard:
+    """Refunds dashboard over the canonical payments and refunds tables."""
+    return RefundsDashboard(payments, refunds, **kwargs)
+
+
+def fpx_dashboard(payments: pd.DataFrame, **kwargs: Any) -> FpxDashboard:
+    """FPX bank dashboard over a canonical payments table (card payments are left out)."""
+    return FpxDashboard(payments, **kwargs)
+
+
+__all__ = [
+    "Dashboard",
+    "DeclinesDashboard",
+    "FpxDashboard",
+    "RefundsDashboard",
+    "declines_dashboard",
+    "default_export_dir",
+    "figure_png",
+    "fpx_dashboard",
+    "refunds_dashboard",
+    "to_html",
+]

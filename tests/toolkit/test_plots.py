@@ -1,0 +1,144 @@
+"""Figures: titles, labels and the data plotted (not pixels); each is a fresh Figure."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from gwtools import analysis as a
+from gwtools import plots
+
+
+def _texts(fig: Figure) -> str:
+    return " | ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
+
+
+def test_backend_is_agg() -> None:
+    assert matplotlib.get_backend().lower() == "agg"
+
+
+def test_decline_pareto_plots_counts_and_cumulative_share(declines_frame) -> None:
+    fig = plots.decline_pareto(a.decline_breakdown(declines_frame))
+    bars, share = fig.axes[0], fig.axes[1]
+    assert bars.get_title() == "Declines by code (Pareto)"
+    assert bars.get_ylabel() == "failed payments (count)"
+    assert [p.get_height() for p in bars.patches] == [2, 1, 1, 1]
+    assert [t.get_text() for t in bars.get_xticklabels()] == [
+        "insufficient_funds", "lost_card", "expired_card", "processing_error",
+    ]  # fmt: skip
+    assert share.lines[0].get_ydata().tolist() == pytest.approx([0.4, 0.6, 0.8, 1.0])
+    assert "%" in share.get_ylabel()
+    assert all(t.get_rotation() > 0 for t in bars.get_xticklabels())  # long codes do not collide
+
+
+def test_decline_rate_over_time_has_interval_band(declines_frame, make_payments) -> None:
+    p = make_payments(
+        [
+            {"status": "failed", "amount": 1, "created_at": "2026-11-01T15:00:00Z"},
+            {"status": "succeeded", "amount": 1, "created_at": "2026-11-01T17:00:00Z"},
+            {"status": "succeeded", "amount": 1, "created_at": "2026-11-02T17:00:00Z"},
+        ]
+    )
+    rates = a.decline_rate(p, freq="day", tz="Asia/Kuala_Lumpur")
+    fig = plots.decline_rate_over_time(rates)
+    ax = fig.axes[0]
+    # 1 Nov MYT: 1 failed of 1; 2 Nov: 0 of 1; 3 Nov: 0 of 1
+    assert ax.lines[0].get_ydata().tolist() == [1.0, 0.0, 0.0]
+    assert len(ax.collections) == 1  # the fill_between band
+    assert "Asia/Kuala_Lumpur" in ax.get_xlabel()
+    assert ax.get_ylabel() == "declined / decided payments (%)"
+    grouped = plots.decline_rate_over_time(
+        a.decline_rate(declines_frame, by="method_type", freq="day"), group="method_type"
+    )
+    assert sorted(t.get_text() for t in grouped.axes[0].get_legend().get_texts()) == ["card", "fpx"]
+
+
+def test_refund_rate_over_time_one_line_per_currency(make_payments, make_refunds) -> None:
+    p = make_payments(
+        [
+            {"status": "succeeded", "amount": 100},
+            {"status": "succeeded", "amount": 100, "currency": "JPY"},
+        ]
+    )
+    r = make_refunds([{"payment_id": "pay_1", "amount": 50}])
+    table = a.refund_rate(p, r, freq="day")
+    fig = plots.refund_rate_over_time(table, measure="amount")
+    ax = fig.axes[0]
+    assert ax.get_title() == "Refund rate by amount over time (payment cohort)"
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"JPY", "MYR"}
+    by_label = {line.get_label(): line.get_ydata().tolist() for line in ax.lines}
+    assert by_label == {"JPY": [0.0], "MYR": [0.5]}
+    with pytest.raises(ValueError, match="measure"):
+        plots.refund_rate_over_time(table, measure="value")
+
+
+@pytest.fixture
+def banks(make_payments):
+    rows = [
+        *[{"status": "succeeded", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"}] * 9,
+        {"status": "failed", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"},
+        {"status": "succeeded", "fpx_bank_code": "PBB0233", "fpx_bank": "Public Bank"},
+        {"status": "canceled", "fpx_bank_code": "PBB0233", "fpx_bank": "Public Bank"},
+        {"status": "canceled", "fpx_bank_code": "PBB0233", "fpx_bank": "Public Bank"},
+    ]
+    return make_payments([{**r, "method_type": "fpx", "amount": 100} for r in rows])
+
+
+def test_fpx_heatmap_cells_and_labels(banks) -> None:
+    fig = plots.fpx_outcome_heatmap(a.fpx_outcome_shares(banks))
+    ax = fig.axes[0]
+    image = ax.images[0].get_array()
+    # rows best first: Maybank 9/10 succeeded, 1/10 failed; Public Bank 1/3, canceled 2/3
+    assert image[0, 0] == pytest.approx(0.9) and image[1, 0] == pytest.approx(1 / 3)
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    assert columns == ["succeeded", "failed", "canceled"]  # outcomes nobody had are dropped
+    assert image[1, columns.index("canceled")] == pytest.approx(2 / 3)
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows == ["Maybank2u (MB2U0227)  n=10", "Public Bank (PBB0233)  n=3"]
+    assert "90%" in _texts(fig)
+
+
+def test_fpx_success_rates_whiskers(banks) -> None:
+    fig = plots.fpx_success_rates(a.fpx_banks(banks))
+    ax = fig.axes[0]
+    xs = ax.lines[0].get_xdata().tolist()
+    assert xs == pytest.approx([1 / 3, 0.9])  # worst at the bottom
+    assert ax.get_xlabel() == "succeeded / finished attempts (%)"
+    assert ax.get_yticklabels()[0].get_text() == "Public Bank (PBB0233)  n=3"
+
+
+def test_funnel_bars(make_payments) -> None:
+    p = make_payments([{"status": "succeeded", "amount": 1}, {"status": "pending", "amount": 1}])
+    fig = plots.funnel(a.funnel(p))
+    widths = [bar.get_width() for bar in fig.axes[0].patches]
+    assert widths == [2, 2, 1, 1, 0]  # created, action, authorized, succeeded, refunded
+    assert "50% of created" in _texts(fig)
+
+
+def test_empty_inputs_give_a_message_not_an_error(make_payments, make_refunds) -> None:
+    p, r = make_payments([]), make_refunds([])
+    figures = [
+        plots.decline_pareto(a.decline_breakdown(p)),
+        plots.decline_rate_over_time(a.decline_rate(p, freq="day")),
+        plots.refund_rate_over_time(a.refund_rate(p, r, freq="day")),
+        plots.fpx_outcome_heatmap(a.fpx_outcome_shares(p)),
+        plots.fpx_success_rates(a.fpx_banks(p)),
+        plots.fpx_rate_over_time(a.fpx_banks(p, freq="day")),
+        plots.funnel(a.funnel(p)),
+    ]
+    for fig in figures:
+        assert isinstance(fig, Figure)
+        assert "no " in _texts(fig) and "in this selection" in _texts(fig)
+
+
+def test_figures_do_not_touch_pyplot_state(declines_frame) -> None:
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    plots.decline_pareto(a.decline_breakdown(declines_frame))
+    assert plt.get_fignums() == before
+    a_fig = plots.funnel(a.funnel(declines_frame))
+    b_fig = plots.funnel(a.funnel(declines_frame))
+    assert a_fig is not b_fig and np.isclose(a_fig.get_figwidth(), 9.0)

@@ -1,0 +1,159 @@
+"""Dashboards react to filters: set widget values, read what the outputs hold."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+from gwtools import widgets as w
+
+
+@pytest.fixture
+def payments(make_payments):
+    return make_payments(
+        [
+            {"status": "failed", "amount": 1000, "failure_code": "card_declined",
+             "decline_code": "insufficient_funds", "created_at": "2026-11-01T15:30:00Z"},  # 1 Nov MYT
+            {"status": "failed", "amount": 1000, "failure_code": "card_declined",
+             "decline_code": "lost_card", "created_at": "2026-11-01T16:30:00Z"},  # 2 Nov MYT
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-02T02:00:00Z",
+             "captured_at": "2026-11-02T02:00:00Z"},
+            {"status": "failed", "amount": 500, "currency": "JPY", "failure_code": "card_declined",
+             "decline_code": "insufficient_funds", "created_at": "2026-11-03T02:00:00Z"},
+            {"status": "failed", "amount": 3000, "method_type": "fpx", "fpx_bank_code": "TEST0004",
+             "fpx_bank": "Test Bank 4", "failure_code": "processing_error",
+             "created_at": "2026-11-03T02:00:00Z"},
+            {"status": "succeeded", "amount": 3000, "method_type": "fpx", "fpx_bank_code": "MB2U0227",
+             "fpx_bank": "Maybank2u", "created_at": "2026-11-03T02:00:00Z",
+             "captured_at": "2026-11-03T02:03:00Z"},
+            {"status": "succeeded", "amount": 3000, "method_type": "fpx", "fpx_bank_code": "MB2U0227",
+             "fpx_bank": "Maybank2u", "created_at": "2026-11-04T02:00:00Z",
+             "captured_at": "2026-11-04T02:03:00Z"},
+        ]
+    )  # fmt: skip
+
+
+@pytest.fixture
+def refunds(make_refunds):
+    return make_refunds(
+        [
+            {"payment_id": "pay_3", "amount": 1000, "reason": "duplicate"},
+            {"payment_id": "pay_6", "amount": 1000, "status": "pending",
+             "reason": "requested_by_customer", "created_at": "2026-11-06T03:00:00Z"},
+        ]
+    )  # fmt: skip
+
+
+def test_declines_dashboard_filters_update_table_plot_and_drilldown(payments, tmp_path) -> None:
+    d = w.declines_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
+    assert (d.since.value, d.until.value) == (dt.date(2026, 11, 1), dt.date(2026, 11, 4))
+    assert d.result["count"].sum() == 4 and len(d.drilled) == 4
+    assert "insufficient_funds" in d.table.value and "<b>7</b> of 7" in d.summary.value
+    png = d.image.value
+    assert png[:4] == b"\x89PNG"
+
+    d.method.value = ("fpx",)
+    assert d.result["failure_code"].tolist() == ["processing_error"]
+    assert d.drilled["id"].tolist() == ["pay_5"]
+    assert "<b>3</b> of 7" in d.summary.value
+    assert d.image.value != png  # the chart was redrawn
+
+    d.method.value = ()
+    d.currency.value = ("JPY",)
+    assert d.result["decline_code"].tolist() == ["insufficient_funds"]
+    assert d.result["amount_JPY"].tolist() == [500.0]
+
+
+def test_date_filter_uses_local_days(payments, tmp_path) -> None:
+    d = w.declines_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
+    d.until.value = dt.date(2026, 11, 1)
+    # only pay_1 falls on 1 Nov in Kuala Lumpur (pay_2 is 00:30 on 2 Nov there)
+    assert d.view["id"].tolist() == ["pay_1"]
+    d.since.value, d.until.value = dt.date(2026, 11, 2), dt.date(2026, 11, 2)
+    assert d.view["id"].tolist() == ["pay_2", "pay_3"]
+
+
+def test_drill_into_one_code_and_switch_view(payments, tmp_path) -> None:
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    assert [v for _, v in d.drill.options] == [
+        None,
+        "insufficient_funds",
+        "lost_card",
+        "processing_error",
+    ]
+    d.drill.value = "insufficient_funds"
+    assert d.drilled["id"].tolist() == ["pay_4", "pay_1"]  # newest first
+    assert "retry later" in d.drilldown.value
+    d.chart.value = "rate over time"
+    assert "rate" in d.result.columns and "period" in d.result.columns
+    d.freq.value = "day"
+    # UTC days 1, 2, 3, 4 Nov: decided 2, 1, 3, 1
+    assert d.result["n"].tolist() == [2, 1, 3, 1]
+    d.chart.value = "rate by method"
+    assert d.image.layout.display == "none" and "method_type" in d.result.columns
+
+
+def test_export_writes_csv_and_parquet_of_the_current_view(payments, tmp_path) -> None:
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path / "out")
+    d.status.value = ("failed",)
+    d.method.value = ("card",)
+    d.csv_button.click()
+    table_csv, rows_csv = d.exported
+    assert table_csv.parent == tmp_path / "out" and table_csv.suffix == ".csv"
+    assert pd.read_csv(table_csv)["count"].sum() == 3
+    assert sorted(pd.read_csv(rows_csv)["id"]) == ["pay_1", "pay_2", "pay_4"]
+    assert table_csv.name in d.links.value and "<a href=" in d.links.value
+    d.parquet_button.click()
+    table_pq, rows_pq = d.exported
+    assert pd.read_parquet(rows_pq)["id"].tolist() == pd.read_csv(rows_csv)["id"].tolist()
+    assert table_pq.suffix == ".parquet"
+    assert not list((tmp_path / "out").glob("*.tmp"))
+    with pytest.raises(ValueError, match="csv"):
+        d.export("xlsx")
+
+
+def test_export_dir_from_environment(payments, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GW_EXPORT_DIR", str(tmp_path / "env"))
+    d = w.declines_dashboard(payments, tz="UTC")
+    assert d.export_dir == tmp_path / "env"
+
+
+def test_refunds_dashboard_cohort_and_pending(payments, refunds, tmp_path) -> None:
+    d = w.refunds_dashboard(
+        payments, refunds, tz="UTC", export_dir=tmp_path, now="2026-11-10T00:00:00Z"
+    )
+    # succeeded: pay_3 (card), pay_6, pay_7 (fpx); refunded: pay_3, pay_6 -> 2 of 3 over all weeks
+    assert d.result["payments"].sum() == 3 and d.result["refunded_payments"].sum() == 2
+    d.method.value = ("fpx",)
+    assert d.result["refunded_payments"].sum() == 1 and d.result["payments"].sum() == 2
+    d.cohort.value = "refund"
+    assert "refunds" in d.result.columns and d.result["refunds"].sum() == 1
+    d.chart.value = "pending"
+    # Fri 6 Nov -> Tue 10 Nov (UTC): Mon + Tue = 2 business days
+    assert d.result["id"].tolist() == ["rfnd_2"] and d.result["age_business_days"].tolist() == [2]
+    d.drill.value = "pending"
+    assert d.drilled["id"].tolist() == ["rfnd_2"]
+    d.method.value = ("card",)
+    assert d.result.empty and "nothing matches" in d.table.value
+
+
+def test_fpx_dashboard_bank_filter_and_drilldown(payments, tmp_path) -> None:
+    d = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    assert d.method.options == ("fpx",)
+    assert d.result["fpx_bank_code"].tolist() == ["TEST0004", "MB2U0227"]
+    d.bank.value = ("MB2U0227",)
+    assert d.result["fpx_bank_code"].tolist() == ["MB2U0227"] and d.result["rate"].tolist() == [1.0]
+    d.bank.value = ()
+    d.drill.value = "TEST0004"
+    assert d.drilled["fpx_outcome"].tolist() == ["timed_out"]
+    d.chart.value = "outcomes"
+    assert d.result["bank"].tolist()[0] == "Maybank2u (MB2U0227)"
+
+
+def test_dashboard_on_empty_payments(make_payments, tmp_path) -> None:
+    d = w.declines_dashboard(make_payments([]), tz="UTC", export_dir=tmp_path)
+    assert d.result.empty and d.since.value is None
+    assert "nothing matches" in d.table.value
+    assert d.export("csv")[0].exists()
