@@ -27,9 +27,11 @@ from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gwtools.sandbox import errors, params
 
 __all__ = [
     "ConnectionDropped",
@@ -37,6 +39,7 @@ __all__ = [
     "FaultSettings",
     "FaultState",
     "FaultStatus",
+    "reset",
     "router",
 ]
 
@@ -281,7 +284,7 @@ class FaultInjector:
         if fault is None:
             await self.app(scope, receive, send)
         elif fault == "drop":
-            await _drop_connection(send)
+            await _drop_connection(receive, send)
         elif fault == "error":
             await self._respond(scope, send, 500, _BODY_500, _JSON)
         elif fault == "rate_limit":
@@ -307,15 +310,15 @@ def _strip_time_filters(query: bytes) -> bytes:
     return urlencode(kept).encode("latin-1")
 
 
-async def _drop_connection(send: Send) -> None:
+async def _drop_connection(receive: Receive, send: Send) -> None:
     """Close the client's connection without a response.
 
-    uvicorn gives the app no handle on its socket, but its ``send`` is a method of the
-    request cycle, which holds the transport. Raising would not do: uvicorn (and
-    Starlette's error middleware) answer an exception with a 500.
+    Raising would not do: Starlette's error middleware and uvicorn both answer an exception
+    with a 500. So the middleware closes the socket itself, found through the server's
+    ``receive``/``send`` callables (see :func:`_find_transport`).
     """
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
-    if transport is None or not hasattr(transport, "close"):
+    transport = _find_transport(receive, send)
+    if transport is None:
         raise ConnectionDropped("connection dropped by the sandbox's fault settings")
     transport.close()
     # Let the server see the connection go (connection_lost) before the app returns, so it
@@ -324,9 +327,47 @@ async def _drop_connection(send: Send) -> None:
         await asyncio.sleep(0)
 
 
+def _find_transport(*callables: Any) -> Any:
+    """The asyncio transport behind the server's ASGI callables, or None.
+
+    uvicorn's ``receive`` and ``send`` are methods of its request cycle, which holds the
+    transport; middlewares above this one may wrap them in closures, so those are followed
+    a few levels deep. Under another server (or ``httpx.ASGITransport``) there is none.
+    """
+    todo = [(c, 0) for c in callables]
+    while todo:
+        fn, depth = todo.pop(0)
+        transport = getattr(getattr(fn, "__self__", None), "transport", None)
+        if transport is not None and hasattr(transport, "close"):
+            return transport
+        if depth < 4:
+            cells = getattr(fn, "__closure__", None) or ()
+            todo.extend((c.cell_contents, depth + 1) for c in cells if _callable_cell(c))
+    return None
+
+
+def _callable_cell(cell: Any) -> bool:
+    try:
+        return callable(cell.cell_contents)
+    except ValueError:  # an empty cell
+        return False
+
+
+def reset(scope: Scope) -> None:
+    """Turn injected faults off for the app serving this ``/_sandbox/`` request.
+
+    For ``POST /_sandbox/reset``: ``faults.reset(request.scope)``.
+    """
+    state = scope.get(SCOPE_KEY)
+    if isinstance(state, FaultState):
+        state.reset()
+
+
 # --- admin API ---------------------------------------------------------------------------
 
-router = APIRouter(prefix="/_sandbox", tags=["sandbox admin"])
+# Not part of the gateway's interface: kept out of its OpenAPI document, like the other
+# /_sandbox/ endpoints.
+router = APIRouter(prefix="/_sandbox", include_in_schema=False)
 
 
 def _state(request: Request) -> FaultState:
@@ -343,21 +384,41 @@ def _state(request: Request) -> FaultState:
 StateDep = Annotated[FaultState, Depends(_state)]
 
 
-@router.get("/faults", response_model=FaultStatus, summary="Show the fault settings")
-def get_faults(state: StateDep) -> FaultStatus:
+def _settings(raw: bytes) -> FaultSettings:
+    body = params.parse_json(raw, allow_empty=True)
+    try:
+        return FaultSettings.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(part) for part in first["loc"]) or None
+        if first["type"] == "extra_forbidden":
+            known = ", ".join(FaultSettings.model_fields)
+            message = f"Unknown fault setting {param!r}; the settings are: {known}."
+        else:
+            where = f"{param}: " if param else ""
+            message = f"Invalid fault settings: {where}{first['msg']}."
+        raise errors.invalid(param, message) from None
+
+
+def _json(status: FaultStatus) -> Response:
+    return Response(status.model_dump_json(), media_type="application/json")
+
+
+@router.get("/faults")
+async def get_faults(state: StateDep) -> Response:
     """Current settings and the number of faults injected since they were set."""
-    return state.status()
+    return _json(state.status())
 
 
-@router.put("/faults", response_model=FaultStatus, summary="Set the fault settings")
-def put_faults(settings: FaultSettings, state: StateDep) -> FaultStatus:
+@router.put("/faults")
+async def put_faults(request: Request, state: StateDep) -> Response:
     """Replace the settings: fields left out are off (this includes the start-up latency)."""
-    state.apply(settings)
-    return state.status()
+    state.apply(_settings(await request.body()))
+    return _json(state.status())
 
 
-@router.delete("/faults", response_model=FaultStatus, summary="Turn injected faults off")
-def delete_faults(state: StateDep) -> FaultStatus:
+@router.delete("/faults")
+async def delete_faults(state: StateDep) -> Response:
     """Back to the start-up settings: no faults, plus the sandbox's ``--latency-ms`` if given."""
     state.reset()
-    return state.status()
+    return _json(state.status())
