@@ -123,3 +123,15 @@ def rate_limits(base_url: str, **settings: Any) -> Iterator[dict[str, Any]]:
             yield changed.json()
         finally:
             admin.put("/_sandbox/rate_limits", json=before.json()).raise_for_status()
+
+
+@contextmanager
+def injected_faults(base_url: str, **settings: Any) -> Iterator[None]:
+    """Set ``/_sandbox/faults`` (e.g. ``latency_ms``) for a block; back to start-up settings after."""
+    with httpx.Client(base_url=base_url, timeout=10) as admin:
+        changed = admin.put("/_sandbox/faults", json=settings)
+        assert changed.status_code == 200, changed.text
+        try:
+            yield
+        finally:
+            admin.delete("/_sandbox/faults").raise_for_status()

@@ -21,6 +21,7 @@ from ._load import (
     Api,
     all_pages,
     assert_error,
+    injected_faults,
     new_payment,
     rate_limits,
     run_concurrently,
@@ -115,7 +116,9 @@ def test_one_idempotency_key_sent_concurrently_creates_one_payment(api: Api) -> 
                 ]
             )
 
-    responses = asyncio.run(scenario())
+    # Latency inside the request's handling: duplicates arrive while the first is still running.
+    with injected_faults(api.base_url, latency_ms=40):
+        responses = asyncio.run(scenario())
 
     with api.sync_client() as client:
         payments = all_pages(client, "/v1/payments", {})
