@@ -1,0 +1,77 @@
+"""The sandbox clock: the time every sandbox rule (expiry, delays, key grace, retries) reads.
+
+Two modes. Frozen (``Clock(now=...)``): time stands still until the admin API sets or
+advances it, so notebooks and tests are reproducible. Following (``Clock()``): real time
+plus an offset that ``advance`` grows, like a real gateway with a time machine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+
+
+def to_datetime(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def parse_instant(value: str | int | float) -> float:
+    """ISO 8601 (naive = UTC, ``Z`` allowed) or Unix seconds -> Unix seconds; ValueError if neither."""
+    if isinstance(value, bool):
+        raise ValueError("not a timestamp")
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip()
+    if text.lstrip("-").isdigit():
+        return float(int(text))
+    dt = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def iso(ts: float) -> str:
+    """Unix seconds -> ISO 8601 UTC with ``Z`` and whole seconds (variant A's timestamp format)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ts)))
+
+
+class Clock:
+    """Sandbox time in Unix seconds.
+
+    >>> clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
+    >>> clock.advance(30); clock.iso()
+    '2026-01-01T00:00:30Z'
+    """
+
+    def __init__(self, now: datetime | float | None = None) -> None:
+        self._lock = threading.Lock()
+        self.frozen = now is not None
+        if now is None:
+            self._base = 0.0
+        elif isinstance(now, datetime):
+            if now.tzinfo is None:
+                now = now.replace(tzinfo=UTC)
+            self._base = now.timestamp()
+        else:
+            self._base = float(now)
+
+    def now(self) -> float:
+        if self.frozen:
+            return self._base
+        return time.time() + self._base
+
+    def iso(self) -> str:
+        return iso(self.now())
+
+    def set(self, ts: float) -> None:
+        with self._lock:
+            self._base = ts if self.frozen else ts - time.time()
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._base += seconds
+
+    def describe(self) -> dict[str, object]:
+        now = self.now()
+        return {"now": iso(now), "unix": int(now), "frozen": self.frozen}

@@ -1,0 +1,307 @@
+"""The payment and refund state machine, as pure functions on internal records.
+
+A record is a plain dict (stored as JSON) in one vocabulary for both variants; ``render``
+turns it into the served variant's object. The API and the history generator both call these
+functions, so generated histories obey exactly the rules the API enforces.
+
+Internal payment statuses: ``pending`` (variant A, awaiting the customer at checkout),
+``requires_action`` (3-D Secure or bank page), ``processing``, ``authorized``, ``succeeded``,
+``failed``, ``canceled``, ``expired``.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import string
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from gwtools.sandbox.cards import DECLINE_MESSAGES
+
+ALPHABET: Final = string.ascii_letters + string.digits
+#: seconds a processing card or a delayed FPX bank (TEST0003/TEST0004) takes
+PROCESSING_DELAY: Final = 30
+#: seconds until a refund of the refund-failing test card fails
+REFUND_FAIL_DELAY: Final = 86_400
+
+Record = dict[str, Any]
+
+
+class Ids:
+    """Identifier factory: ``pay_`` etc. + 24 characters; seeded for reproducible histories."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng: random.Random | None = None if seed is None else random.Random(seed)
+
+    def token(self, n: int = 24) -> str:
+        if self._rng is None:
+            return "".join(secrets.choice(ALPHABET) for _ in range(n))
+        return "".join(self._rng.choices(ALPHABET, k=n))
+
+    def new(self, prefix: str) -> str:
+        return f"{prefix}_{self.token()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A resolved payment method and what it does when used.
+
+    ``outcome``: card ``succeed``/``three_d_secure``/``processing``/``decline``/``refund_fails``;
+    fpx ``succeed``/``fail``/``delayed_success``/``timeout``/``cancel``/``bank``.
+    """
+
+    type: str
+    details: dict[str, Any]
+    outcome: str
+    pm_id: str | None = None
+    code: str | None = None
+    decline_code: str | None = None
+
+
+Event = tuple[str, Record]  # (event type, the record it is about)
+
+
+def business_days_later(ts: float, days: int) -> float:
+    """``ts`` moved ``days`` business days (Monday to Friday) ahead, same time of day."""
+    dt = datetime.fromtimestamp(ts, UTC)
+    while days:
+        dt += timedelta(days=1)
+        if dt.weekday() < 5:
+            days -= 1
+    return dt.timestamp()
+
+
+def new_payment(
+    ident: str,
+    account: str,
+    livemode: bool,
+    params: dict[str, Any],
+    now: float,
+    *,
+    client_secret: str,
+    expiry_seconds: float | None,
+) -> Record:
+    """A fresh payment record: variant A ``pending`` until checkout, B awaiting ``attempt``."""
+    now_i = int(now)
+    return {
+        "id": ident,
+        "account": account,
+        "livemode": livemode,
+        "amount": params["amount"],
+        "currency": params["currency"].upper(),
+        "description": params.get("description"),
+        "metadata": params.get("metadata") or {},
+        "status": "pending",
+        "stage": "checkout",
+        "method": None,
+        "pm": None,
+        "details": None,
+        "capture_method": params.get("capture_method", "automatic"),
+        "captured": False,
+        "captured_at": None,
+        "amount_captured": 0,
+        "refunded_amount": 0,
+        "created": now_i,
+        "updated": now_i,
+        "expires_at": None if expiry_seconds is None else now_i + int(expiry_seconds),
+        "success_url": params.get("success_url"),
+        "cancel_url": params.get("cancel_url"),
+        "callback_url": params.get("callback_url"),
+        "customer": params.get("customer"),
+        "receipt_email": params.get("receipt_email"),
+        "return_url": params.get("return_url"),
+        "client_secret": client_secret,
+        "error": None,
+        "refund_fails": False,
+        "due_at": None if expiry_seconds is None else now_i + int(expiry_seconds),
+        "due": None if expiry_seconds is None else "expire",
+    }
+
+
+def _touch(rec: Record, now: float) -> None:
+    rec["updated"] = int(now)
+
+
+def _authorize_or_capture(rec: Record, now: float) -> list[Event]:
+    rec["stage"] = None
+    if rec["capture_method"] == "manual":
+        rec["status"] = "authorized"
+        rec["due_at"] = rec["due"] = None
+        return []
+    return capture(rec, None, now)
+
+
+def _fail(rec: Record, code: str, decline_code: str | None, message: str) -> list[Event]:
+    rec.update(
+        status="failed",
+        stage=None,
+        due_at=None,
+        due=None,
+        error={"code": code, "decline_code": decline_code, "message": message},
+    )
+    return [("payment.failed", rec)]
+
+
+def _cancel(rec: Record) -> list[Event]:
+    rec.update(status="canceled", stage=None, due_at=None, due=None)
+    return [("payment.canceled", rec)]
+
+
+def attempt(rec: Record, method: Method, now: float) -> list[Event]:
+    """The customer's (or the caller's) payment method is used on ``rec``."""
+    _touch(rec, now)
+    rec["method"] = method.type
+    rec["details"] = method.details
+    rec["pm"] = method.pm_id
+    rec["refund_fails"] = method.outcome == "refund_fails"
+    outcome = method.outcome
+    if outcome in ("succeed", "refund_fails"):
+        return _authorize_or_capture(rec, now)
+    if outcome == "decline":
+        code = method.code or "card_declined"
+        decline = method.decline_code or "generic_decline"
+        return _fail(rec, code, decline, DECLINE_MESSAGES.get(decline, "Your card was declined."))
+    if outcome == "fail":
+        return _fail(
+            rec,
+            "payment_method_not_available",
+            None,
+            f"The customer's bank ({method.details.get('bank_code')}) declined the payment.",
+        )
+    if outcome == "cancel":
+        return _cancel(rec)
+    if outcome in ("processing", "delayed_success", "timeout"):
+        rec.update(
+            status="processing",
+            stage=None,
+            due_at=now + PROCESSING_DELAY,
+            due="fail_timeout" if outcome == "timeout" else "succeed",
+        )
+        return []
+    # three_d_secure or a real FPX bank: the customer acts on the page at /pay/{id}
+    rec.update(status="requires_action", stage="3ds" if outcome == "three_d_secure" else "bank")
+    return []
+
+
+def customer_action(rec: Record, action: str, now: float) -> list[Event]:
+    """The customer completes, fails or cancels on the 3-D Secure or bank page."""
+    _touch(rec, now)
+    if action == "complete":
+        return _authorize_or_capture(rec, now)
+    if action == "cancel":
+        return _cancel(rec)
+    if rec["stage"] == "3ds":
+        return _fail(
+            rec, "card_declined", "authentication_failed", DECLINE_MESSAGES["authentication_failed"]
+        )
+    return _fail(
+        rec, "payment_method_not_available", None, "The customer's bank rejected the payment."
+    )
+
+
+def checkout_cancel(rec: Record, now: float) -> list[Event]:
+    _touch(rec, now)
+    return _cancel(rec)
+
+
+def capture(rec: Record, amount: int | None, now: float) -> list[Event]:
+    _touch(rec, now)
+    rec.update(
+        status="succeeded",
+        stage=None,
+        captured=True,
+        captured_at=int(now),
+        amount_captured=rec["amount"] if amount is None else amount,
+        due_at=None,
+        due=None,
+    )
+    return [("payment.succeeded", rec)]
+
+
+def void(rec: Record, now: float) -> list[Event]:
+    _touch(rec, now)
+    return _cancel(rec)
+
+
+def due_transition(rec: Record, now: float) -> list[Event]:
+    """Apply the transition scheduled on a payment (its ``due`` at ``due_at``)."""
+    due, when = rec["due"], rec["due_at"]
+    rec["due_at"] = rec["due"] = None
+    if due == "expire":
+        rec.update(status="expired", stage=None, updated=int(when))
+        return []
+    if due == "succeed":
+        return _authorize_or_capture(rec, when) or _touched(rec, when)
+    if due == "fail_timeout":
+        _touch(rec, when)
+        return _fail(
+            rec, "processing_error", None, "The bank did not answer in time (connection timeout)."
+        )
+    return []
+
+
+def _touched(rec: Record, when: float) -> list[Event]:
+    _touch(rec, when)
+    return []
+
+
+def refundable(rec: Record) -> int:
+    return int(rec["amount_captured"]) - int(rec["refunded_amount"])
+
+
+def new_refund(
+    payment: Record,
+    ident: str,
+    amount: int,
+    reason: str | None,
+    metadata: dict[str, Any],
+    now: float,
+) -> tuple[Record, list[Event]]:
+    """A refund of ``payment`` (already checked refundable); updates the payment record too."""
+    now_i = int(now)
+    refund: Record = {
+        "id": ident,
+        "account": payment["account"],
+        "livemode": payment["livemode"],
+        "payment_id": payment["id"],
+        "amount": amount,
+        "currency": payment["currency"],
+        "reason": reason,
+        "metadata": metadata,
+        "created": now_i,
+        "updated": now_i,
+        "status": "pending",
+        "due_at": None,
+        "due": None,
+        "method": payment["method"],
+    }
+    if payment["refund_fails"]:
+        refund.update(due_at=now + REFUND_FAIL_DELAY, due="fail")
+    elif payment["method"] == "fpx":
+        # 3 to 5 business days, fixed per refund so a rerun gives the same history
+        days = 3 + sum(ident.encode()) % 3
+        refund.update(due_at=business_days_later(now, days), due="succeed")
+    elif payment["livemode"]:
+        refund.update(due_at=business_days_later(now, 1), due="succeed")
+    else:
+        refund["status"] = "succeeded"
+    payment["refunded_amount"] += amount
+    _touch(payment, now)
+    return refund, [("refund.created", refund)]
+
+
+def refund_due(refund: Record, payment: Record | None, now: float) -> list[Event]:
+    """Settle a pending refund at its ``due_at``; a failure gives the amount back to the payment."""
+    due, when = refund["due"], refund["due_at"]
+    refund["due_at"] = refund["due"] = None
+    refund["updated"] = int(when)
+    if due == "fail":
+        refund["status"] = "failed"
+        if payment is not None:
+            payment["refunded_amount"] -= refund["amount"]
+            _touch(payment, when)
+        return [("refund.failed", refund)]
+    refund["status"] = "succeeded"
+    return []

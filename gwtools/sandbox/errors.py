@@ -1,0 +1,91 @@
+"""Gateway errors: one exception type and the spec's error body (DESIGN.md section 3 table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+
+class ApiError(Exception):
+    """An error the gateway answers with ``{"error": {...}}`` and an HTTP status."""
+
+    def __init__(
+        self,
+        status: int,
+        type_: str,
+        code: str,
+        message: str,
+        *,
+        param: str | None = None,
+        decline_code: str | None = None,
+        retry_after: int | None = None,
+        payment: bytes | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type_
+        self.code = code
+        self.message = message
+        self.param = param
+        self.decline_code = decline_code
+        self.retry_after = retry_after
+        #: the failed payment's JSON, when a declined creation stored one (variant B)
+        self.payment = payment
+
+    def body(self) -> bytes:
+        err: dict[str, Any] = {"type": self.type, "code": self.code, "message": self.message}
+        if self.param is not None:
+            err["param"] = self.param
+        if self.decline_code is not None:
+            err["decline_code"] = self.decline_code
+        if self.retry_after is not None:
+            err["retry_after"] = self.retry_after
+        if self.payment is not None:
+            return b'{"error":' + orjson.dumps(err)[:-1] + b',"payment":' + self.payment + b"}}"
+        return orjson.dumps({"error": err})
+
+
+def missing(param: str) -> ApiError:
+    return ApiError(
+        400,
+        "invalid_request_error",
+        "parameter_missing",
+        f"Missing required parameter: {param}.",
+        param=param,
+    )
+
+
+def invalid(param: str | None, message: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", "parameter_invalid", message, param=param)
+
+
+def not_found(kind: str, ident: str, param: str = "id") -> ApiError:
+    return ApiError(
+        404,
+        "invalid_request_error",
+        "resource_missing",
+        f"No such {kind}: '{ident}'.",
+        param=param,
+    )
+
+
+def invalid_state(message: str) -> ApiError:
+    return ApiError(409, "invalid_request_error", "invalid_state", message)
+
+
+def auth_error(message: str) -> ApiError:
+    return ApiError(401, "authentication_error", "invalid_api_key", message)
+
+
+def card_error(
+    code: str,
+    message: str,
+    *,
+    decline_code: str | None = None,
+    param: str | None = None,
+    payment: bytes | None = None,
+) -> ApiError:
+    return ApiError(
+        402, "card_error", code, message, decline_code=decline_code, param=param, payment=payment
+    )

@@ -1,0 +1,61 @@
+"""Idempotency keys (DESIGN.md section 3): per API key and endpoint, kept 24 h of sandbox time.
+
+The first response is stored and replayed byte for byte with ``Idempotent-Replayed: true``;
+the same key with a different body is 409 ``idempotency_key_reused``; a duplicate arriving
+while the first is still running waits for it (up to 30 s), then replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Final
+
+import orjson
+
+from gwtools.sandbox.store import Store
+
+RETENTION: Final = 24 * 3600
+MAX_KEY: Final = 255
+
+
+def fingerprint(body: bytes) -> bytes:
+    """Hash of the request body; JSON is canonicalised so key order and spacing do not matter."""
+    try:
+        canonical = (
+            orjson.dumps(orjson.loads(body), option=orjson.OPT_SORT_KEYS) if body.strip() else b""
+        )
+    except orjson.JSONDecodeError:
+        canonical = body
+    return hashlib.sha256(canonical).digest()
+
+
+class Idempotency:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.in_flight: dict[str, asyncio.Event] = {}
+
+    def lookup(self, scope: str, now: float) -> tuple[bytes, int, list[list[str]], bytes] | None:
+        s = self.store
+        with s.lock:
+            row = s.db.execute(
+                "SELECT fingerprint, status, headers, body, created FROM idempotency "
+                "WHERE scope = ?",
+                (scope,),
+            ).fetchone()
+            if row is not None and now - row[4] >= RETENTION:
+                s.db.execute("DELETE FROM idempotency WHERE scope = ?", (scope,))
+                row = None
+        if row is None:
+            return None
+        return row[0], row[1], orjson.loads(row[2]), row[3]
+
+    def save(
+        self, scope: str, fp: bytes, status: int, headers: list[list[str]], body: bytes, now: float
+    ) -> None:
+        s = self.store
+        with s.lock:
+            s.db.execute(
+                "INSERT OR REPLACE INTO idempotency VALUES (?,?,?,?,?,?)",
+                (scope, fp, status, orjson.dumps(headers), body, now),
+            )

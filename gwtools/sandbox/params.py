@@ -1,0 +1,446 @@
+"""Request parsing and validation: every kind of bad input becomes a 4xx ``ApiError``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import orjson
+
+from gwtools.sandbox import errors
+from gwtools.sandbox.cards import TEST_CARDS, TOKENS, brand, luhn_ok
+from gwtools.sandbox.clock import parse_instant
+from gwtools.sandbox.domain import Method
+from gwtools.sandbox.fpx import BANKS, TEST_BANKS
+
+MAX_BODY: Final = 64 * 1024
+MAX_AMOUNT: Final = 99_999_999
+MAX_DESCRIPTION: Final = 255
+METADATA_KEYS: Final = {"A": 10, "B": 50}
+METADATA_KEY_LEN: Final = 40
+METADATA_VALUE_LEN: Final = 500
+REASONS: Final = ("duplicate", "fraudulent", "requested_by_customer")
+_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_CURRENCY = re.compile(r"^[A-Za-z]{3}$")
+# The currencies the sandbox accepts: those a Malaysian gateway settles, plus majors.
+CURRENCIES: Final = frozenset(
+    {
+        "MYR",
+        "SGD",
+        "USD",
+        "EUR",
+        "GBP",
+        "AUD",
+        "JPY",
+        "THB",
+        "IDR",
+        "PHP",
+        "HKD",
+        "CNY",
+        "INR",
+        "VND",
+        "KRW",
+        "TWD",
+        "NZD",
+        "CAD",
+        "CHF",
+        "BND",
+    }
+)
+
+PAYMENT_FIELDS: Final = {
+    "A": (
+        "amount",
+        "currency",
+        "description",
+        "success_url",
+        "cancel_url",
+        "callback_url",
+        "metadata",
+    ),
+    "B": (
+        "amount",
+        "currency",
+        "payment_method",
+        "payment_method_data",
+        "customer",
+        "description",
+        "metadata",
+        "capture_method",
+        "receipt_email",
+        "return_url",
+        "save_payment_method",
+    ),
+}
+REFUND_FIELDS: Final = ("payment_id", "payment", "amount", "reason", "metadata")
+
+
+def parse_json(raw: bytes, *, allow_empty: bool = False) -> dict[str, Any]:
+    """The request body as a JSON object, or a 400/413 saying what is wrong."""
+    if len(raw) > MAX_BODY:
+        raise errors.ApiError(
+            413,
+            "invalid_request_error",
+            "parameter_invalid",
+            f"The request body is {len(raw)} bytes; the limit is {MAX_BODY}.",
+        )
+    if not raw.strip():
+        if allow_empty:
+            return {}
+        raise errors.invalid(None, "The request body is empty; send a JSON object.")
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.invalid(None, f"The request body is not valid JSON ({exc}).") from None
+    if not isinstance(body, dict):
+        raise errors.invalid(None, "The request body must be a JSON object.")
+    return body
+
+
+def reject_unknown(body: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
+    allowed = set(allowed)
+    for name in body:
+        if name not in allowed:
+            full = f"{prefix}{name}]" if prefix.endswith("[") else f"{prefix}{name}"
+            raise errors.invalid(
+                full,
+                f"Received unknown parameter: {full}. Allowed: "
+                f"{', '.join(sorted(allowed)) or 'none'}.",
+            )
+
+
+def integer(
+    body: Mapping[str, Any],
+    name: str,
+    *,
+    required: bool = False,
+    low: int = 1,
+    high: int = MAX_AMOUNT,
+    param: str | None = None,
+) -> int | None:
+    param = param or name
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise errors.missing(param)
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise errors.invalid(
+            param, f"Invalid {param}: must be an integer, got {type(value).__name__} {value!r}."
+        )
+    if not low <= value <= high:
+        raise errors.invalid(param, f"Invalid {param}: {value} is out of range ({low} to {high}).")
+    return value
+
+
+def text(
+    body: Mapping[str, Any],
+    name: str,
+    *,
+    required: bool = False,
+    max_len: int = 5000,
+    choices: Iterable[str] | None = None,
+    param: str | None = None,
+) -> str | None:
+    param = param or name
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise errors.missing(param)
+        return None
+    if not isinstance(value, str):
+        raise errors.invalid(
+            param, f"Invalid {param}: must be a string, got {type(value).__name__}."
+        )
+    if len(value) > max_len:
+        raise errors.invalid(
+            param, f"Invalid {param}: {len(value)} characters; the maximum is {max_len}."
+        )
+    if choices is not None and value not in choices:
+        raise errors.invalid(
+            param, f"Invalid {param}: {value!r}; expected one of {', '.join(choices)}."
+        )
+    if required and not value:
+        raise errors.missing(param)
+    return value
+
+
+def url(body: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
+    value = text(body, name, required=required, max_len=2048)
+    if value is not None and not _URL.match(value):
+        raise errors.invalid(name, f"Invalid {name}: {value!r} is not an absolute http(s) URL.")
+    return value
+
+
+def boolean(body: Mapping[str, Any], name: str) -> bool:
+    value = body.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise errors.invalid(name, f"Invalid {name}: must be true or false.")
+    return value
+
+
+def metadata(body: Mapping[str, Any], max_keys: int) -> dict[str, Any]:
+    value = body.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise errors.invalid("metadata", "Invalid metadata: must be an object of key-value pairs.")
+    if len(value) > max_keys:
+        raise errors.invalid(
+            "metadata", f"Invalid metadata: {len(value)} keys; the maximum is {max_keys}."
+        )
+    for key, item in value.items():
+        if not key or len(key) > METADATA_KEY_LEN:
+            raise errors.invalid(
+                f"metadata[{key}]",
+                f"Invalid metadata key: keys must have 1 to {METADATA_KEY_LEN} characters.",
+            )
+        if isinstance(item, str):
+            if len(item) > METADATA_VALUE_LEN:
+                raise errors.invalid(
+                    f"metadata[{key}]",
+                    f"Invalid metadata value: at most {METADATA_VALUE_LEN} characters.",
+                )
+        elif not isinstance(item, int | float | bool) or item is None:
+            raise errors.invalid(
+                f"metadata[{key}]", "Invalid metadata value: must be a string, number or boolean."
+            )
+    return value
+
+
+def currency(body: Mapping[str, Any], *, required: bool) -> str:
+    value = text(body, "currency", required=required, max_len=3)
+    if value is None:
+        return "MYR"
+    if not _CURRENCY.match(value) or value.upper() not in CURRENCIES:
+        raise errors.invalid(
+            "currency",
+            f"Invalid currency: {value!r}; expected a three-letter "
+            f"ISO code such as myr ({', '.join(sorted(CURRENCIES))}).",
+        )
+    return value.upper()
+
+
+def payment_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """Validated creation parameters (method data is resolved separately)."""
+    reject_unknown(body, PAYMENT_FIELDS[variant])
+    params: dict[str, Any] = {
+        "amount": integer(body, "amount", required=True),
+        "currency": currency(body, required=variant == "B"),
+        "description": text(body, "description", max_len=MAX_DESCRIPTION),
+        "metadata": metadata(body, METADATA_KEYS[variant]),
+    }
+    if variant == "A":
+        params["success_url"] = url(body, "success_url", required=True)
+        params["cancel_url"] = url(body, "cancel_url", required=True)
+        params["callback_url"] = url(body, "callback_url")
+        return params
+    params["capture_method"] = (
+        text(body, "capture_method", choices=("automatic", "manual")) or "automatic"
+    )
+    params["return_url"] = url(body, "return_url")
+    params["customer"] = text(body, "customer", max_len=100)
+    email = text(body, "receipt_email", max_len=254)
+    if email is not None and not _EMAIL.match(email):
+        raise errors.invalid(
+            "receipt_email", f"Invalid receipt_email: {email!r} is not an e-mail address."
+        )
+    params["receipt_email"] = email
+    params["save_payment_method"] = boolean(body, "save_payment_method")
+    if params["save_payment_method"] and not params["customer"]:
+        raise errors.ApiError(
+            400,
+            "invalid_request_error",
+            "parameter_missing",
+            "save_payment_method requires customer.",
+            param="customer",
+        )
+    pm = text(body, "payment_method", max_len=100)
+    data = body.get("payment_method_data")
+    if pm is None and data is None:
+        raise errors.missing("payment_method")
+    if pm is not None and data is not None:
+        raise errors.invalid(
+            "payment_method_data", "Give either payment_method or payment_method_data, not both."
+        )
+    params["payment_method"] = pm
+    params["payment_method_data"] = data
+    return params
+
+
+def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
+    """A card sub-object (number/expiry/cvc or token) -> Method; 402 for unusable cards."""
+    if not isinstance(card, dict):
+        raise errors.invalid(param, f"Invalid {param}: must be an object.")
+    reject_unknown(card, ("number", "exp_month", "exp_year", "cvc", "token", "name"), f"{param}[")
+    token = text(card, "token", max_len=100, param=f"{param}[token]")
+    if token is not None:
+        if "number" in card:
+            raise errors.invalid(f"{param}[token]", "Give either a token or a card number.")
+        test = TOKENS.get(token)
+        if test is None:
+            raise errors.invalid(
+                f"{param}[token]",
+                f"No such token: {token!r}. Test tokens: {', '.join(sorted(TOKENS))}.",
+            )
+        number, exp_month, exp_year = test.number, 12, datetime.fromtimestamp(now, UTC).year + 4
+    else:
+        raw_number = text(card, "number", required=True, max_len=30, param=f"{param}[number]")
+        assert raw_number is not None
+        number = raw_number.replace(" ", "").replace("-", "")
+        exp_month = integer(
+            card, "exp_month", required=True, low=-(10**9), high=10**9, param=f"{param}[exp_month]"
+        )
+        exp_year = integer(
+            card, "exp_year", required=True, low=-(10**9), high=10**9, param=f"{param}[exp_year]"
+        )
+        cvc = text(card, "cvc", required=True, max_len=10, param=f"{param}[cvc]")
+        assert exp_month is not None and exp_year is not None and cvc is not None
+        if not number.isdigit() or not 12 <= len(number) <= 19 or not luhn_ok(number):
+            raise errors.card_error(
+                "invalid_number",
+                "The card number is not a valid card number.",
+                param=f"{param}[number]",
+            )
+        if not 1 <= exp_month <= 12:
+            raise errors.card_error(
+                "invalid_expiry_month",
+                "The card's expiration month is invalid.",
+                param=f"{param}[exp_month]",
+            )
+        today = datetime.fromtimestamp(now, UTC)
+        if (
+            exp_year < today.year
+            or (exp_year == today.year and exp_month < today.month)
+            or exp_year > today.year + 50
+        ):
+            raise errors.card_error(
+                "invalid_expiry_year",
+                "The card's expiration year is invalid or in the past.",
+                param=f"{param}[exp_year]",
+            )
+        digits = 4 if brand(number) == "amex" else 3
+        if not cvc.isdigit() or len(cvc) != digits:
+            raise errors.card_error(
+                "incorrect_cvc",
+                f"The card's security code must have {digits} digits.",
+                param=f"{param}[cvc]",
+            )
+    details = {
+        "type": "card",
+        "brand": brand(number),
+        "last4": number[-4:],
+        "exp_month": exp_month,
+        "exp_year": exp_year,
+    }
+    test = TEST_CARDS.get(number)
+    if livemode and test is not None:
+        return Method(
+            "card", details, "decline", code="card_declined", decline_code="live_mode_test_card"
+        )
+    if test is None:
+        # a valid non-test number: a real card, which test mode cannot charge
+        if not livemode:
+            return Method(
+                "card", details, "decline", code="card_declined", decline_code="generic_decline"
+            )
+        return Method("card", details, "succeed")
+    return Method("card", details, test.outcome, code=test.code, decline_code=test.decline_code)
+
+
+def fpx_method(fpx: Any, livemode: bool, param: str) -> Method:
+    if not isinstance(fpx, dict):
+        raise errors.invalid(param, f"Invalid {param}: must be an object.")
+    reject_unknown(fpx, ("bank_code",), f"{param}[")
+    code = text(fpx, "bank_code", required=True, max_len=20, param=f"{param}[bank_code]")
+    assert code is not None
+    if code not in BANKS:
+        raise errors.invalid(
+            f"{param}[bank_code]", f"Unknown FPX bank_code {code!r}; known: {', '.join(BANKS)}."
+        )
+    details = {"type": "fpx", "bank_code": code, "bank": BANKS[code]}
+    if code in TEST_BANKS:
+        if livemode:
+            raise errors.ApiError(
+                400,
+                "invalid_request_error",
+                "payment_method_not_available",
+                "FPX test banks are not available with a live key.",
+                param=f"{param}[bank_code]",
+            )
+        return Method("fpx", details, TEST_BANKS[code])
+    return Method("fpx", details, "bank")
+
+
+def method_data(data: Any, livemode: bool, now: float) -> Method:
+    """``payment_method_data`` (variant B) -> Method."""
+    if not isinstance(data, dict):
+        raise errors.invalid(
+            "payment_method_data",
+            "Invalid payment_method_data: must be an object with type and card or fpx.",
+        )
+    kind = text(
+        data, "type", required=True, choices=("card", "fpx"), param="payment_method_data[type]"
+    )
+    reject_unknown(data, ("type", kind or ""), "payment_method_data[")
+    sub = f"payment_method_data[{kind}]"
+    if kind not in data:
+        raise errors.missing(sub)
+    if kind == "card":
+        return card_method(data["card"], livemode, sub, now)
+    return fpx_method(data["fpx"], livemode, sub)
+
+
+def refund_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    reject_unknown(body, REFUND_FIELDS)
+    pid = text(body, "payment_id", max_len=100)
+    alias = text(body, "payment", max_len=100)
+    if pid is not None and alias is not None and pid != alias:
+        raise errors.invalid(
+            "payment", "payment_id and payment name different payments; give one of them."
+        )
+    pid = pid or alias
+    if pid is None:
+        raise errors.missing("payment_id")
+    return {
+        "payment_id": pid,
+        "amount": integer(body, "amount"),
+        "reason": text(body, "reason", choices=REASONS),
+        "metadata": metadata(body, 50),
+    }
+
+
+def query(params: Mapping[str, str], allowed: Iterable[str]) -> None:
+    reject_unknown(params, allowed)
+
+
+def instant(params: Mapping[str, str], name: str) -> float | None:
+    value = params.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return parse_instant(value)
+    except (ValueError, OverflowError):
+        raise errors.invalid(
+            name,
+            f"Invalid {name}: {value!r}; expected ISO 8601 (e.g. "
+            "2024-01-31T00:00:00Z) or Unix seconds.",
+        ) from None
+
+
+def query_int(params: Mapping[str, str], name: str, default: int, high: int) -> int:
+    value = params.get(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise errors.invalid(name, f"Invalid {name}: {value!r} is not an integer.") from None
+    if not 1 <= number <= high:
+        raise errors.invalid(name, f"Invalid {name}: {number}; expected 1 to {high}.")
+    return number

@@ -1,0 +1,98 @@
+"""Token-bucket rate limits per API key (DESIGN.md section 3): O(1) per request."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+
+class Bucket:
+    __slots__ = ("capacity", "stamp", "tokens")
+
+    def __init__(self, capacity: float, now: float) -> None:
+        self.capacity = capacity
+        self.tokens = capacity
+        self.stamp = now
+
+    def refill(self, now: float) -> None:
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.capacity)
+        self.stamp = now
+
+
+@dataclass(slots=True)
+class Verdict:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int  # Unix seconds (wall clock) at which the bucket is full again
+    retry_after: int
+
+
+@dataclass
+class RateLimiter:
+    """Buckets ``all`` (every /v1 call), ``create`` (POST /v1/payments), ``refunds`` (/v1/refunds).
+
+    Each refills at its limit per second (burst = one second's worth). Rates run on the wall
+    clock, not the sandbox clock: they limit real traffic.
+    """
+
+    enabled: bool = True
+    all: int = 100
+    create: int = 50
+    refunds: int = 30
+    _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
+
+    def configure(
+        self,
+        *,
+        enabled: bool | None = None,
+        all: int | None = None,
+        create: int | None = None,
+        refunds: int | None = None,
+    ) -> None:
+        if enabled is not None:
+            self.enabled = enabled
+        for name, value in (("all", all), ("create", create), ("refunds", refunds)):
+            if value is not None:
+                setattr(self, name, value)
+        self._buckets.clear()
+
+    def settings(self) -> dict[str, object]:
+        return {
+            "enabled": self.enabled,
+            "all": self.all,
+            "create": self.create,
+            "refunds": self.refunds,
+        }
+
+    def check(self, key: str, method: str, path: str) -> Verdict:
+        """Take one token from each bucket the request counts against (all or none)."""
+        now = time.monotonic()
+        kinds = ["all"]
+        if path.startswith("/v1/refunds"):
+            kinds.append("refunds")
+        elif method == "POST" and path.rstrip("/") == "/v1/payments":
+            kinds.append("create")
+        if not self.enabled:
+            limit = getattr(self, kinds[-1])
+            return Verdict(True, limit, limit, int(time.time()), 0)
+        buckets = []
+        for kind in kinds:
+            bucket = self._buckets.get((key, kind))
+            if bucket is None:
+                bucket = self._buckets[(key, kind)] = Bucket(getattr(self, kind), now)
+            else:
+                bucket.refill(now)
+            buckets.append(bucket)
+        allowed = all(b.tokens >= 1 for b in buckets)
+        if allowed:
+            for b in buckets:
+                b.tokens -= 1
+        tight = min(buckets, key=lambda b: b.tokens / b.capacity)
+        wall = time.time()
+        reset = math.ceil(wall + (tight.capacity - tight.tokens) / tight.capacity)
+        retry = (
+            0 if allowed else max(1, math.ceil(max((1 - b.tokens) / b.capacity for b in buckets)))
+        )
+        return Verdict(allowed, int(tight.capacity), max(0, int(tight.tokens)), reset, retry)

@@ -1,0 +1,87 @@
+"""Shared fixtures for the whole suite: real sandbox servers over loopback HTTP.
+
+Fixtures (names are stable; tests in tests/library and tests/toolkit use them):
+
+- ``sandbox_a`` / ``sandbox_b``: session-scoped :class:`gwtools.sandbox.Sandbox` servers
+  (uvicorn in a thread, in-memory SQLite), variant A and B, clock frozen at ``FROZEN_NOW``
+  (advance it with ``POST /_sandbox/clock/advance``), rate limits on (the spec's figures).
+  Attributes: ``base_url`` (no ``/v1``), ``secret_key``, ``publishable_key``,
+  ``live_secret_key``, ``variant``, ``gateway``.
+- ``sandbox``: parametrised over both of them (test ids ``[A]`` and ``[B]``).
+- ``account``: a fresh isolated account on ``sandbox`` (own data and rate-limit buckets): a
+  dict that also allows attribute access, with ``id``, ``secret_key``, ``publishable_key``,
+  ``live_secret_key``, ``live_publishable_key``, ``webhook_secret``.
+- ``http``: an ``httpx.Client`` on ``sandbox.base_url`` authenticated with the account's test
+  secret key (``http.get("/v1/payments")``); pass ``headers=`` to use another key.
+
+Tests share the session servers, so they never depend on other tests' data: use ``account``.
+A test that changes server-wide settings (rate limits, faults) restores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from gwtools.sandbox import Sandbox
+
+FROZEN_NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
+# Loopback HTTP needs no TLS: verify=False skips loading the CA bundle (~0.2 s per client).
+_ADMIN = httpx.Client(timeout=10, verify=False)
+
+
+class Account(dict[str, Any]):
+    """The JSON of ``POST /_sandbox/accounts``, also readable as attributes."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _start(variant: str) -> Iterator[Sandbox]:
+    sb = Sandbox(variant, now=FROZEN_NOW)  # type: ignore[arg-type]
+    sb.start()
+    try:
+        yield sb
+    finally:
+        sb.stop()
+
+
+@pytest.fixture(scope="session")
+def sandbox_a() -> Iterator[Sandbox]:
+    yield from _start("A")
+
+
+@pytest.fixture(scope="session")
+def sandbox_b() -> Iterator[Sandbox]:
+    yield from _start("B")
+
+
+@pytest.fixture(params=["A", "B"])
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    sb: Sandbox = request.getfixturevalue(f"sandbox_{request.param.lower()}")
+    return sb
+
+
+@pytest.fixture
+def account(sandbox: Sandbox) -> Account:
+    r = _ADMIN.post(f"{sandbox.base_url}/_sandbox/accounts")
+    r.raise_for_status()
+    return Account(r.json())
+
+
+@pytest.fixture
+def http(sandbox: Sandbox, account: Account) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=sandbox.base_url,
+        timeout=10,
+        verify=False,
+        headers={"Authorization": f"Bearer {account['secret_key']}"},
+    ) as client:
+        yield client

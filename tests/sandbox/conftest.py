@@ -1,0 +1,140 @@
+"""Helpers for the sandbox's own tests: create payments in either variant and drive them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from gwtools.sandbox import Sandbox
+
+CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2030, "cvc": "123"}
+SUCCESS_URL = "https://shop.example/ok"
+CANCEL_URL = "https://shop.example/cancel"
+RETURN_URL = "https://shop.example/return"
+#: for one-off calls; loopback HTTP needs no TLS, so skip loading the CA bundle (slow)
+LOOPBACK = httpx.Client(verify=False, timeout=10)
+
+
+class Payer:
+    """Creates payments the way a merchant and a customer would, in the sandbox's variant."""
+
+    def __init__(self, sandbox: Sandbox, http: httpx.Client) -> None:
+        self.sb = sandbox
+        self.http = http
+        self.variant = sandbox.variant
+
+    def create(
+        self,
+        amount: int = 1000,
+        *,
+        card: str | None = "4242424242424242",
+        bank: str | None = None,
+        capture: str = "automatic",
+        expect: int | None = None,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> httpx.Response:
+        """POST /v1/payments (B with the given card or bank; A a plain checkout)."""
+        body: dict[str, Any] = {"amount": amount, **extra}
+        if self.variant == "A":
+            body.setdefault("success_url", SUCCESS_URL)
+            body.setdefault("cancel_url", CANCEL_URL)
+        else:
+            body.setdefault("currency", "myr")
+            body.setdefault("capture_method", capture)
+            if "payment_method" not in body:
+                if bank is not None:
+                    body.setdefault(
+                        "payment_method_data", {"type": "fpx", "fpx": {"bank_code": bank}}
+                    )
+                    body.setdefault("return_url", RETURN_URL)
+                else:
+                    body.setdefault(
+                        "payment_method_data", {"type": "card", "card": {**CARD, "number": card}}
+                    )
+                    if card == "4000002500003155":
+                        body.setdefault("return_url", RETURN_URL)
+        r = self.http.post("/v1/payments", json=body, headers=headers)
+        if expect is not None:
+            assert r.status_code == expect, r.text
+        return r
+
+    def checkout(
+        self,
+        pid: str,
+        *,
+        card: str | None = "4242424242424242",
+        bank: str | None = None,
+        capture: str = "automatic",
+        action: str = "pay",
+    ) -> httpx.Response:
+        """Variant A: the customer's form POST on the hosted checkout page."""
+        form = {"action": action, "capture_method": capture}
+        if bank is not None:
+            form.update(method="fpx", bank_code=bank)
+        else:
+            form.update(
+                method="card", number=card or "", exp_month="12", exp_year="2030", cvc="123"
+            )
+        return self.http.post(f"/pay/{pid}", data=form, follow_redirects=False)
+
+    def act(self, pid: str, action: str) -> httpx.Response:
+        return self.http.post(f"/pay/{pid}", data={"action": action}, follow_redirects=False)
+
+    def pay(
+        self,
+        amount: int = 1000,
+        *,
+        card: str | None = "4242424242424242",
+        bank: str | None = None,
+        capture: str = "automatic",
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """A payment that went through the method (whatever the outcome), as now stored."""
+        r = self.create(amount, card=card, bank=bank, capture=capture, **extra)
+        if self.variant == "B":
+            body = r.json()
+            return body["error"]["payment"] if r.status_code == 402 else body
+        assert r.status_code == 201, r.text
+        pid = r.json()["id"]
+        page = self.checkout(pid, card=card, bank=bank, capture=capture)
+        assert page.status_code == 303, page.text
+        return self.get(pid)
+
+    def get(self, pid: str) -> dict[str, Any]:
+        r = self.http.get(f"/v1/payments/{pid}")
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        return body
+
+    def advance(self, seconds: float) -> None:
+        r = self.http.post("/_sandbox/clock/advance", json={"seconds": seconds})
+        assert r.status_code == 200, r.text
+
+    def status(self, name: str) -> str:
+        """A variant-neutral status name -> the served variant's raw value."""
+        table = {
+            "A": {
+                "succeeded": "captured",
+                "canceled": "cancelled",
+                "requires_action": "pending",
+                "processing": "pending",
+            },
+            "B": {},
+        }
+        return table[self.variant].get(name, name)
+
+
+@pytest.fixture
+def payer(sandbox: Sandbox, http: httpx.Client) -> Payer:
+    return Payer(sandbox, http)
+
+
+def error_of(r: httpx.Response) -> dict[str, Any]:
+    body = r.json()
+    assert set(body) == {"error"}, body
+    err: dict[str, Any] = body["error"]
+    assert {"type", "code", "message"} <= set(err), err
+    return err

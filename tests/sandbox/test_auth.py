@@ -1,0 +1,103 @@
+"""Keys: 401s, publishable-key limits, rolling with a 24 h grace, IP allowlists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gwtools.sandbox import Sandbox
+from tests.sandbox.conftest import LOOPBACK, Payer, error_of
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.mark.parametrize(
+    "header", [None, "Bearer", "Bearer sk_test_nope", "Basic abc", "sk_test_x"]
+)
+def test_invalid_keys_are_401(sandbox: Sandbox, header: str | None) -> None:
+    headers = {} if header is None else {"Authorization": header}
+    r = LOOPBACK.get(f"{sandbox.base_url}/v1/payments", headers=headers)
+    assert r.status_code == 401
+    err = error_of(r)
+    assert (err["type"], err["code"]) == ("authentication_error", "invalid_api_key")
+    assert "sk_test_nope" not in r.text  # a key is never echoed in full
+    assert "x-ratelimit-limit" in r.headers and r.headers["service-version"] == "2024-01-01"
+
+
+def test_publishable_key_may_only_create_payments(payer: Payer, account: dict[str, Any]) -> None:
+    pk = _bearer(account["publishable_key"])
+    created = payer.create(headers=pk)
+    assert created.status_code == 201, created.text
+    pid = created.json()["id"]
+    for method, path in (
+        ("GET", f"/v1/payments/{pid}"),
+        ("GET", "/v1/payments"),
+        ("POST", f"/v1/payments/{pid}/capture"),
+        ("GET", "/v1/refunds"),
+        ("POST", "/v1/refunds"),
+        ("GET", "/v1/events"),
+    ):
+        r = payer.http.request(method, path, headers=pk)
+        assert r.status_code == 401, (method, path)
+        assert error_of(r)["type"] == "authentication_error"
+
+
+def test_roll_key_keeps_old_key_for_24_hours(payer: Payer, account: dict[str, Any]) -> None:
+    old = account["secret_key"]
+    r = payer.http.post("/_sandbox/keys/roll", headers=_bearer(old))
+    assert r.status_code == 200
+    new = r.json()["secret_key"]
+    assert new.startswith("sk_test_") and new != old
+    for key in (old, new):
+        assert payer.http.get("/v1/payments", headers=_bearer(key)).status_code == 200
+    payer.advance(24 * 3600 - 1)
+    assert payer.http.get("/v1/payments", headers=_bearer(old)).status_code == 200
+    payer.advance(1)
+    gone = payer.http.get("/v1/payments", headers=_bearer(old))
+    assert gone.status_code == 401 and error_of(gone)["code"] == "invalid_api_key"
+    assert payer.http.get("/v1/payments", headers=_bearer(new)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("ips", "allowed"),
+    [
+        (["127.0.0.1"], True),
+        (["10.0.0.0/8"], False),
+        (["127.0.0.0/8", "::1"], True),
+        (["2001:db8::/32"], False),
+        (["::ffff:127.0.0.1"], True),  # IPv4-mapped IPv6 form of the loopback client
+        ([], True),  # empty list: no restriction
+    ],
+)
+def test_ip_allowlist(payer: Payer, account: dict[str, Any], ips: list[str], allowed: bool) -> None:
+    r = payer.http.put("/_sandbox/keys/allowlist", json={"ips": ips})
+    assert r.status_code == 200 and r.json()["ips"] == ips
+    got = payer.http.get("/v1/payments")
+    assert got.status_code == (200 if allowed else 401)
+    if not allowed:
+        assert "allowlist" in error_of(got)["message"]
+    # the other keys of the account are not restricted
+    assert (
+        payer.http.get("/v1/payments", headers=_bearer(account["live_secret_key"])).status_code
+        == 200
+    )
+
+
+def test_ipv6_client_against_allowlist(account: dict[str, Any], sandbox: Sandbox) -> None:
+    # a second server on ::1 shows that IPv6 client addresses are matched
+    with Sandbox(sandbox.variant, host="::1") as sb6:  # type: ignore[arg-type]
+        acct = LOOPBACK.post(f"{sb6.base_url}/_sandbox/accounts").json()
+        key = _bearer(acct["secret_key"])
+        for ips, status in ((["::1/128"], 200), (["127.0.0.1"], 401), (["::/0"], 200)):
+            LOOPBACK.put(
+                f"{sb6.base_url}/_sandbox/keys/allowlist", json={"ips": ips}, headers=key
+            ).raise_for_status()
+            assert LOOPBACK.get(f"{sb6.base_url}/v1/payments", headers=key).status_code == status
+
+
+def test_bad_allowlist_entry_is_400(payer: Payer) -> None:
+    r = payer.http.put("/_sandbox/keys/allowlist", json={"ips": ["300.1.1.1"]})
+    assert r.status_code == 400 and error_of(r)["param"] == "ips"
