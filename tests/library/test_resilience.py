@@ -1,0 +1,160 @@
+"""Syncs that survive a misbehaving gateway, a killed process, and never leak the key."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _shop import CARD_DECLINE, Shop, assert_same, fresh
+
+from gwtools._errors import APIConnectionError, AuthenticationError, ConfigurationError
+from gwtools._gateway import connect
+
+
+def _seed(shop: Shop, n: int) -> None:
+    for i in range(n):
+        shop.card(CARD_DECLINE if i % 5 == 0 else "4242424242424242")
+
+
+@pytest.fixture
+def seeded(shop: Shop) -> Shop:
+    _seed(shop, 60)  # TEMP until history lands
+    # shop.history(400, days=20, seed=3)
+    return shop
+
+
+@pytest.mark.parametrize("fault", ["error_rate", "drop_rate", "force_429_rate", "non_json_rate"])
+def test_sync_retries_each_kind_of_fault(seeded: Shop, tmp_path: Path, fault: str) -> None:
+    expected = fresh(seeded, tmp_path)
+    seeded.faults(**{fault: 1.0, "count": 2})  # the next two requests fail this way
+    try:
+        with seeded.connect(tmp_path / "faulty") as gw:
+            result = gw.sync()
+    finally:
+        seeded.clear_faults()
+    assert result.complete and result.rejected == 0
+    assert result.retries == 2
+    assert result.rate_limited == (2 if fault == "force_429_rate" else 0)
+    assert_same(gw.payments(refresh=False), expected["payments"])
+    assert_same(gw.refunds(refresh=False), expected["refunds"])
+
+
+def test_sync_survives_a_mix_of_faults_with_latency(seeded: Shop, tmp_path: Path) -> None:
+    expected = fresh(seeded, tmp_path)
+    seeded.faults(
+        error_rate=0.15,
+        drop_rate=0.1,
+        force_429_rate=0.05,
+        non_json_rate=0.1,
+        latency_ms=20,
+        latency_jitter_ms=30,
+        seed=11,
+    )
+    try:
+        with seeded.connect(tmp_path / "faulty", max_attempts=20) as gw:
+            result = gw.sync()
+            seeded.card()
+            again = gw.sync()
+    finally:
+        seeded.clear_faults()
+    assert result.complete and again.complete and result.rejected == 0
+    expected = fresh(seeded, tmp_path, "fresh2")
+    assert_same(gw.payments(refresh=False), expected["payments"])
+    assert_same(gw.refunds(refresh=False), expected["refunds"])
+
+
+def test_server_ignoring_time_filters_falls_back_to_one_cursor(
+    seeded: Shop, tmp_path: Path
+) -> None:
+    expected = fresh(seeded, tmp_path)
+    seeded.faults(ignore_time_filters=True)
+    try:
+        with seeded.connect(tmp_path / "ignored") as gw:
+            result = gw.sync()
+            seeded.card()
+            again = gw.sync()
+    finally:
+        seeded.clear_faults()
+    assert result.complete and again.complete and again.new >= 1
+    if seeded.variant == "B":
+        assert gw.dataset("payments").state()["time_filters_ignored"] is True
+    cached = gw.payments(refresh=False)
+    assert cached["id"].is_unique and set(expected["payments"]["id"]) < set(cached["id"])
+
+
+_CHILD = """
+import os, sys
+import gwtools._gateway as g
+gw = g.connect(os.environ["GW_API_KEY"], os.environ["GW_BASE_URL"], cache_dir=sys.argv[1],
+               account="shop", max_rps=40, pages_per_batch=1)
+gw.sync()
+print("finished")
+"""
+
+
+def test_sync_killed_midway_then_rerun_converges(seeded: Shop, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {**os.environ, "GW_API_KEY": seeded.key, "GW_BASE_URL": seeded.base_url}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(cache)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not list(cache.rglob("part-*.parquet")):
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    out, _ = child.communicate(timeout=10)
+    assert b"finished" not in out, "the sync ended before it could be killed: make it slower"
+    assert list(cache.rglob("part-*.parquet")), "nothing was written before the kill"
+    with seeded.connect(cache) as gw:
+        partial = gw.payments(refresh=False)  # readable as it is
+        assert partial["id"].is_unique
+        result = gw.sync()
+        assert result.complete
+        expected = fresh(seeded, tmp_path)
+        assert_same(gw.payments(refresh=False), expected["payments"])
+        assert_same(gw.refunds(refresh=False), expected["refunds"])
+
+
+def test_key_appears_in_no_file_log_or_error(
+    shop: Shop, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _seed(shop, 5)
+    shop.raw("payments", {"object": "payment", "status": "succeeded"})  # goes to rejects
+    caplog.set_level(logging.DEBUG)
+    with shop.connect(tmp_path) as gw:
+        gw.sync()
+        texts = [repr(gw), str(gw.settings), repr(gw.settings)]
+    wrong = shop.key[:-4] + "zzzz"
+    with (
+        connect(wrong, shop.base_url, cache_dir=tmp_path) as gw2,
+        pytest.raises(AuthenticationError) as info,
+    ):
+        gw2.sync()
+    texts += [str(info.value), repr(info.value), caplog.text]
+    for text in texts:
+        assert shop.key not in text and wrong not in text
+    assert "…" in texts[0]
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "_rejects.jsonl" for p in files)
+    for p in files:
+        data = p.read_bytes()
+        assert shop.key.encode() not in data and shop.key[8:].encode() not in data, p
+
+
+def test_errors_map_to_exceptions(shop: Shop, tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="publishable"):
+        connect(shop.key.replace("sk_", "pk_"), shop.base_url, cache_dir=tmp_path)
+    gw = connect(shop.key, "http://127.0.0.1:9", cache_dir=tmp_path, max_attempts=2)
+    with pytest.raises(APIConnectionError, match="could not reach") as info:
+        gw.sync()
+    assert shop.key not in str(info.value)
+    gw.close()

@@ -1,0 +1,113 @@
+"""Syncs against the sandbox over real HTTP, both variants: the cache tracks the gateway."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _shop import CARD_3DS, CARD_DECLINE, CARD_OK, Shop, assert_same, fresh
+
+from gwtools._sync import GatewayDataWarning
+
+
+def test_incremental_syncs_converge_to_a_fresh_full_fetch(shop: Shop, tmp_path: Path) -> None:
+    authorized = [shop.card(manual=True) for _ in range(3)]
+    succeeded = [shop.card() for _ in range(4)]
+    shop.card(CARD_DECLINE)
+    waiting = [shop.open_payment() for _ in range(2)]
+    fpx_slow = shop.fpx("TEST0003")  # pending, succeeds 30 s later
+    fpx_ok = shop.fpx("TEST0001")
+    gw = shop.connect(tmp_path / "cache")
+    first = gw.sync()
+    assert first.complete and first.resources["payments"].mode == "full"
+    assert first.new == first.fetched == 12 and first.rate_limited == 0
+
+    # Between syncs: captures, voids, refunds (card and FPX), a 3-D Secure completion,
+    # the FPX delay passing, new payments.
+    shop.capture(authorized[0])
+    shop.void(authorized[1])
+    shop.refund(succeeded[0])
+    shop.refund(succeeded[1], amount=100)
+    fpx_refund = shop.refund(fpx_ok)
+    if shop.variant == "B":
+        shop.complete(waiting[0])
+    shop.advance(31)
+    new = [shop.card(), shop.fpx("TEST0002"), shop.card(manual=True)]
+    second = gw.sync()
+    assert second.complete and second.resources["payments"].mode == "incremental"
+    payments = gw.payments(refresh=False)
+    status = payments.set_index("id")["status"]
+    assert status[authorized[0]] == "succeeded" and status[authorized[1]] == "canceled"
+    assert status[fpx_slow] == "succeeded" and set(new) <= set(status.index)
+    assert payments.set_index("id").loc[succeeded[0], "refunded_amount"] > 0
+    expected = fresh(shop, tmp_path)
+    assert_same(payments, expected["payments"])
+    assert_same(gw.refunds(refresh=False), expected["refunds"])
+
+    # Days later: FPX refunds settle, unpaid checkouts expire; nothing new is created.
+    shop.advance(8 * 86400)
+    third = gw.sync()
+    assert third.new == 0 and third.updated >= 1
+    refunds = gw.refunds(refresh=False).set_index("id")
+    assert refunds.loc[fpx_refund, "status"] != "pending"
+    expected = fresh(shop, tmp_path, "fresh2")
+    assert_same(gw.payments(refresh=False), expected["payments"])
+    assert_same(gw.refunds(refresh=False), expected["refunds"])
+    gw.close()
+
+
+def test_unchanged_gateway_means_an_unchanged_cache(shop: Shop, tmp_path: Path) -> None:
+    for _ in range(3):
+        shop.card()
+    with shop.connect(tmp_path) as gw:
+        gw.sync()
+        before = gw.payments(refresh=False)
+        again = gw.sync()
+        assert again.new == again.updated == 0
+        assert_same(gw.payments(refresh=False), before)
+
+
+def test_bad_records_are_rejected_not_lost(shop: Shop, tmp_path: Path) -> None:
+    good = shop.card()
+    weird = f"teleported_{shop.variant}"  # warned once per process and value: one per variant
+    base = {"object": "payment", "amount": 500, "currency": "myr", "captured": False}
+    created = (
+        {"created": 1767225600} if shop.variant == "B" else {"created_at": "2026-01-01T00:00:00Z"}
+    )
+    shop.raw("payments", {**base, **created, "status": "succeeded"})  # no id
+    bad_time = {"created": "yesterday"} if shop.variant == "B" else {"created_at": "not a time"}
+    shop.raw("payments", {**base, **bad_time, "id": "pay_badtime", "status": "succeeded"})
+    shop.raw("payments", {**base, **created, "id": "pay_weird", "status": weird})
+    with shop.connect(tmp_path) as gw, pytest.warns(GatewayDataWarning, match=weird):
+        result = gw.sync()
+    assert result.rejected == 2 and result.complete
+    payments = gw.payments(refresh=False).set_index("id")
+    assert set(payments.index) == {good, "pay_weird"}
+    assert payments.loc["pay_weird", "status"] == "unknown"
+    assert payments.loc["pay_weird", "status_raw"] == weird
+    rejects = gw.dataset("payments").rejects()
+    assert len(rejects) == 2
+    assert any("id" in r for r in rejects["reason"]) and any(
+        "pay_badtime" in r for r in rejects["record"]
+    )
+
+
+def test_concurrent_syncs_of_one_cache_wait_for_each_other(shop: Shop, tmp_path: Path) -> None:
+    import threading
+
+    for number in (CARD_OK, CARD_DECLINE, CARD_3DS):
+        shop.card(number)
+    results = []
+
+    def run() -> None:
+        with shop.connect(tmp_path) as gw:
+            results.append(gw.sync(full=True))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 2 and all(r.complete for r in results)
+    with shop.connect(tmp_path) as gw:
+        assert len(gw.payments(refresh=False)) == 3
