@@ -43,9 +43,15 @@ def _empty(ax: Axes, what: str) -> None:
     ax.set_yticks([])
 
 
-def _label(row: pd.Series, columns: Iterable[str]) -> str:
-    parts = [str(row[c]) for c in columns if c in row.index and pd.notna(row[c])]
-    return " / ".join(dict.fromkeys(parts)) or "(none)"
+def _decline_label(row: pd.Series) -> str:
+    # The most specific code names a bar; a failure without a decline code (e.g. an FPX
+    # processing_error) must not look like the card decline of the same name.
+    decline, failure = row.get("decline_code"), row.get("failure_code")
+    if decline is not None and pd.notna(decline):
+        return str(decline)
+    if failure is not None and pd.notna(failure):
+        return f"{failure} (no decline code)"
+    return "(no code)"
 
 
 def _dates(ax: Axes) -> None:
@@ -77,12 +83,17 @@ def _rate_over_time(
         _empty(ax, what)
         return fig
     tz = getattr(table["period"].dt, "tz", None)
-    for name, part in _series_groups(table, group):
+    groups = list(_series_groups(table, group))
+    # Beyond a few lines the bands hide each other: draw them for up to three series.
+    bands = len(groups) <= 3
+    if not bands:
+        ax.set_title(title.replace("band: 95% interval", "bands hidden for > 3 series"))
+    for name, part in groups:
         part = part.sort_values("period")
         x = part["period"].dt.tz_localize(None)
         line = ax.plot(x, part[rate], marker="o", markersize=3, label=name or None)[0]
         lo, hi = f"{rate}_ci_low".removeprefix("rate_"), f"{rate}_ci_high".removeprefix("rate_")
-        if lo in part and part[lo].notna().any():
+        if bands and lo in part and part[lo].notna().any():
             ax.fill_between(x, part[lo], part[hi], alpha=0.2, color=line.get_color(), linewidth=0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylabel(ylabel)
@@ -91,7 +102,7 @@ def _rate_over_time(
     ax.grid(alpha=0.3)
     _dates(ax)
     if group is not None and group in table.columns:
-        ax.legend(title=group, loc="upper left", fontsize="small")
+        fig.legend(title=group.replace("_", " "), loc="outside right upper", fontsize="small")
     return fig
 
 
@@ -104,9 +115,7 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
         _empty(ax, "declines")
         return fig
     data = breakdown.sort_values("count", ascending=False, kind="stable").head(top)
-    keys = [c for c in ("decline_code", "failure_code") if c in data.columns] or [data.columns[0]]
-    # The most specific code names a bar: decline_code, else failure_code.
-    labels = [_label(row, keys).split(" / ")[0] for _, row in data.iterrows()]
+    labels = [_decline_label(row) for _, row in data.iterrows()]
     colours = [
         _TYPE_COLOURS.get(str(t), "#34495e")
         for t in data.get("decline_type", ["other"] * len(data))
