@@ -176,8 +176,15 @@ def test_plugin_fails_a_passing_session_that_leaves_a_key_behind(planted: Path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only this plugin: starts in 1 s, not 5
 
+    # Under xdist each worker writes below the controller's basetemp, where the scan looks.
+    xdist = ["-p", "xdist.plugin", "-n", "2"]
     leaked = subprocess.run(
-        command, cwd=project, env={**env, "LEAK": "1"}, capture_output=True, text=True, timeout=60
+        [*command, *xdist],
+        cwd=project,
+        env={**env, "LEAK": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     clean = subprocess.run(
         command, cwd=project, env=env, capture_output=True, text=True, timeout=60
@@ -194,7 +201,7 @@ def test_plugin_fails_a_passing_session_that_leaves_a_key_behind(planted: Path) 
     assert leaked.returncode == 1, leaked.stdout + leaked.stderr
     assert "2 passed" in leaked.stdout
     assert "secret scan: 1 API keys found in files" in leaked.stdout
-    assert "out.log: sk_test_…Rs8t (bytes)" in leaked.stdout
+    assert "popen-gw" in leaked.stdout and "out.log: sk_test_…Rs8t (bytes)" in leaked.stdout
     assert KEY not in leaked.stdout + leaked.stderr
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "secret scan: no API key in" in clean.stdout and "(1 exempt)" in clean.stdout
