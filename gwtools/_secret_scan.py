@@ -2,8 +2,10 @@
 
 Use it as a pytest plugin (``-p gwtools._secret_scan``): after the whole session it scans the
 session's temporary tree (every ``tmp_path`` of every xdist worker), the repository's
-``notebooks/``, ``data/``, ``reports/``, ``logs/``, ``benchmarks/results/`` and ``*.log`` files, and
-fails the run (exit status 1) naming each file and the masked key it holds. Or call it directly::
+``notebooks/``, ``data/``, ``reports/``, ``logs/``, ``gwtools-exports/``, ``benchmarks/results/``
+and ``*.log`` files (or the ini option ``secret_scan_paths`` instead), and what the session
+wrote into gwtools' cache directory (``GW_CACHE_DIR`` or the per-user one). It fails the run
+(exit status 1) naming each file and the masked key it holds. Or call it directly::
 
     from gwtools._secret_scan import scan_paths
 
@@ -30,6 +32,7 @@ import io
 import os
 import re
 import sys
+import time
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -97,6 +100,7 @@ class ScanReport:
     findings: list[Finding] = field(default_factory=list)
     exempt: dict[Path, str] = field(default_factory=dict)
     files_scanned: int = 0
+    seen: set[Path] = field(default_factory=set, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -113,20 +117,27 @@ def scan_file(path: str | os.PathLike[str]) -> list[Finding]:
 
 
 def scan_paths(
-    paths: Iterable[str | os.PathLike[str]], *, ignore: Iterable[str] = ()
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    ignore: Iterable[str] = (),
+    modified_since: float | None = None,
+    report: ScanReport | None = None,
 ) -> ScanReport:
     """Scan files and directory trees; paths that do not exist are skipped.
 
     ``ignore`` holds glob patterns matched against each file's full path; matches are exempt.
+    ``modified_since`` (a Unix time) skips older files. Pass ``report`` to add to it.
     """
     patterns = list(ignore)
-    report = ScanReport()
-    seen: set[Path] = set()
+    report = ScanReport() if report is None else report
+    seen = report.seen
     for file in _walk(Path(p) for p in paths):
         resolved = file.resolve()
         if resolved in seen:
             continue
         seen.add(resolved)
+        if modified_since is not None and _mtime(file) < modified_since:
+            continue
         if any(fnmatch.fnmatch(str(file), pattern) for pattern in patterns):
             report.exempt[file] = "ignored by pattern"
             continue
@@ -142,6 +153,13 @@ def scan_paths(
             Finding(file, key, where) for key, where in _keys_in(data, file.name)
         )
     return report
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _walk(roots: Iterable[Path]) -> Iterator[Path]:
@@ -252,6 +270,7 @@ def _value_buffers(array: pa.Array) -> Iterator[bytes]:
 # Hooks at module level so that ``-p gwtools._secret_scan`` registers them.
 
 _REPORT_KEY = pytest.StashKey[tuple[ScanReport, list[Path]]]()
+_STARTED_KEY = pytest.StashKey[float]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -275,6 +294,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED_KEY] = time.time() - 1  # file systems round mtimes
+
+
+def _default_cache_dir() -> Path | None:
+    """gwtools' cache directory (``GW_CACHE_DIR`` or the per-user one), if it exists."""
+    from gwtools._config import default_cache_dir
+
+    path = default_cache_dir()
+    return path if path.is_dir() else None
+
+
 # tryfirst: before pytest's own sessionfinish, which may delete the tmp tree (retention policy).
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -288,9 +319,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         roots += configured
     else:
         rootdir = config.rootpath
-        roots += [rootdir / name for name in ("notebooks", "data", "reports", "logs")]
+        names = ("notebooks", "data", "reports", "logs", "gwtools-exports")
+        roots += [rootdir / name for name in names]
         roots += [rootdir / "benchmarks" / "results", *sorted(rootdir.glob("*.log"))]
-    report = scan_paths(roots, ignore=config.getini("secret_scan_ignore"))
+    ignore = config.getini("secret_scan_ignore")
+    report = scan_paths(roots, ignore=ignore)
+    # The user's cache may hold real syncs from before: only what this session wrote counts.
+    cache = _default_cache_dir()
+    if cache is not None:
+        started = config.stash.get(_STARTED_KEY, None)
+        scan_paths([cache], ignore=ignore, modified_since=started, report=report)
+        roots.append(cache)
     config.stash[_REPORT_KEY] = (report, roots)
     if not report.ok and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -144,65 +144,70 @@ def test_ignore_patterns_and_missing_paths(planted: Path) -> None:
 
 
 def test_plugin_fails_a_passing_session_that_leaves_a_key_behind(planted: Path) -> None:
-    """Run an inner pytest session with the plugin: passing tests, one of them leaks a key."""
+    """Inner pytest sessions with the plugin: their tests pass, and in one a key leaks into a log
+    (under xdist) and into gwtools' cache directory."""
     project = planted / "project"
     (project / "notebooks").mkdir(parents=True)
     (project / "notebooks" / "clean.ipynb").write_text("{}")
     (project / "pytest.ini").write_text("[pytest]\n")
+    cache = planted / "cache"
+    (cache / "old").mkdir(parents=True)
+    # Written before the session (a developer's earlier sync): not this run's doing, not flagged.
+    (cache / "old" / "state.json").write_text(json.dumps({"key": KEY}))
+    os.utime(cache / "old" / "state.json", (1_600_000_000, 1_600_000_000))
     (project / "test_leak.py").write_text(
         textwrap.dedent(
             f"""
-            import os
+            import os, pathlib
+
+            KEY = "sk_" + "{KEY[3:]}"
 
             def test_writes_log(tmp_path):
-                text = "Bearer " + ("sk_" + "{KEY[3:]}" if os.environ.get("LEAK") else "sk_…")
+                text = "Bearer " + (KEY if os.environ.get("LEAK") else "sk_test_…Rs8t")
                 (tmp_path / "out.log").write_text(text)
 
+            def test_writes_cache(tmp_path):
+                if os.environ.get("LEAK"):
+                    state = pathlib.Path(os.environ["GW_CACHE_DIR"], "shop", "sync.json")
+                    state.parent.mkdir(exist_ok=True)
+                    state.write_text('{{"api_key": "' + KEY + '"}}')
+
             def test_writes_key_file(tmp_path):
-                (tmp_path / "api.key").write_text("sk_" + "{KEY[3:]}")
+                (tmp_path / "api.key").write_text(KEY)
             """
         )
     )
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "gwtools._secret_scan",
-        "-p",
-        "no:cacheprovider",
-    ]
-    command += ["-q", f"--basetemp={planted / 'basetemp'}", "--rootdir", str(project), str(project)]
+    command = [sys.executable, "-m", "pytest", "-p", "gwtools._secret_scan", "-q"]
+    command += ["-p", "no:cacheprovider", f"--basetemp={planted / 'basetemp'}"]
+    command += ["--rootdir", str(project), str(project)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only this plugin: starts in 1 s, not 5
+    env["GW_CACHE_DIR"] = str(cache)
+
+    def run(*extra: str, leak: bool = False) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *extra],
+            cwd=project,
+            env={**env, "LEAK": "1"} if leak else env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     # Under xdist each worker writes below the controller's basetemp, where the scan looks.
-    xdist = ["-p", "xdist.plugin", "-n", "2"]
-    leaked = subprocess.run(
-        [*command, *xdist],
-        cwd=project,
-        env={**env, "LEAK": "1"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    clean = subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, timeout=60
-    )
-    skipped = subprocess.run(
-        [*command, "--no-secret-scan"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    leaked = run("-p", "xdist.plugin", "-n", "2", leak=True)
+    (cache / "shop" / "sync.json").unlink()
+    clean = run()
+    skipped = run("--no-secret-scan", leak=True)
 
-    assert leaked.returncode == 1, leaked.stdout + leaked.stderr
-    assert "2 passed" in leaked.stdout
-    assert "secret scan: 1 API keys found in files" in leaked.stdout
+    output = leaked.stdout + leaked.stderr
+    assert leaked.returncode == 1, output
+    assert "3 passed" in leaked.stdout
+    assert "secret scan: 2 API keys found in files" in leaked.stdout, output
     assert "popen-gw" in leaked.stdout and "out.log: sk_test_…Rs8t (bytes)" in leaked.stdout
-    assert KEY not in leaked.stdout + leaked.stderr
+    assert f"{cache / 'shop' / 'sync.json'}: sk_test_…Rs8t (bytes)" in leaked.stdout
+    assert "state.json" not in leaked.stdout
+    assert KEY not in output
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "secret scan: no API key in" in clean.stdout and "(1 exempt)" in clean.stdout
     assert skipped.returncode == 0 and "secret scan" not in skipped.stdout
