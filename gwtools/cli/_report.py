@@ -1,0 +1,147 @@
+"""``gwtools report`` and ``gwtools demo``: the analyst notebooks as an HTML report.
+
+Examples::
+
+    gwtools demo                                   # embedded sandbox -> ./gwtools-report/
+    GW_API_KEY=… GW_BASE_URL=https://api.example.com gwtools report --out report/ \\
+        --since 2024-06-01 --until 2024-06-30 --tz Asia/Kuala_Lumpur
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gwtools.cli._sync import _connect, connection_options
+
+
+def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from gwtools.analysis._time import resolve_tz
+
+    try:
+        return resolve_tz(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from gwtools.analysis._time import to_timestamp
+
+    if value is None:
+        return None
+    try:
+        to_timestamp(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it (shorter, no home dir)."""
+    try:
+        return f"./{path.resolve().relative_to(Path.cwd().resolve()).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def _print_report(report: Any) -> None:
+    click.echo(f"\nReport written to {_shown(report.out_dir)}/ in {report.seconds:.0f} s")
+    click.echo(f"  open {_shown(report.index)}")
+    for page in report.html:
+        click.echo(f"  {_shown(page)}")
+    click.echo(
+        f"  {len(report.tables)} tables (CSV and Parquet) in {_shown(report.out_dir / 'tables')}/"
+    )
+    click.echo(f"\nData: {report.source}")
+    click.echo(str(report.overview))
+
+
+_report_options = [
+    click.option(
+        "--since", callback=_check_day, help="First local day, YYYY-MM-DD (default: all)."
+    ),
+    click.option("--until", callback=_check_day, help="Last local day, inclusive, YYYY-MM-DD."),
+    click.option(
+        "--tz",
+        callback=_check_tz,
+        help="Time zone of days and weeks (else GW_TIMEZONE, else UTC), e.g. Asia/Kuala_Lumpur.",
+    ),
+    click.option("--currency", help="Keep one currency, e.g. MYR (default: all, kept apart)."),
+]
+
+
+@click.command()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory for the HTML pages, index.html and tables/.",
+)
+@_report_options[0]
+@_report_options[1]
+@_report_options[2]
+@_report_options[3]
+@connection_options
+def report(
+    out: Path,
+    since: str | None,
+    until: str | None,
+    tz: str | None,
+    currency: str | None,
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+) -> None:
+    """Run the four analyst notebooks against the gateway; write HTML and CSV/Parquet tables."""
+    from gwtools._errors import GatewayError
+    from gwtools.report import run_report
+
+    gw = _connect(api_key_file, base_url, cache_dir, account, progress=False)
+    try:
+        result = run_report(out, since=since, until=until, tz=tz, currency=currency, gateway=gw)
+    except GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        gw.close()
+    _print_report(result)
+
+
+@click.command()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("gwtools-report"),
+    show_default=True,
+    help="Directory for the report.",
+)
+@click.option(
+    "--tz",
+    callback=_check_tz,
+    default=lambda: os.environ.get("GW_TIMEZONE") or "Asia/Kuala_Lumpur",
+    show_default="GW_TIMEZONE, else Asia/Kuala_Lumpur",
+    help="Time zone of days and weeks.",
+)
+def demo(out: Path, tz: str) -> None:
+    """Start the embedded sandbox, sync its demo history, write the report and summarise it."""
+    from gwtools._embedded import demo_history, embedded_settings
+    from gwtools._gateway import Gateway
+    from gwtools.report import _quiet_embedded_notice, run_report
+
+    history = demo_history()
+    click.echo(
+        f"Starting the embedded sandbox: variant {history.variant}, {history.payments:,} demo "
+        f"payments over {history.days} days (no key, no network needed)…"
+    )
+    with _quiet_embedded_notice():
+        settings = embedded_settings(cache_dir=None, service_version="2024-01-01", account=None)
+    gw = Gateway(settings, progress=False)
+    try:
+        click.echo("Syncing and running the notebooks (about a minute)…")
+        result = run_report(out, tz=tz, gateway=gw)
+    finally:
+        gw.close()
+    _print_report(result)

@@ -1,0 +1,368 @@
+"""Write the four analyst notebooks from the cells below (the notebooks' one source).
+
+Run ``python gwtools/notebooks/build.py`` after changing a cell, then execute them to store
+their outputs (``python gwtools/notebooks/build.py --execute``), and commit both. Cells that
+start with ``# NBVAL_CHECK_OUTPUT`` have their outputs compared by
+``pytest --nbval-lax``; figures and widgets are not compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+CHECK = "# NBVAL_CHECK_OUTPUT"
+
+PARAMETERS = """\
+# Parameters (papermill): `gwtools report` sets these; change them here for your own run.
+base_url = None  # None: GW_BASE_URL with GW_API_KEY, or the embedded sandbox when neither is set
+since = None  # first local day, "YYYY-MM-DD"; None: from the first payment
+until = None  # last local day, inclusive; None: up to now
+tz = "Asia/Kuala_Lumpur"  # days and weeks are local to this time zone
+currency = None  # e.g. "MYR" keeps one currency; None keeps all (amounts stay per currency)
+cache = None  # a synced cache directory to read instead of syncing (reports set it)
+source = None  # how the data's origin is named in outputs (reports set it)
+as_of = None  # when pending ages are measured; None: the sandbox clock, or now on a gateway
+out_dir = None  # where tables are saved as CSV and Parquet; None: nothing is written
+interactive = True  # False in reports: static figures only, no dashboards"""
+
+
+def setup(*extra: str) -> str:
+    imports = "\n".join(extra)
+    return f"""\
+%matplotlib inline
+import pandas as pd
+from IPython.display import display
+
+from gwtools import analysis, plots
+from gwtools.report import load_tables, save_tables
+{imports}
+
+pd.set_option("display.width", 140)
+pd.set_option("display.max_columns", 30)
+pd.set_option("display.float_format", "{{:,.4f}}".format)
+
+data = load_tables(
+    base_url, cache=cache, since=since, until=until, tz=tz, currency=currency, as_of=as_of,
+    source=source,
+)
+payments, refunds = data.payments, data.refunds"""
+
+
+def md(text: str) -> nbformat.NotebookNode:
+    return new_markdown_cell(textwrap.dedent(text).strip())
+
+
+def code(text: str, *, check: bool = False, tags: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+    source = textwrap.dedent(text).strip()
+    if check:
+        source = f"{CHECK}\n{source}"
+    cell = new_code_cell(source)
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def export(tables: str) -> nbformat.NotebookNode:
+    """The last cell: save ``tables`` (a dict literal) when ``out_dir`` is set."""
+    return code(
+        textwrap.dedent(tables).strip()
+        + "\nfiles = save_tables(tables, out_dir)\n"
+        + 'print("saved: " + ", ".join(files) if files else "not saved: set out_dir to write CSV and Parquet")'
+    )
+
+
+NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
+    "01_overview_and_export.ipynb": [
+        md("""
+        # Payments overview and export
+
+        Where do our payments end up, and how many of those the bank decided did it approve?
+        This notebook gives the headline figures, the status mix, the success rate per method
+        with its 95% interval, the funnel, and writes the canonical tables as CSV and Parquet
+        for colleagues who work in Excel, DuckDB or Spark.
+
+        With no key configured it runs on the embedded sandbox's seeded demo history, so the
+        numbers below are reproducible. Set `GW_API_KEY` and `GW_BASE_URL` (never a key in a
+        notebook) to run it on your gateway.
+        """),
+        code(PARAMETERS, tags=("parameters",)),
+        code(setup()),
+        code("data", check=True),
+        md("""
+        ## Headlines
+
+        The success rate counts decided payments only (succeeded or failed): payments still
+        open, canceled or expired were never decided. The worst FPX bank is ranked by the
+        upper end of its interval, so a bank with a handful of payments cannot top the list by
+        chance.
+        """),
+        code("print(analysis.overview(payments, refunds))", check=True),
+        md("## Where payments are now (canonical status, the same for both API variants)"),
+        code("analysis.status_counts(payments)", check=True),
+        md("""
+        ## Success rate by method
+
+        `n` is the number of decided payments behind each rate; `ci_low`/`ci_high` bound the
+        95% Wilson interval.
+        """),
+        code('success = analysis.success_rate(payments, by="method_type")\nsuccess', check=True),
+        code('analysis.success_rate(payments, by="currency")', check=True),
+        md("""
+        ## The funnel
+
+        A final status says where a payment is, not the road it took: *reached* counts the
+        payments at a stage or past it. Failed, canceled and expired payments left the funnel
+        (`exited`).
+        """),
+        code("funnel = analysis.funnel(payments)\nfunnel", check=True),
+        code("plots.funnel(funnel)"),
+        md("## Weekly decline rate, for a first look (see 02_declines for the detail)"),
+        code(
+            'plots.decline_rate_over_time(analysis.decline_rate(payments, freq="week", tz=data.tz))'
+        ),
+        md("""
+        ## Export
+
+        The canonical tables, as the library returns them (columns and types as in
+        DESIGN.md, section 2), plus the summary tables above. From a terminal,
+        `gwtools export payments --format parquet --out payments.parquet` does the same.
+        """),
+        export(
+            """
+            tables = {
+                "payments": payments,
+                "refunds": refunds,
+                "status_counts": analysis.status_counts(payments),
+                "success_by_method": success,
+                "funnel": funnel,
+            }
+            """
+        ),
+    ],
+    "02_declines.ipynb": [
+        md("""
+        # Declines: which codes, how many, and is a retry worth it?
+
+        A declined payment is lost revenue, but not all declines are equal. *Soft* declines
+        (insufficient funds, generic decline, processing error, incorrect CVC) may succeed on
+        a retry; *hard* ones (lost, stolen or expired card) never will. This notebook ranks the
+        decline codes, splits soft from hard with what to do about each, and follows the
+        decline rate by method, brand, amount and week.
+        """),
+        code(PARAMETERS, tags=("parameters",)),
+        code(setup("from gwtools.widgets import declines_dashboard")),
+        code("data", check=True),
+        md("""
+        ## Decline codes, most frequent first
+
+        `share` is of all failed payments; amounts stay per currency, in major units.
+        """),
+        code("breakdown = analysis.decline_breakdown(payments)\nbreakdown", check=True),
+        code("plots.decline_pareto(breakdown)"),
+        md("## Soft or hard: what to retry"),
+        code("types = analysis.decline_types(payments)\ntypes", check=True),
+        md("""
+        ## Decline rate by method and card brand
+
+        Decline rate = failed / (succeeded + failed). Open payments are undecided and canceled
+        or expired ones never reached the issuer, so neither dilutes the rate. Read `n` and the
+        interval before comparing small groups.
+        """),
+        code(
+            'by_brand = analysis.decline_rate(payments, by=["method_type", "card_brand"])\nby_brand',
+            check=True,
+        ),
+        md("## By amount band (major units of each currency)"),
+        code(
+            'by_band = analysis.decline_rate(payments, by="amount_band")\n'
+            'by_band[by_band["attempts"] > 0]',
+            check=True,
+        ),
+        md("## Week by week, with the 95% interval as a band"),
+        code(
+            'weekly = analysis.decline_rate(payments, freq="week", tz=data.tz)\n'
+            "plots.decline_rate_over_time(weekly)"
+        ),
+        md("""
+        ## Explore
+
+        Filter by date, method, currency, status or bank; switch between the code ranking and
+        the rate over time; drill into a code to see its payments; export what you see.
+        """),
+        code("""
+            if interactive:
+                display(declines_dashboard(payments, tz=data.tz))
+            """),
+        export(
+            """
+            tables = {
+                "decline_codes": breakdown,
+                "decline_types": types,
+                "decline_rate_by_brand": by_brand,
+                "decline_rate_by_amount_band": by_band,
+                "decline_rate_weekly": weekly,
+            }
+            """
+        ),
+    ],
+    "03_refunds.ipynb": [
+        md("""
+        # Refunds: how much comes back, why, and what is still pending
+
+        Refund rate by count and by amount, per currency. Two ways to date a refund answer two
+        questions: by the **payment's** creation (cohort: which sales came back?) or by the
+        **refund's** own date (operations: how much did we refund this week?). FPX refunds
+        take 3-5 business days to reach the customer, so pending ones are aged in business
+        days.
+        """),
+        code(PARAMETERS, tags=("parameters",)),
+        code(setup("from gwtools.widgets import refunds_dashboard")),
+        code("data", check=True),
+        md("""
+        ## Refund rate, payment cohort
+
+        `rate` = refunded payments / succeeded payments (with its interval), `amount_rate` =
+        refunded / captured amount. Failed refunds returned nothing and are not counted;
+        pending ones are.
+        """),
+        code("rate = analysis.refund_rate(payments, refunds)\nrate", check=True),
+        code('analysis.refund_rate(payments, refunds, by="method_type")', check=True),
+        md("## Week by week: cohort versus refund date"),
+        code(
+            'cohort = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz)\n'
+            "plots.refund_rate_over_time(cohort)"
+        ),
+        code(
+            'by_refund_date = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz, cohort="refund")\n'
+            'plots.refund_rate_over_time(by_refund_date, measure="amount")'
+        ),
+        md("## Why: reasons, and partial versus full refunds"),
+        code("reasons = analysis.refunds_by_reason(refunds)\nreasons", check=True),
+        code("kinds = analysis.partial_vs_full(payments, refunds)\nkinds", check=True),
+        md("## How long after capture"),
+        code("timing = analysis.time_to_refund(payments, refunds)\ntiming", check=True),
+        md("""
+        ## Still pending
+
+        Age in business days (Monday to Friday in the report's time zone). An FPX refund past 5
+        business days is overdue: worth a look with the bank.
+        """),
+        code(
+            "pending = analysis.pending_refunds(payments, refunds, now=data.as_of, tz=data.tz)\n"
+            "print(f\"{len(pending):,} pending, {int(pending['overdue'].fillna(False).sum()):,} overdue\")\n"
+            'pending.sort_values("age_business_days", ascending=False).head(10)',
+            check=True,
+        ),
+        md("## Explore"),
+        code("""
+            if interactive:
+                display(refunds_dashboard(payments, refunds, tz=data.tz, now=data.as_of))
+            """),
+        export(
+            """
+            tables = {
+                "refund_rate": rate,
+                "refund_rate_weekly_cohort": cohort,
+                "refund_rate_weekly_by_refund_date": by_refund_date,
+                "refund_reasons": reasons,
+                "refund_partial_vs_full": kinds,
+                "refund_timing": timing,
+                "refunds_pending": pending,
+            }
+            """
+        ),
+    ],
+    "04_fpx_banks.ipynb": [
+        md("""
+        # FPX banks: who completes, who fails, who times out
+
+        FPX sends the customer to their bank's page; how each bank's payments end says where
+        customers are lost. Per bank: attempts, succeeded, failed, timed out, canceled by the
+        customer, still pending, the success rate with its 95% interval, and the median time
+        to complete. A bank with a handful of attempts gets a wide interval: do not read a
+        trend into it.
+        """),
+        code(PARAMETERS, tags=("parameters",)),
+        code(setup("from gwtools.widgets import fpx_dashboard")),
+        code("data", check=True),
+        md("""
+        ## Banks, worst first
+
+        `rate` = succeeded / finished attempts; time-outs and customer cancellations count as
+        finished (they happen on the bank's side of the flow), pending attempts do not.
+        """),
+        code("banks = analysis.fpx_banks(payments)\nbanks", check=True),
+        code("plots.fpx_success_rates(banks)"),
+        md("## How each bank's attempts end"),
+        code("shares = analysis.fpx_outcome_shares(payments)\nshares.round(3)", check=True),
+        code("plots.fpx_outcome_heatmap(shares)"),
+        md("## Over time (monthly, to keep the intervals readable)"),
+        code(
+            'monthly = analysis.fpx_banks(payments, freq="month", tz=data.tz)\n'
+            "plots.fpx_rate_over_time(monthly)"
+        ),
+        md("## Explore"),
+        code("""
+            if interactive:
+                display(fpx_dashboard(payments, tz=data.tz))
+            """),
+        export(
+            """
+            tables = {"fpx_banks": banks, "fpx_outcome_shares": shares.reset_index(), "fpx_banks_monthly": monthly}
+            """
+        ),
+    ],
+}
+
+
+def build() -> list[Path]:
+    """Write every notebook (without outputs) and return their paths."""
+    paths = []
+    for name, cells in NOTEBOOKS.items():
+        nb = new_notebook(cells=cells)
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.metadata["language_info"] = {"name": "python"}
+        path = HERE / name
+        nbformat.write(nb, path)
+        paths.append(path)
+    return paths
+
+
+def execute(paths: list[Path]) -> None:
+    """Run each notebook in place with its default parameters (the embedded sandbox)."""
+    from nbclient import NotebookClient
+
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        client = NotebookClient(
+            nb,
+            timeout=600,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(HERE)}},
+            store_widget_state=False,  # dashboards come alive when run; no stale snapshots in git
+        )
+        client.execute()
+        for cell in nb.cells:
+            cell.metadata.pop("execution", None)
+        nbformat.write(nb, path)
+        print(f"executed {path.name}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--execute", action="store_true", help="also run them and store outputs")
+    args = parser.parse_args()
+    written = build()
+    if args.execute:
+        execute(written)

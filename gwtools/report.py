@@ -1,0 +1,365 @@
+"""Reports: the four analyst notebooks run headless, as self-contained HTML and tables.
+
+``run_report`` syncs the configured gateway once (``GW_API_KEY``/``GW_BASE_URL``, or the
+embedded sandbox), then executes each notebook with papermill against that cache, without
+network, and writes ``<notebook>.html`` (code hidden) beside the CSV and Parquet tables the
+notebooks save under ``tables/``. The notebooks use :func:`load_tables` and
+:func:`save_tables` from here, so they hold no logic of their own.
+
+Example::
+
+    from gwtools.report import run_report
+
+    report = run_report("report/", since="2024-06-01", tz="Asia/Kuala_Lumpur")
+    print(report.index)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import html
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pandas as pd
+
+from gwtools.analysis._overview import Overview, overview
+from gwtools.analysis._time import between, resolve_tz
+
+#: The analyst notebooks, in reading order (package data under ``gwtools/notebooks``).
+NOTEBOOKS: tuple[str, ...] = (
+    "01_overview_and_export.ipynb",
+    "02_declines.ipynb",
+    "03_refunds.ipynb",
+    "04_fpx_banks.ipynb",
+)
+TITLES: dict[str, str] = {
+    "01_overview_and_export.ipynb": "Overview and export",
+    "02_declines.ipynb": "Declines",
+    "03_refunds.ipynb": "Refunds",
+    "04_fpx_banks.ipynb": "FPX banks",
+}
+
+
+def notebooks_dir() -> Path:
+    """Where the shipped notebooks are (inside the installed package, wheel or editable)."""
+    return Path(str(resources.files("gwtools") / "notebooks"))
+
+
+@dataclass
+class Tables:
+    """What a notebook analyses: canonical payments and refunds, filtered, and where they came from.
+
+    ``source`` names the gateway without key, port or path; ``as_of`` is the time ages are
+    measured at (the sandbox clock on the embedded sandbox, so outputs are reproducible).
+    """
+
+    payments: pd.DataFrame
+    refunds: pd.DataFrame
+    source: str
+    tz: str
+    as_of: pd.Timestamp
+    since: str | None = None
+    until: str | None = None
+    currency: str | None = None
+
+    def __repr__(self) -> str:
+        period = f"{self.since or 'start'} to {self.until or 'now'} ({self.tz})"
+        currency = f", {self.currency} only" if self.currency else ""
+        return (
+            f"{len(self.payments):,} payments and {len(self.refunds):,} refunds from {self.source}, "
+            f"{period}{currency}"
+        )
+
+
+def describe_source(base_url: str | None, *, embedded: bool) -> str:
+    """A gateway's name for outputs: scheme and host only (no port, path or key)."""
+    if embedded or not base_url:
+        return "the embedded sandbox (seeded demo history)"
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.hostname}" if parts.hostname else "the configured gateway"
+
+
+@contextlib.contextmanager
+def _quiet_embedded_notice() -> Iterator[None]:
+    """Hold back the library's one-time 'using the embedded sandbox at <url>' notice: it
+    names a loopback port, and notebook outputs must not (Tables.source says it instead)."""
+    logger = logging.getLogger("gwtools")
+
+    def drop(record: logging.LogRecord) -> bool:
+        return "embedded sandbox" not in record.getMessage()
+
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def _select(
+    payments: pd.DataFrame,
+    refunds: pd.DataFrame,
+    since: str | None,
+    until: str | None,
+    tz: str,
+    currency: str | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if currency:
+        payments = payments[payments["currency"].eq(currency.upper()).fillna(False).astype(bool)]
+        refunds = refunds[refunds["currency"].eq(currency.upper()).fillna(False).astype(bool)]
+    if since or until:
+        payments = between(payments, since, until, tz=tz)
+        # Refunds of the chosen payments (payment cohort) and refunds made in the period
+        # (refund-date view), whichever payment they belong to.
+        in_period = refunds.index.isin(between(refunds, since, until, tz=tz).index)
+        of_payments = refunds["payment_id"].isin(payments["id"]).fillna(False).to_numpy(dtype=bool)
+        refunds = refunds[in_period | of_payments]
+    return payments.reset_index(drop=True), refunds.reset_index(drop=True)
+
+
+def load_tables(
+    base_url: str | None = None,
+    *,
+    cache: str | os.PathLike[str] | None = None,
+    since: str | dt.date | None = None,
+    until: str | dt.date | None = None,
+    tz: str | None = None,
+    currency: str | None = None,
+    as_of: str | dt.datetime | None = None,
+    source: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> Tables:
+    """Payments and refunds for a notebook.
+
+    From ``cache`` (a synced cache directory; no network) if given, else synced from the
+    gateway: ``base_url``/``GW_BASE_URL`` with ``GW_API_KEY``, or with neither the embedded
+    sandbox. ``since``/``until`` are local days in ``tz`` (inclusive); ``currency`` keeps
+    one currency; ``as_of`` is when pending ages are measured (default: the sandbox clock on
+    the embedded sandbox, else now); ``source`` overrides the data's description. Example::
+
+        t = load_tables(since="2024-06-01", tz="Asia/Kuala_Lumpur")
+        t.payments, t.refunds
+    """
+    zone = resolve_tz(tz)
+    since_s = str(since) if since else None
+    until_s = str(until) if until else None
+    if cache is not None:
+        from gwtools._cache import read_cache
+
+        payments = read_cache(cache, "payments")
+        refunds = read_cache(cache, "refunds")
+        embedded = False
+        where = describe_source(base_url, embedded=False) if base_url else "a local cache"
+    else:
+        from gwtools._gateway import connect
+
+        with _quiet_embedded_notice():
+            gw = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
+            try:
+                payments = gw.payments()
+                refunds = gw.refunds(refresh=False)
+            finally:
+                gw.close()
+        embedded = gw.settings.embedded
+        where = describe_source(gw.settings.base_url, embedded=embedded)
+    if as_of is not None:
+        moment = pd.Timestamp(as_of)
+        moment = moment.tz_localize("UTC") if moment.tzinfo is None else moment
+    else:
+        moment = pd.Timestamp(_as_of(embedded))
+    payments, refunds = _select(payments, refunds, since_s, until_s, zone, currency)
+    return Tables(payments, refunds, source or where, zone, moment, since_s, until_s, currency)
+
+
+def save_tables(
+    tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike[str] | None
+) -> list[str]:
+    """Write each table as ``<name>.csv`` and ``<name>.parquet`` into ``out_dir`` and return
+    the file names (not paths: they end up in notebook outputs). ``out_dir=None`` writes
+    nothing, so an interactive run leaves no files behind."""
+    if out_dir is None:
+        return []
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    names = []
+    for name, frame in tables.items():
+        for suffix in ("csv", "parquet"):
+            path = target / f"{name}.{suffix}"
+            tmp = path.with_name(f".{path.name}.tmp")
+            if suffix == "csv":
+                frame.to_csv(tmp, index=False)
+            else:
+                frame.to_parquet(tmp, index=False)
+            tmp.replace(path)  # readers never see a half-written table
+            names.append(path.name)
+    return names
+
+
+@dataclass
+class Report:
+    """What :func:`run_report` wrote, and the headline figures of the data it covered."""
+
+    out_dir: Path
+    html: list[Path]
+    tables: list[Path]
+    overview: Overview
+    source: str
+    seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def index(self) -> Path:
+        return self.out_dir / "index.html"
+
+
+def _run_one(
+    name: str, out_dir: Path, parameters: dict[str, Any], kernel_name: str | None, workdir: Path
+) -> tuple[Path, float]:
+    import nbformat
+    import papermill
+    from nbconvert import HTMLExporter
+
+    start = time.perf_counter()
+    executed = workdir / name
+    papermill.execute_notebook(
+        str(notebooks_dir() / name),
+        str(executed),
+        parameters=parameters,
+        kernel_name=kernel_name,
+        progress_bar=False,
+        log_output=False,
+        cwd=str(workdir),
+    )
+    notebook = nbformat.read(executed, as_version=4)
+    exporter = HTMLExporter(
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
+    )
+    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": TITLES[name]}})
+    target = out_dir / name.replace(".ipynb", ".html")
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(target)
+    return target, time.perf_counter() - start
+
+
+def _write_index(report: Report) -> None:
+    items = "\n".join(
+        f'<li><a href="{html.escape(p.name)}">{html.escape(TITLES[p.name.replace(".html", ".ipynb")])}</a></li>'
+        for p in report.html
+    )
+    tables = "\n".join(
+        f'<li><a href="tables/{html.escape(p.name)}">{html.escape(p.name)}</a></li>'
+        for p in report.tables
+    )
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>gwtools report</title></head>
+<body style="font-family: sans-serif; max-width: 50em; margin: 2em auto">
+<h1>gwtools report</h1>
+<p>Data: {html.escape(report.source)}.</p>
+<pre>{html.escape(str(report.overview))}</pre>
+<h2>Notebooks</h2><ul>{items}</ul>
+<h2>Tables (CSV and Parquet)</h2><ul>{tables}</ul>
+</body></html>
+"""
+    report.index.write_text(page, encoding="utf-8")
+
+
+def run_report(
+    out_dir: str | os.PathLike[str],
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    tz: str | None = None,
+    currency: str | None = None,
+    base_url: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    gateway: Any = None,
+    notebooks: Sequence[str] = NOTEBOOKS,
+    kernel_name: str | None = None,
+    workers: int = 2,
+) -> Report:
+    """Sync once, run ``notebooks`` headless against that cache, write HTML, tables and an
+    ``index.html`` into ``out_dir``. ``gateway`` (a connected :class:`gwtools.Gateway`)
+    overrides ``base_url``/``cache_dir``. Notebooks run ``workers`` at a time.
+    """
+    start = time.perf_counter()
+    zone = resolve_tz(tz)
+    unknown = [n for n in notebooks if n not in TITLES]
+    if unknown:
+        raise ValueError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
+    out = Path(out_dir)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    if gateway is None:
+        from gwtools._gateway import connect
+
+        with _quiet_embedded_notice():
+            gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
+    settings = gateway.settings
+    with _quiet_embedded_notice():
+        gateway.sync()
+    source = describe_source(settings.base_url, embedded=settings.embedded)
+    tables = load_tables(
+        cache=gateway.cache_path,
+        since=since,
+        until=until,
+        tz=zone,
+        currency=currency,
+        as_of=_as_of(settings.embedded),
+        source=source,
+    )
+    parameters = {
+        "base_url": None,
+        "cache": str(gateway.cache_path),
+        "source": source,
+        "since": since,
+        "until": until,
+        "tz": zone,
+        "currency": currency,
+        "as_of": str(tables.as_of),
+        "out_dir": str((out / "tables").resolve()),
+        "interactive": False,
+    }
+    timings: dict[str, float] = {}
+    pages = []
+    with (
+        tempfile.TemporaryDirectory(prefix="gwtools-report-") as work,
+        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+    ):
+        futures = {
+            name: pool.submit(_run_one, name, out, parameters, kernel_name, Path(work))
+            for name in notebooks
+        }
+        for name, future in futures.items():
+            page, seconds = future.result()
+            pages.append(page)
+            timings[name] = seconds
+    written = sorted((out / "tables").glob("*.*"))
+    report = Report(
+        out_dir=out,
+        html=pages,
+        tables=[p for p in written if p.suffix in (".csv", ".parquet")],
+        overview=overview(tables.payments, tables.refunds),
+        source=source,
+        seconds=time.perf_counter() - start,
+        timings=timings,
+    )
+    _write_index(report)
+    return report
+
+
+def _as_of(embedded: bool) -> str:
+    if embedded:
+        from gwtools._embedded import demo_history
+
+        return str(pd.Timestamp(demo_history().now))
+    return str(pd.Timestamp.now(tz="UTC"))
