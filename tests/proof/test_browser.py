@@ -4,6 +4,7 @@ and the table.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ TINY_PARTS: dict[str, Part] = {
     "plot": (".widget-output img", "src"),
     "table": (".widget-html table", "innerText"),
 }
+KERNEL_PYTHON: Part = (".kernel-python", "innerText")
 # gwtools.widgets.Dashboard: VBox[..., summary, image, table, drill, drilldown, ...]
 DASHBOARD_PARTS: dict[str, Part] = {
     "plot": ("img.widget-image", "src"),
@@ -62,6 +64,8 @@ def _wait_for_change(page: Page, parts: dict[str, Part], before: dict[str, str])
 
 
 TINY_DASHBOARD = """
+import sys
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -82,7 +86,8 @@ def render(_=None):
 
 choice.observe(render, names="value")
 render()
-display(widgets.VBox([choice, plot, table]))
+python = widgets.HTML(f"<code class='kernel-python'>{sys.executable}</code>")
+display(widgets.VBox([choice, plot, table, python]))
 """
 
 
@@ -91,11 +96,13 @@ def _drive(
     source: str,
     parts: dict[str, Part],
     change: Callable[[Page], None],
+    fixed: dict[str, Part] | None = None,
 ) -> tuple[dict[str, str], dict[str, str], list[str]]:
     """Serve ``source`` as a notebook, wait for ``parts``, ``change`` a filter, wait for every
     part to change. Screenshots before.png and after.png land in ``tmp_path``.
 
-    Returns the parts before and after, and the page's JavaScript errors.
+    Returns the parts before (with the ``fixed`` ones, which need not change) and after,
+    and the page's JavaScript errors.
     """
     from playwright.sync_api import sync_playwright
 
@@ -112,7 +119,7 @@ def _drive(
             # The kernel runs the notebook first: the parts appear once it has.
             for selector, _ in parts.values():
                 page.wait_for_selector(selector, timeout=45_000)
-            before = _read(page, parts)
+            before = _read(page, {**parts, **(fixed or {})})
             page.screenshot(path=tmp_path / "before.png", full_page=True)
             change(page)
             after = _wait_for_change(page, parts, before)
@@ -128,7 +135,11 @@ def test_harness_on_a_tiny_dashboard(tmp_path: Path) -> None:
     def pick_b(page: Page) -> None:
         page.locator(".widget-dropdown select").select_option(label="B", timeout=10_000)
 
-    before, after, errors = _drive(tmp_path, TINY_DASHBOARD, TINY_PARTS, pick_b)
+    fixed = {"python": KERNEL_PYTHON}
+    before, after, errors = _drive(tmp_path, TINY_DASHBOARD, TINY_PARTS, pick_b, fixed)
+
+    # Voila's kernel (kernelspec argv "python") is this interpreter, with these packages.
+    assert before["python"] == sys.executable
 
     assert before["plot"].startswith("data:image/png") and after["plot"] != before["plot"]
     assert before["table"].split() == ["bank", "amount", "A", "10", "A", "20"]
