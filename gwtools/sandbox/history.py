@@ -1,8 +1,126 @@
-"""History generator (placeholder until step 2)."""
+"""History generator: a deterministic, realistic past of payments and refunds.
+
+Every payment is driven through the same domain functions as the API (creation, checkout,
+3-D Secure and bank pages, due transitions, capture, void, refunds), at timestamps spread over
+``days`` before the sandbox clock; rows are then written in one transaction with
+``executemany``. Same seed, same clock and same account -> identical ids, amounts, timestamps
+and statuses.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import random
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, Final
+
+import orjson
+
+from gwtools.sandbox import domain, errors, render
+from gwtools.sandbox.cards import TEST_CARDS
+from gwtools.sandbox.clock import iso
+from gwtools.sandbox.domain import Event, Ids, Method, Record
+from gwtools.sandbox.gateway import API_VERSION, Gateway
+
+DAY: Final = 86_400
+#: real FPX banks and the share of customers who complete the payment at each
+BANK_SUCCESS: Final = {
+    "MB2U0227": 0.93,
+    "BCBB0235": 0.89,
+    "PBB0233": 0.91,
+    "RHB0218": 0.82,
+    "HLB0224": 0.86,
+    "AMBB0209": 0.76,
+    "BIMB0340": 0.70,
+}
+BANK_NAMES: Final = {
+    "MB2U0227": "Maybank2u",
+    "BCBB0235": "CIMB Clicks",
+    "PBB0233": "Public Bank",
+    "RHB0218": "RHB Now",
+    "HLB0224": "Hong Leong Connect",
+    "AMBB0209": "AmBank",
+    "BIMB0340": "Bank Islam",
+}
+BANK_WEIGHTS: Final = (34, 24, 14, 9, 8, 6, 5)
+BRANDS: Final = (
+    ("4242424242424242", 55),
+    ("5555555555554444", 30),
+    ("378282246310005", 5),
+    ("6011111111111117", 4),
+    ("3566002020360505", 6),
+)
+DECLINES: Final = (
+    ("4000000000000002", 32),
+    ("4000000000009995", 30),
+    ("4000000000009987", 5),
+    ("4000000000009979", 4),
+    ("4000000000000069", 11),
+    ("4000000000000127", 12),
+    ("4000000000000119", 6),
+)
+# Scenario of one payment -> weight. "forced" scenarios below make every status appear.
+SCENARIOS: Final = {
+    "card_ok": 600,
+    "card_manual": 70,
+    "card_3ds": 50,
+    "card_processing": 15,
+    "card_decline": 95,
+    "card_refund_fails": 5,
+    "fpx_bank": 240,
+    "abandon": 35,
+    "checkout_cancel": 15,
+}
+DESCRIPTIONS: Final = ("Order", "Invoice", "Subscription", "Top-up", "Booking", "Ticket")
+REASONS: Final = (("requested_by_customer", 70), ("duplicate", 20), ("fraudulent", 10))
+
+
+def _pick(rng: random.Random, table: tuple[tuple[str, int], ...]) -> str:
+    return rng.choices([k for k, _ in table], weights=[w for _, w in table])[0]
+
+
+def _gateway(target: Any) -> Gateway:
+    if isinstance(target, Gateway):
+        return target
+    for attr in ("gateway",):
+        if isinstance(getattr(target, attr, None), Gateway):
+            return getattr(target, attr)  # type: ignore[no-any-return]
+    state = getattr(target, "state", None)
+    if state is not None and isinstance(getattr(state, "gateway", None), Gateway):
+        return state.gateway  # type: ignore[no-any-return]
+    raise TypeError("generate_history needs a Gateway, a Sandbox or an app from create_app")
+
+
+class _Builder:
+    """Collects rows (payments, refunds, events, payment methods) for one bulk write."""
+
+    def __init__(self, gw: Gateway, ids: Ids) -> None:
+        self.gw = gw
+        self.ids = ids
+        self.events: list[tuple[Record, bytes, str, None]] = []
+        self.refunds: list[Record] = []
+        self.methods: list[tuple[str, str, int, None, bytes]] = []
+
+    def emit(self, events: list[Event], when: float) -> None:
+        for type_, rec in events:
+            obj = (
+                render.payment(rec, self.gw.variant, self.gw.base_url)
+                if rec["id"].startswith("pay_")
+                else render.refund(rec, self.gw.variant)
+            )
+            eid = self.ids.new("evt")
+            body = render.event(eid, type_, when, rec["livemode"], API_VERSION, obj)
+            evrec = {
+                "id": eid,
+                "account": rec["account"],
+                "livemode": rec["livemode"],
+                "created": int(when),
+                "type": type_,
+            }
+            self.events.append((evrec, body, type_, None))
 
 
 def generate_history(
@@ -13,5 +131,308 @@ def generate_history(
     seed: int = 0,
     account: str | None = None,
     livemode: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    raise NotImplementedError("history generation arrives in the next commit")
+    """Seed ``payments`` payments (and their refunds and events) over the last ``days`` days.
+
+    ``target``: a Gateway, a Sandbox or an app from ``create_app``; ``account`` defaults to the
+    sandbox's default account. Returns a summary with counts per status.
+
+    Example::
+
+        sb = Sandbox("A", now=datetime(2026, 1, 1, tzinfo=UTC)).start()
+        generate_history(sb, payments=5000, days=60, seed=7)
+    """
+    if payments < 0 or days <= 0:
+        raise ValueError("payments must be >= 0 and days > 0")
+    started = time.perf_counter()
+    gw = _gateway(target)
+    account = account or gw.default_account["id"]
+    now = gw.clock.now()
+    rng = random.Random(seed)
+    # Ids depend on the seed (and on the account unless it is the default one), so that
+    # several accounts of one sandbox can be seeded with the same seed.
+    id_seed = seed if account == gw.default_account["id"] else f"{seed}:{account}"
+    ids = Ids(hash_seed(id_seed, livemode))
+    b = _Builder(gw, ids)
+    span = days * DAY
+    times = sorted(_created_times(rng, payments, now, span))
+    plans = _plans(rng, payments)
+    recs: list[Record] = []
+    for i, (t0, plan) in enumerate(zip(times, plans, strict=True)):
+        recs.append(_simulate(gw, b, rng, ids, plan, t0, now, account, livemode))
+        if progress is not None and (i + 1) % 10_000 == 0:
+            progress(i + 1)
+    rows = [
+        (
+            r,
+            render.payment(r, gw.variant, gw.base_url),
+            render.payment_status(r, gw.variant),
+            r["due_at"],
+        )
+        for r in recs
+    ]
+    refund_rows = [(r, render.refund(r, gw.variant), r["status"], r["due_at"]) for r in b.refunds]
+    try:
+        with gw.store.tx():
+            gw.store.insert_many("payments", rows)
+            gw.store.insert_many("refunds", refund_rows)
+            gw.store.insert_many("events", b.events)
+            with gw.store.lock:
+                gw.store.db.executemany(
+                    "INSERT INTO payment_methods (id, account, livemode, customer, rec) "
+                    "VALUES (?,?,?,?,?)",
+                    b.methods,
+                )
+    except sqlite3.IntegrityError:
+        raise errors.ApiError(
+            409,
+            "invalid_request_error",
+            "invalid_state",
+            f"A history with seed {seed} was already generated for this account; use another seed.",
+        ) from None
+    gw.store.recompute_due()
+    statuses = Counter(render.payment_status(r, gw.variant) for r in recs)
+    return {
+        "account": account,
+        "livemode": livemode,
+        "variant": gw.variant,
+        "payments": payments,
+        "refunds": len(b.refunds),
+        "events": len(b.events),
+        "from": iso(now - span),
+        "to": iso(now),
+        "payment_statuses": dict(sorted(statuses.items())),
+        "refund_statuses": dict(sorted(Counter(r["status"] for r in b.refunds).items())),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def hash_seed(seed: int | str, livemode: bool) -> int:
+    """A stable integer seed (``hash()`` of a str changes between processes)."""
+    text = f"{seed}|{int(livemode)}".encode()
+    return int.from_bytes(__import__("hashlib").sha256(text).digest()[:8], "big")
+
+
+def _created_times(rng: random.Random, n: int, now: float, span: float) -> list[int]:
+    """Creation times with a daily rhythm (Malaysian daytime busier) and quieter weekends."""
+    out: list[int] = []
+    while len(out) < n:
+        t = now - rng.random() * span
+        local_hour = (t / 3600 + 8) % 24
+        weight = 0.25 + 0.75 * math.sin(math.pi * max(0.0, min(1.0, (local_hour - 7) / 16)))
+        weekday = int((t / DAY + 3) % 7)  # 0 = Monday
+        if weekday >= 5:
+            weight *= 0.7
+        if rng.random() < weight:
+            out.append(int(t))
+    return out
+
+
+def _plans(rng: random.Random, n: int) -> list[str]:
+    names = list(SCENARIOS)
+    plans = rng.choices(names, weights=[SCENARIOS[k] for k in names], k=n)
+    # Make every status of both variants occur once there is room: newest payments get the
+    # states that only recent payments can be in, older ones the rest.
+    recent = [
+        "recent_processing",
+        "recent_action",
+        "recent_authorized",
+        "recent_fpx_refund",
+        "recent_checkout",
+    ]
+    older = [
+        "card_decline",
+        "card_manual_void",
+        "abandon",
+        "card_refund_fails",
+        "fpx_bank",
+        "checkout_cancel",
+        "card_3ds_fail",
+        "card_ok_refund",
+    ]
+    if n >= len(recent) + len(older) + 2:
+        for k, name in enumerate(recent):
+            plans[n - 1 - k] = name
+        step = max(1, (n - len(recent)) // (len(older) + 1))
+        for k, name in enumerate(older):
+            plans[(k + 1) * step - 1] = name
+    return plans
+
+
+def _simulate(
+    gw: Gateway,
+    b: _Builder,
+    rng: random.Random,
+    ids: Ids,
+    plan: str,
+    t0: float,
+    now: float,
+    account: str,
+    livemode: bool,
+) -> Record:
+    """One payment's life from ``t0`` up to ``now`` through the domain functions."""
+    variant = gw.variant
+    if plan.startswith("recent_"):
+        t0 = (
+            now
+            - {
+                "recent_processing": 5,
+                "recent_action": 300,
+                "recent_authorized": 3600,
+                "recent_fpx_refund": 2 * DAY,
+                "recent_checkout": 120,
+            }[plan]
+        )
+    amount = max(100, int(round(rng.lognormvariate(8.3, 0.9) / 10)) * 10)
+    pid = ids.new("pay")
+    manual = plan in ("card_manual", "card_manual_void", "recent_authorized")
+    p = {
+        "amount": amount,
+        "currency": "MYR",
+        "description": f"{rng.choice(DESCRIPTIONS)} #{rng.randrange(10_000, 99_999)}",
+        "metadata": {"order_id": str(rng.randrange(100_000, 999_999))},
+        "capture_method": "manual" if manual else "automatic",
+        "success_url": "https://shop.example/ok" if variant == "A" else None,
+        "cancel_url": "https://shop.example/cancel" if variant == "A" else None,
+        "return_url": None if variant == "A" else "https://shop.example/return",
+    }
+    rec = domain.new_payment(
+        pid,
+        account,
+        livemode,
+        p,
+        t0,
+        client_secret=f"{pid}_secret_{ids.token()}",
+        expiry_seconds=gw.expiry if variant == "A" else None,
+    )
+    if variant == "B":
+        rec["status"], rec["stage"], rec["due"], rec["due_at"] = "pending", None, None, None
+    t = t0 + (rng.randrange(30, 600) if variant == "A" else 0)  # time at the checkout page
+
+    if plan in ("abandon", "recent_checkout", "checkout_cancel") and variant == "A":
+        if plan == "checkout_cancel":
+            b.emit(domain.checkout_cancel(rec, t), t)
+        return _settle(b, rec, now)
+    if plan in ("abandon", "recent_checkout", "checkout_cancel"):
+        plan = "card_3ds_abandon"  # variant B has no checkout: the customer leaves 3-D Secure
+
+    method = _method(rng, ids, plan, livemode, b, account, t)
+    b.emit(domain.attempt(rec, method, t), t)
+    if rec["status"] == "requires_action" and plan not in ("recent_action", "card_3ds_abandon"):
+        t_act = t + rng.randrange(20, 240)
+        if t_act <= now:
+            action = "fail" if plan == "card_3ds_fail" else _action(rng, method)
+            if rec["due_at"] is not None and rec["due_at"] <= t_act:
+                return _settle(b, rec, now)  # expired before the customer came back
+            b.emit(domain.customer_action(rec, action, t_act), t_act)
+            t = t_act
+    rec = _settle(b, rec, now)
+    if rec["status"] == "authorized" and plan != "recent_authorized":
+        t_cap = t + rng.randrange(600, 3 * DAY)
+        if t_cap <= now:
+            if plan == "card_manual_void" or rng.random() < 0.12:
+                b.emit(domain.void(rec, t_cap), t_cap)
+            else:
+                part = None if rng.random() < 0.8 else max(100, rec["amount"] // 2)
+                b.emit(domain.capture(rec, part, t_cap), t_cap)
+            t = t_cap
+    if rec["status"] == "succeeded":
+        _refunds(b, rng, ids, rec, plan, t, now)
+    return rec
+
+
+def _method(
+    rng: random.Random, ids: Ids, plan: str, livemode: bool, b: _Builder, account: str, t: float
+) -> Method:
+    if plan in ("fpx_bank", "recent_fpx_refund") or (
+        plan == "recent_action" and rng.random() < 0.5
+    ):
+        code = _pick(rng, tuple(zip(BANK_NAMES, BANK_WEIGHTS, strict=True)))
+        details = {"type": "fpx", "bank_code": code, "bank": BANK_NAMES[code]}
+        method = Method("fpx", details, "bank")
+    else:
+        number = {
+            "card_3ds": "4000002500003155",
+            "card_3ds_fail": "4000002500003155",
+            "card_3ds_abandon": "4000002500003155",
+            "recent_action": "4000002500003155",
+            "card_processing": "4000000000001018",
+            "recent_processing": "4000000000001018",
+            "card_refund_fails": "4000000000005126",
+        }.get(plan)
+        if plan == "card_decline":
+            number = _pick(rng, DECLINES)
+        number = number or _pick(rng, BRANDS)
+        card = TEST_CARDS[number]
+        from gwtools.sandbox.cards import brand
+
+        details = {
+            "type": "card",
+            "brand": brand(number),
+            "last4": number[-4:],
+            "exp_month": rng.randrange(1, 13),
+            "exp_year": 2027 + rng.randrange(0, 6),
+        }
+        method = Method(
+            "card", details, card.outcome, code=card.code, decline_code=card.decline_code
+        )
+    pm_id = ids.new("pm")
+    pm = {
+        "id": pm_id,
+        "type": method.type,
+        "details": method.details,
+        "outcome": method.outcome,
+        "code": method.code,
+        "decline_code": method.decline_code,
+        "created": int(t),
+        "livemode": livemode,
+        "customer": None,
+    }
+    b.methods.append((pm_id, account, int(livemode), None, orjson.dumps(pm)))
+    return Method(
+        method.type, method.details, method.outcome, pm_id, method.code, method.decline_code
+    )
+
+
+def _action(rng: random.Random, method: Method) -> str:
+    if method.type == "fpx":
+        ok = BANK_SUCCESS[method.details["bank_code"]]
+        roll = rng.random()
+        return "complete" if roll < ok else ("fail" if roll < ok + (1 - ok) * 0.4 else "cancel")
+    roll = rng.random()
+    return "complete" if roll < 0.85 else ("fail" if roll < 0.93 else "cancel")
+
+
+def _settle(b: _Builder, rec: Record, now: float) -> Record:
+    """Apply the payment's scheduled transitions that fall before ``now``."""
+    while rec["due_at"] is not None and rec["due_at"] <= now:
+        when = rec["due_at"]
+        b.emit(domain.due_transition(rec, now), when)
+    return rec
+
+
+def _refunds(
+    b: _Builder, rng: random.Random, ids: Ids, rec: Record, plan: str, t: float, now: float
+) -> None:
+    forced = plan in ("card_refund_fails", "recent_fpx_refund", "card_ok_refund")
+    if not forced and rng.random() >= 0.09:
+        return
+    t_ref = now - DAY if plan == "recent_fpx_refund" else t + rng.randrange(3600, 20 * DAY)
+    if plan == "card_refund_fails":
+        t_ref = max(t + 60, now - 10 * DAY) if t + 60 < now - 2 * DAY else t + 60
+    count = 2 if rng.random() < 0.1 else 1
+    for _ in range(count):
+        if t_ref > now or domain.refundable(rec) <= 0:
+            return
+        left = domain.refundable(rec)
+        amount = left if rng.random() < 0.6 else max(1, (left * rng.randrange(10, 90)) // 100)
+        refund, events = domain.new_refund(
+            rec, ids.new("rfnd"), amount, _pick(rng, REASONS), {}, t_ref
+        )
+        b.emit(events, t_ref)
+        if refund["due_at"] is not None and refund["due_at"] <= now:
+            when = refund["due_at"]
+            b.emit(domain.refund_due(refund, rec, when), when)
+        b.refunds.append(refund)
+        t_ref += rng.randrange(3600, 5 * DAY)

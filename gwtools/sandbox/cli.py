@@ -1,0 +1,153 @@
+"""``gwtools sandbox``: serve the sandbox gateway from the command line.
+
+Example::
+
+    gwtools sandbox --variant A --seed-payments 5000 --days 90 --seed 1 --key-file .sandbox-key
+    python -m gwtools.sandbox --port 0 --no-rate-limit
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from gwtools.sandbox.auth import mask
+
+
+@click.command("sandbox")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to bind; loopback by default (use 0.0.0.0 to expose it).",
+)
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--variant",
+    type=click.Choice(["A", "B"], case_sensitive=False),
+    default="B",
+    show_default=True,
+    help="A: hosted checkout, page lists. B: direct, cursor lists.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SQLite file to keep the sandbox's state in (default: memory only).",
+)
+@click.option(
+    "--latency-ms",
+    type=click.FloatRange(0, 120_000),
+    default=0,
+    show_default=True,
+    help="Delay added to every /v1 request.",
+)
+@click.option("--no-rate-limit", is_flag=True, help="Turn the rate limits off.")
+@click.option(
+    "--seed-payments",
+    type=click.IntRange(0, 2_000_000),
+    default=0,
+    show_default=True,
+    help="Generate a history of this many payments at start.",
+)
+@click.option(
+    "--days",
+    type=click.IntRange(1, 3650),
+    default=90,
+    show_default=True,
+    help="The generated history spans this many days before now.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the generated history (same seed, same history).",
+)
+@click.option(
+    "--now",
+    "now",
+    type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+    default=None,
+    help="Freeze the sandbox clock at this UTC instant (reproducible); "
+    "default: the clock follows real time.",
+)
+@click.option(
+    "--key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the test secret key to this file (mode 600) instead of printing it.",
+)
+def sandbox(
+    host: str,
+    port: int,
+    variant: str,
+    db: Path | None,
+    latency_ms: float,
+    no_rate_limit: bool,
+    seed_payments: int,
+    days: int,
+    seed: int,
+    now: datetime | None,
+    key_file: Path | None,
+) -> None:
+    """Run the local sandbox gateway; print its base URL and a test secret key."""
+    from datetime import UTC
+
+    from gwtools.sandbox.server import Sandbox
+
+    if now is not None and now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    sb = Sandbox(
+        variant.upper(),
+        db=db,
+        host=host,
+        port=port,  # type: ignore[arg-type]
+        rate_limits=not no_rate_limit,
+        latency_ms=latency_ms,
+        seed_payments=seed_payments,
+        days=days,
+        seed=seed,
+        now=now,
+    )
+    if seed_payments:
+        click.echo(
+            f"Generating {seed_payments:,} payments over {days} days (seed {seed})...", err=True
+        )
+    try:
+        sb.start()
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror}; pick "
+            "another --port (0 = any free port)."
+        ) from None
+    click.echo(
+        f"Sandbox gateway, variant {sb.variant}: {sb.base_url}  (API under /v1, "
+        f"admin under /_sandbox, docs at /docs)"
+    )
+    if key_file is not None:
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(sb.secret_key + "\n")
+        click.echo(f"Test secret key {mask(sb.secret_key)} written to {key_file}")
+    else:
+        click.echo(f"Test secret key: {sb.secret_key}")
+    click.echo("Press Ctrl+C to stop.", err=True)
+    try:
+        while sb._thread is not None and sb._thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sb.stop()

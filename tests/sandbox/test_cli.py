@@ -1,0 +1,79 @@
+"""The ``gwtools sandbox`` command: a real process serving the sandbox."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+
+def test_cli_serves_and_writes_the_key_file(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gwtools.sandbox",
+            "--port",
+            "0",
+            "--variant",
+            "a",
+            "--seed-payments",
+            "30",
+            "--days",
+            "5",
+            "--no-rate-limit",
+            "--key-file",
+            str(key_file),
+            "--now",
+            "2026-01-01T00:00:00",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        second = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert url, first
+        key = key_file.read_text().strip()
+        assert key.startswith("sk_test_")
+        assert key not in first + second and key[-4:] in second  # masked on screen
+        assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+        with httpx.Client(base_url=url.group(0), verify=False) as http:
+            body = http.get(
+                "/v1/payments", params={"limit": 5}, headers={"Authorization": f"Bearer {key}"}
+            ).json()
+            assert body["meta"]["total"] == 30
+            clock = http.get("/_sandbox/clock").json()
+            assert clock == {"now": "2026-01-01T00:00:00Z", "unix": 1767225600, "frozen": True}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_cli_help_lists_the_options() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gwtools", "sandbox", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for option in (
+        "--host",
+        "--port",
+        "--variant",
+        "--db",
+        "--latency-ms",
+        "--no-rate-limit",
+        "--seed-payments",
+        "--days",
+        "--seed",
+        "--key-file",
+    ):
+        assert option in out
