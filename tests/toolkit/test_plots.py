@@ -142,3 +142,21 @@ def test_figures_do_not_touch_pyplot_state(declines_frame) -> None:
     a_fig = plots.funnel(a.funnel(declines_frame))
     b_fig = plots.funnel(a.funnel(declines_frame))
     assert a_fig is not b_fig and np.isclose(a_fig.get_figwidth(), 9.0)
+
+
+def test_bands_are_dropped_beyond_three_series(make_payments) -> None:
+    rows = [
+        {
+            "status": s,
+            "amount": 1,
+            "method_type": "fpx",
+            "fpx_bank_code": f"B{i}",
+            "fpx_bank": f"Bank {i}",
+        }
+        for i in range(4)
+        for s in ("succeeded", "failed")
+    ]
+    fig = plots.fpx_rate_over_time(a.fpx_banks(make_payments(rows), freq="day"))
+    ax = fig.axes[0]
+    assert len(ax.lines) == 4 and len(ax.collections) == 0
+    assert "bands hidden" in ax.get_title()

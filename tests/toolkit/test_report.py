@@ -1,0 +1,179 @@
+"""Reports: tables in and out, and a notebook run headless against a real sandbox."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+
+from gwtools import report
+from gwtools._cache import Dataset
+
+
+def _cache(tmp_path: Path, payments: pd.DataFrame, refunds: pd.DataFrame) -> Path:
+    root = tmp_path / "cache" / "acct" / "test"
+    Dataset(root / "payments", "payments").write_batch(payments)
+    Dataset(root / "refunds", "refunds").write_batch(refunds)
+    return root
+
+
+def test_save_tables_writes_csv_and_parquet(tmp_path) -> None:
+    frame = pd.DataFrame({"code": ["a", "b"], "count": [2, 1]})
+    names = report.save_tables({"codes": frame}, tmp_path / "t")
+    assert names == ["codes.csv", "codes.parquet"]  # names only: outputs never show a path
+    assert pd.read_csv(tmp_path / "t" / "codes.csv")["count"].tolist() == [2, 1]
+    assert pd.read_parquet(tmp_path / "t" / "codes.parquet").equals(frame)
+    assert report.save_tables({"codes": frame}, None) == []
+
+
+def test_load_tables_from_a_cache_filters_local_days_and_currency(
+    tmp_path, make_payments, make_refunds
+) -> None:
+    payments = make_payments(
+        [
+            {
+                "status": "succeeded",
+                "amount": 100,
+                "created_at": "2026-11-01T15:00:00Z",
+            },  # 1 Nov MYT
+            {
+                "status": "succeeded",
+                "amount": 100,
+                "created_at": "2026-11-01T17:00:00Z",
+            },  # 2 Nov MYT
+            {
+                "status": "succeeded",
+                "amount": 100,
+                "currency": "JPY",
+                "created_at": "2026-11-02T02:00:00Z",
+            },
+        ]
+    )
+    refunds = make_refunds(
+        [
+            {
+                "payment_id": "pay_1",
+                "amount": 50,
+                "created_at": "2026-11-02T03:00:00Z",
+            },  # made on 2 Nov
+            {
+                "payment_id": "pay_2",
+                "amount": 50,
+                "created_at": "2026-11-20T03:00:00Z",
+            },  # of a 2 Nov payment
+            {"payment_id": "pay_0", "amount": 50, "created_at": "2026-11-20T03:00:00Z"},  # neither
+        ]
+    )
+    cache = _cache(tmp_path, payments, refunds)
+    t = report.load_tables(
+        cache=cache,
+        since="2026-11-02",
+        until="2026-11-02",
+        tz="Asia/Kuala_Lumpur",
+        as_of="2026-11-21",
+    )
+    assert sorted(t.payments["id"]) == ["pay_2", "pay_3"]
+    # refunds made in the period, and refunds of the period's payments (cohort view)
+    assert sorted(t.refunds["id"]) == ["rfnd_1", "rfnd_2"]
+    assert t.as_of == pd.Timestamp("2026-11-21", tz="UTC")
+    assert repr(t) == (
+        "2 payments and 2 refunds from a local cache, 2026-11-02 to 2026-11-02 (Asia/Kuala_Lumpur)"
+    )
+    myr = report.load_tables(cache=cache, currency="myr", tz="UTC")
+    assert set(myr.payments["currency"]) == {"MYR"} and len(myr.payments) == 2
+    with pytest.raises(ValueError, match="unknown time zone"):
+        report.load_tables(cache=cache, tz="Nowhere/Land")
+
+
+def test_describe_source_hides_port_path_and_key() -> None:
+    assert report.describe_source("https://api.example.com:8443/v1", embedded=False) == (
+        "https://api.example.com"
+    )
+    assert "127.0.0.1" not in report.describe_source("http://127.0.0.1:5555/v1", embedded=True)
+
+
+def test_notebooks_are_shipped_with_the_package() -> None:
+    names = sorted(p.name for p in report.notebooks_dir().glob("*.ipynb"))
+    assert names == sorted(report.NOTEBOOKS)
+
+
+CARDS = {
+    "4242424242424242": 3,  # succeed
+    "4000000000009995": 2,  # insufficient_funds
+    "4000000000009987": 1,  # lost_card
+}
+
+
+@pytest.fixture
+def gateway_with_payments(sandbox_b, tmp_path):
+    from gwtools._gateway import connect
+
+    account = httpx.post(f"{sandbox_b.base_url}/_sandbox/accounts", timeout=10).json()
+    with httpx.Client(
+        base_url=sandbox_b.base_url,
+        headers={"Authorization": f"Bearer {account['secret_key']}"},
+        timeout=10,
+    ) as http:
+        for number, times in CARDS.items():
+            for _ in range(times):
+                card = {"number": number, "exp_month": 1, "exp_year": 2031, "cvc": "123"}
+                body = {
+                    "amount": 2500,
+                    "currency": "myr",
+                    "payment_method_data": {"type": "card", "card": card},
+                }
+                assert http.post("/v1/payments", json=body).status_code in (200, 201, 402)
+    gw = connect(
+        account["secret_key"], sandbox_b.base_url, cache_dir=tmp_path / "cache", progress=False
+    )
+    yield gw, account["secret_key"]
+    gw.close()
+
+
+@pytest.mark.slow
+def test_run_report_writes_html_and_tables_without_secrets(gateway_with_payments, tmp_path) -> None:
+    gw, key = gateway_with_payments
+    out = tmp_path / "report"
+    result = report.run_report(
+        out, tz="Asia/Kuala_Lumpur", gateway=gw, notebooks=["02_declines.ipynb"]
+    )
+    page = out / "02_declines.html"
+    assert result.html == [page]
+    html = page.read_text()
+    assert "Declines: which codes" in html and "insufficient_funds" in html
+    assert "load_tables(" not in html  # code is hidden
+    assert "<img" in html and "data:image/png;base64" in html  # self-contained figures
+    # 6 payments, 3 failed: insufficient_funds 2 of 3, lost_card 1 of 3
+    codes = pd.read_csv(out / "tables" / "decline_codes.csv")
+    assert dict(zip(codes["decline_code"], codes["count"], strict=True)) == {
+        "insufficient_funds": 2,
+        "lost_card": 1,
+    }
+    assert (out / "tables" / "decline_codes.parquet").exists()
+    assert result.overview.payments == 6 and result.overview.decided == 6
+    index = result.index.read_text()
+    assert "02_declines.html" in index and "tables/decline_codes.csv" in index
+    port = str(httpx.URL(gw.settings.base_url).port)
+    for text in (html, index):
+        assert key not in text and key[-8:] not in text
+        assert not re.search(rf":{port}\b", text)
+        assert str(tmp_path) not in text and str(Path.home()) + "/" not in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tz", "Mars/Base"], "unknown time zone 'Mars/Base'"),
+        (["--since", "yesterday"], "cannot read 'yesterday' as a date"),
+    ],
+)
+def test_report_command_refuses_bad_options_before_connecting(args, message, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from gwtools.cli import main
+
+    result = CliRunner().invoke(main, ["report", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2 and message in result.output
