@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS payments (rid INTEGER PRIMARY KEY, id TEXT NOT NULL,
     account TEXT NOT NULL, livemode INTEGER NOT NULL, created INTEGER NOT NULL,
     status TEXT NOT NULL, raw INTEGER NOT NULL DEFAULT 0, due_at REAL, rec BLOB, body BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS payments_id ON payments (id) WHERE raw = 0;
+CREATE INDEX IF NOT EXISTS payments_cursor ON payments (id, raw);
 CREATE INDEX IF NOT EXISTS payments_list ON payments (account, livemode, created DESC, id DESC);
 CREATE INDEX IF NOT EXISTS payments_status
     ON payments (account, livemode, status, created DESC, id DESC);
@@ -41,6 +42,7 @@ CREATE TABLE IF NOT EXISTS refunds (rid INTEGER PRIMARY KEY, id TEXT NOT NULL,
     status TEXT NOT NULL, raw INTEGER NOT NULL DEFAULT 0, due_at REAL, payment_id TEXT,
     rec BLOB, body BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS refunds_id ON refunds (id) WHERE raw = 0;
+CREATE INDEX IF NOT EXISTS refunds_cursor ON refunds (id, raw);
 CREATE INDEX IF NOT EXISTS refunds_list ON refunds (account, livemode, created DESC, id DESC);
 CREATE INDEX IF NOT EXISTS refunds_status
     ON refunds (account, livemode, status, created DESC, id DESC);
