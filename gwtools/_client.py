@@ -185,7 +185,7 @@ class Client:
         self.max_429_attempts = max_429_attempts
         self._pacer = _Pacer(max_rps, burst)
         self._slots = asyncio.Semaphore(concurrency)
-        self._backoff = wait_exponential_jitter(initial=0.1, max=5.0, jitter=0.2)
+        self._backoff = wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.2)
         self._http = httpx.AsyncClient(
             base_url=settings.base_url.rstrip("/") + "/",
             headers={

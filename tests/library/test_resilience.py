@@ -24,8 +24,7 @@ def _seed(shop: Shop, n: int) -> None:
 
 @pytest.fixture
 def seeded(shop: Shop) -> Shop:
-    _seed(shop, 60)  # TEMP until history lands
-    # shop.history(400, days=20, seed=3)
+    shop.history(400, days=20, seed=3)
     return shop
 
 

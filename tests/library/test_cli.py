@@ -1,0 +1,122 @@
+"""``gwtools sync`` and ``gwtools export`` against the sandbox; the key only via env or file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+from _shop import CARD_DECLINE, Shop
+from click.testing import CliRunner
+
+from gwtools.cli import main
+
+
+def _env(shop: Shop, tmp_path: Path) -> dict[str, str]:
+    return {"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url, "GW_CACHE_DIR": str(tmp_path)}
+
+
+def test_sync_then_export_csv_and_parquet(shop: Shop, tmp_path: Path) -> None:
+    ok = [shop.card() for _ in range(3)]
+    declined = shop.card(CARD_DECLINE)
+    shop.refund(ok[0])
+    runner = CliRunner()
+    env = _env(shop, tmp_path / "cache")
+    result = runner.invoke(main, ["sync", "--account", "shop"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "payments" in result.output and "refunds" in result.output
+    assert shop.key not in result.output
+
+    out = tmp_path / "failed.csv"
+    result = runner.invoke(
+        main,
+        [
+            "export",
+            "payments",
+            "--format",
+            "csv",
+            "--out",
+            str(out),
+            "--status",
+            "failed",
+            "--account",
+            "shop",
+            "--no-refresh",
+        ],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    assert pd.read_csv(out)["id"].tolist() == [declined]
+
+    out = tmp_path / "refunds.parquet"
+    result = runner.invoke(
+        main,
+        ["export", "refunds", "--format", "parquet", "--out", str(out), "--account", "shop"],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    refunds = pd.read_parquet(out)
+    assert refunds["payment_id"].tolist() == [ok[0]]
+
+
+def test_key_from_file_and_never_from_an_argument(shop: Shop, tmp_path: Path) -> None:
+    shop.card()
+    key_file = tmp_path / "key"
+    key_file.write_text(f"# test key\n{shop.key}\n")
+    env = {"GW_BASE_URL": shop.base_url, "GW_API_KEY": ""}
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["sync", "--api-key-file", str(key_file), "--cache-dir", str(tmp_path / "c")], env=env
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(
+        main, ["sync", "--api-key", shop.key, "--cache-dir", str(tmp_path / "c")], env=env
+    )
+    assert result.exit_code != 0 and "GW_API_KEY" in result.output and shop.key not in result.output
+
+
+def test_bad_input_gets_a_clear_error(shop: Shop, tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = _env(shop, tmp_path)
+    result = runner.invoke(
+        main,
+        [
+            "export",
+            "payments",
+            "--format",
+            "csv",
+            "--out",
+            str(tmp_path / "x.csv"),
+            "--status",
+            "paid",
+        ],
+        env=env,
+    )
+    assert result.exit_code == 2 and "canonical payments statuses" in result.output
+    wrong = {**env, "GW_API_KEY": shop.key[:-4] + "zzzz"}
+    result = runner.invoke(main, ["sync"], env=wrong)
+    assert (
+        result.exit_code == 1
+        and "401" in result.output
+        and "zzzz" not in result.output.replace("…zzzz", "")
+    )
+    pk = {**env, "GW_API_KEY": "pk_test_" + "a" * 24}
+    result = runner.invoke(main, ["sync"], env=pk)
+    assert result.exit_code == 1 and "publishable" in result.output
+
+
+def test_cli_runs_as_a_process(shop: Shop, tmp_path: Path) -> None:
+    shop.card()
+    env = {**os.environ, **_env(shop, tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "gwtools", "sync", "--account", "shop"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert shop.key not in proc.stdout + proc.stderr
+    assert "cache:" in proc.stdout
