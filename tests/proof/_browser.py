@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -59,21 +59,29 @@ def write_notebook(path: Path, *cells: str) -> Path:
 
 
 @contextmanager
-def voila(notebook: Path, *, timeout: float = 40.0) -> Iterator[str]:
+def voila(
+    notebook: Path, *, env: Mapping[str, str | None] | None = None, timeout: float = 40.0
+) -> Iterator[str]:
     """Serve ``notebook`` with Voila on a free loopback port; yield its URL; always stop it.
 
-    Voila runs under this interpreter, and jupyter_client starts a kernelspec whose argv is
-    ``python`` with ``sys.executable``: the kernel sees the same packages as the test.
+    ``env`` changes the environment of Voila and so of the kernel (``None`` removes a
+    variable). Voila runs under this interpreter, and jupyter_client starts a kernelspec whose
+    argv is ``python`` with ``sys.executable``: the kernel sees the same packages as the test.
     """
     port = free_port()
     workdir = notebook.parent
     log_path = workdir / "voila.log"
-    env = {
+    environ = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(workdir / "jupyter-runtime"),
         "JUPYTER_PLATFORM_DIRS": "1",
         "PYTHONUNBUFFERED": "1",
     }
+    for name, value in (env or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
     command = [
         sys.executable,
         "-m",
@@ -94,7 +102,7 @@ def voila(notebook: Path, *, timeout: float = 40.0) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}/"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT
+            command, cwd=workdir, env=environ, stdout=log, stderr=subprocess.STDOUT
         )
         try:
             _wait_until_serving(process, url, log_path, deadline=time.monotonic() + 20)

@@ -4,17 +4,20 @@ and the table.
 
 from __future__ import annotations
 
+import re
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import pytest
 
 from ._browser import CHROMIUM_ARGS, find_chromium, voila, write_notebook
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Locator, Page
 
 CHROMIUM = find_chromium()
 
@@ -91,24 +94,33 @@ display(widgets.VBox([choice, plot, table, python]))
 """
 
 
+def _shoot(page: Page, element: Locator, path: Path) -> None:
+    """A screenshot of ``element``, whole: Voila scrolls inside a box, so the viewport grows."""
+    box = element.bounding_box(timeout=10_000)
+    if box is not None and box["height"] + 40 > page.viewport_size["height"]:  # type: ignore[index]
+        page.set_viewport_size({"width": 1280, "height": min(int(box["height"]) + 40, 8000)})
+    element.screenshot(path=path, timeout=10_000)
+
+
 def _drive(
-    tmp_path: Path,
-    source: str,
+    notebook: Path,
     parts: dict[str, Part],
     change: Callable[[Page], None],
+    *,
     fixed: dict[str, Part] | None = None,
+    env: dict[str, str | None] | None = None,
 ) -> tuple[dict[str, str], dict[str, str], list[str]]:
-    """Serve ``source`` as a notebook, wait for ``parts``, ``change`` a filter, wait for every
-    part to change. Screenshots before.png and after.png land in ``tmp_path``.
+    """Serve ``notebook`` with Voila (``env``: its environment changes), wait for ``parts``,
+    ``change`` a filter, wait for every part to change. Screenshots before.png and after.png
+    land beside the notebook.
 
     Returns the parts before (with the ``fixed`` ones, which need not change) and after,
     and the page's JavaScript errors.
     """
     from playwright.sync_api import sync_playwright
 
-    notebook = write_notebook(tmp_path / "dashboard.ipynb", source)
     errors: list[str] = []
-    with voila(notebook) as url, sync_playwright() as playwright:
+    with voila(notebook, env=env) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=30_000
         )
@@ -120,10 +132,14 @@ def _drive(
             for selector, _ in parts.values():
                 page.wait_for_selector(selector, timeout=45_000)
             before = _read(page, {**parts, **(fixed or {})})
-            page.screenshot(path=tmp_path / "before.png", full_page=True)
+            # The dashboard itself (the widget box around the plot), scrolled into view.
+            dashboard = page.locator(next(iter(parts.values()))[0]).first.locator(
+                "xpath=ancestor::div[contains(@class, 'widget-vbox')][last()]"
+            )
+            _shoot(page, dashboard, notebook.parent / "before.png")
             change(page)
             after = _wait_for_change(page, parts, before)
-            page.screenshot(path=tmp_path / "after.png", full_page=True)
+            _shoot(page, dashboard, notebook.parent / "after.png")
         finally:
             browser.close()
     return before, after, errors
@@ -136,7 +152,8 @@ def test_harness_on_a_tiny_dashboard(tmp_path: Path) -> None:
         page.locator(".widget-dropdown select").select_option(label="B", timeout=10_000)
 
     fixed = {"python": KERNEL_PYTHON}
-    before, after, errors = _drive(tmp_path, TINY_DASHBOARD, TINY_PARTS, pick_b, fixed)
+    notebook = write_notebook(tmp_path / "tiny.ipynb", TINY_DASHBOARD)
+    before, after, errors = _drive(notebook, TINY_PARTS, pick_b, fixed=fixed)
 
     # Voila's kernel (kernelspec argv "python") is this interpreter, with these packages.
     assert before["python"] == sys.executable
@@ -147,43 +164,45 @@ def test_harness_on_a_tiny_dashboard(tmp_path: Path) -> None:
     assert not errors, errors
 
 
-FPX_DASHBOARD = """
-import pandas as pd
-from IPython.display import display
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
-from gwtools._schema import conform
-from gwtools.widgets import fpx_dashboard
 
-BANKS = [("MB2U0227", "Maybank2u"), ("BCBB0235", "CIMB Clicks"), ("PBB0233", "Public Bank")]
-rows = [
-    {
-        "id": f"pay_{i:024d}", "api_variant": "A", "livemode": False,
-        "status": "failed" if i % 5 == 0 else "succeeded", "status_raw": "x",
-        "outcome": "failed" if i % 5 == 0 else "succeeded",
-        "amount": 1000 + i, "currency": "MYR", "amount_major": (1000 + i) / 100,
-        "method_type": "fpx", "fpx_bank_code": BANKS[i % 3][0], "fpx_bank": BANKS[i % 3][1],
-        "created_at": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(hours=7 * i),
+def test_shipped_fpx_notebook_dashboard_bank_filter(tmp_path: Path) -> None:
+    """notebooks/04_fpx_banks.ipynb as shipped, on the embedded sandbox: pick a bank in its
+    dashboard; the chart, the table and the drill-down show that bank only."""
+    notebook = tmp_path / "04_fpx_banks.ipynb"
+    shutil.copyfile(NOTEBOOKS / notebook.name, notebook)
+    cache = tmp_path / "cache"
+    env: dict[str, str | None] = {
+        "GW_API_KEY": None,  # neither key nor URL: the embedded, seeded sandbox
+        "GW_BASE_URL": None,
+        "GW_CACHE_DIR": str(cache),
+        "GW_EXPORT_DIR": str(tmp_path / "exports"),
+        "GW_SANDBOX_PAYMENTS": "1500",  # a smaller demo history: the notebook runs in seconds
     }
-    for i in range(120)
-]
-payments = conform(pd.DataFrame(rows), "payments")
-display(fpx_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir="exports"))
-"""
+    picked: list[str] = []
 
-
-def test_fpx_dashboard_bank_filter_changes_plot_and_table(tmp_path: Path) -> None:
-    def pick_public_bank(page: Page) -> None:
+    def pick_a_bank(page: Page) -> None:
         bank = page.locator(".widget-select-multiple", has=page.get_by_text("bank", exact=True))
-        bank.locator("select").select_option(label="Public Bank (PBB0233)", timeout=10_000)
+        labels = bank.locator("option").all_inner_texts()
+        picked.append(labels[len(labels) // 2])
+        bank.locator("select").select_option(label=picked[0], timeout=10_000)
 
-    before, after, errors = _drive(tmp_path, FPX_DASHBOARD, DASHBOARD_PARTS, pick_public_bank)
+    before, after, errors = _drive(notebook, DASHBOARD_PARTS, pick_a_bank, env=env)
 
-    banks = ("MB2U0227", "BCBB0235", "PBB0233")
+    # Checked against the cache the kernel synced, read with plain pandas.
+    payments = pd.read_parquet(cache / "sandbox" / "test" / "payments")
+    fpx = payments[payments["method_type"] == "fpx"]
+    codes = set(fpx["fpx_bank_code"].dropna())
+    code = re.search(r"\((\w+)\)$", picked[0])  # "Maybank2u (MB2U0227)", spaces may be nbsp
+    assert code is not None and code[1] in codes and len(codes) > 2, (picked, codes)
     assert before["plot"] and after["plot"] != before["plot"]
-    assert all(code in before["table"] and code in before["drilldown"] for code in banks)
+    assert all(c in before["table"] for c in codes)
     for part in ("table", "drilldown"):
-        assert "PBB0233" in after[part]
-        assert "MB2U0227" not in after[part] and "BCBB0235" not in after[part]
-    # 120 payments, every third at Public Bank: 40 attempts, of which i % 5 == 0 failed (8).
-    assert after["table"].split("\n")[1].split("\t")[:3] == ["PBB0233", "Public Bank", "40"]
+        assert code[1] in after[part]
+        assert not [c for c in codes - {code[1]} if c in after[part]], after[part]
+    header, row = after["table"].split("\n")[:2]
+    shown = dict(zip(header.split("\t"), row.split("\t"), strict=True))
+    assert shown["fpx_bank_code"] == code[1]
+    assert int(shown["attempts"]) == (fpx["fpx_bank_code"] == code[1]).sum()
     assert not errors, errors
