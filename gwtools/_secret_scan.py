@@ -164,8 +164,7 @@ def _mtime(path: Path) -> float:
 
 def _walk(roots: Iterable[Path]) -> Iterator[Path]:
     for root in roots:
-        if root.is_symlink():
-            continue
+        # A root is followed even if it is a link (notebooks/ may be one); links inside are not.
         if root.is_file():
             yield root
         elif root.is_dir():

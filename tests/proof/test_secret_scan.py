@@ -134,6 +134,20 @@ def test_key_files_and_the_gateway_store_are_exempt_but_counted(planted: Path) -
     assert sorted(p.name for p in report.exempt) == ["api.key", "sandbox.sqlite3"]
 
 
+def test_a_linked_root_is_followed_links_inside_are_not(planted: Path) -> None:
+    real = planted / "gwtools" / "notebooks"
+    real.mkdir(parents=True)
+    (real / "02_declines.ipynb").write_text(json.dumps({"outputs": [KEY]}))
+    (planted / "notebooks").symlink_to(real, target_is_directory=True)
+    (planted / "elsewhere").mkdir()
+    (planted / "elsewhere" / "link").symlink_to(real, target_is_directory=True)
+
+    assert [f.path for f in scan_paths([planted / "notebooks"]).findings] == [
+        planted / "notebooks" / "02_declines.ipynb"
+    ]
+    assert scan_paths([planted / "elsewhere"]).files_scanned == 0
+
+
 def test_ignore_patterns_and_missing_paths(planted: Path) -> None:
     (planted / "fixture.json").write_text(json.dumps({"key": KEY}))
 
