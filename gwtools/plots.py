@@ -287,6 +287,6 @@ def funnel(table: pd.DataFrame) -> Figure:
         ax.text(row["reached"] + top * 0.01, yi, text, va="center", fontsize=8)
     ax.set_xlim(0, top * 1.45)
     ax.set_xlabel("payments (count)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     ax.set_ylabel("stage")
     return fig

@@ -82,6 +82,18 @@ class Tables:
         )
 
 
+def _number(value: float) -> str:
+    # Shares and rates (below 1) need 4 decimals; amounts, days and counts read best with 2.
+    return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.2f}"
+
+
+def notebook_display() -> None:
+    """pandas display options the notebooks share: wide tables, readable numbers."""
+    pd.set_option("display.width", 140)
+    pd.set_option("display.max_columns", 30)
+    pd.set_option("display.float_format", _number)
+
+
 def describe_source(base_url: str | None, *, embedded: bool) -> str:
     """A gateway's name for outputs: scheme and host only (no port, path or key)."""
     if embedded or not base_url:

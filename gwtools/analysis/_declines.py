@@ -20,6 +20,9 @@ RETRY_ADVICE: Final[dict[str, str]] = {
     "lost_card": "do not retry: ask for another card and review the order for fraud",
     "stolen_card": "do not retry: ask for another card and review the order for fraud",
     "expired_card": "do not retry: ask the customer for updated card details",
+    # Neither soft nor hard in the issuer's sense, but common enough to say what to do.
+    "authentication_failed": "3-D Secure failed: let the customer try again and complete it",
+    "payment_method_not_available": "the bank or method was unavailable: offer another bank or retry later",
 }
 UNCLASSIFIED_ADVICE: Final = "unclassified code: look it up before retrying"
 

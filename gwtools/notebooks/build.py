@@ -37,17 +37,13 @@ def setup(*extra: str) -> str:
     imports = "\n".join(extra)
     return f"""\
 %matplotlib inline
-import pandas as pd
 from IPython.display import display
 
 from gwtools import analysis, plots
-from gwtools.report import load_tables, save_tables
+from gwtools.report import load_tables, notebook_display, save_tables
 {imports}
 
-pd.set_option("display.width", 140)
-pd.set_option("display.max_columns", 30)
-pd.set_option("display.float_format", "{{:,.4f}}".format)
-
+notebook_display()
 data = load_tables(
     base_url, cache=cache, since=since, until=until, tz=tz, currency=currency, as_of=as_of,
     source=source,
