@@ -117,3 +117,193 @@ def decode_records(body: bytes) -> tuple[Variant, list[Any]]:
 def decode_value(raw: bytes | msgspec.Raw) -> Any:
     """Decode one JSON value (a record kept raw)."""
     return _any_decoder.decode(raw)
+
+
+class _MetadataOnly(msgspec.Struct, gc=False):
+    metadata: msgspec.Raw = msgspec.Raw(b"")
+
+
+_metadata_decoder = msgspec.json.Decoder(_MetadataOnly)
+
+
+def raw_metadata(raw: bytes | msgspec.Raw) -> bytes:
+    """The ``metadata`` value of one raw record object as sent (``b""`` when absent)."""
+    return bytes(_metadata_decoder.decode(raw).metadata)
+
+
+def decode_raw_records(body: bytes) -> tuple[Variant, list[msgspec.Raw]]:
+    """A list body's variant and its records kept as raw JSON (for the tolerant path)."""
+    variant, env = decode_raw_envelope(body)
+    return variant, env.data or []
+
+
+# ----------------------------------------------------------------------------- fast path
+# Strict shapes of the documented objects: every field the spec or the sandbox sends, all
+# optional. Decoding a body with them succeeds only when every record is an object of known
+# fields with the expected JSON types; anything else (an unknown field, an amount sent as
+# text, an expanded object) raises, and the caller reads that body with the tolerant path.
+# Being strict is what lets the fast path skip per-record checks.
+
+_S = str | None
+_I = int | None
+_B = bool | None
+_T = int | float | str | None  # a timestamp: Unix seconds or ISO 8601
+_RAW_ABSENT = msgspec.Raw(b"")
+
+
+class FastDetails(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    type: _S = None
+    brand: _S = None
+    last4: _S = None
+    exp_month: _I = None
+    exp_year: _I = None
+    funding: _S = None
+    country: _S = None
+    bank_code: _S = None
+    bank: _S = None
+
+
+class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    code: _S = None
+    decline_code: _S = None
+    message: _S = None
+    type: _S = None
+    param: _S = None
+    doc_url: _S = None
+
+
+class FastPayment(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    id: _S = None
+    object: _S = None
+    amount: _I = None
+    amount_captured: _I = None
+    currency: _S = None
+    status: _S = None
+    description: _S = None
+    payment_method: _S = None
+    payment_method_details: FastDetails | None = None
+    customer: _S = None
+    capture_method: _S = None
+    captured: _B = None
+    captured_at: _T = None
+    refunded: _B = None
+    refunded_amount: _I = None
+    metadata: msgspec.Raw = _RAW_ABSENT
+    failure_code: _S = None
+    failure_message: _S = None
+    decline_code: _S = None
+    last_payment_error: FastError | None = None
+    receipt_email: _S = None
+    receipt_url: _S = None
+    client_secret: msgspec.Raw = _RAW_ABSENT  # decoded as raw so the secret never becomes a str
+    next_action: msgspec.Raw = _RAW_ABSENT
+    redirect_url: _S = None
+    success_url: _S = None
+    cancel_url: _S = None
+    created: _T = None
+    created_at: _T = None
+    updated_at: _T = None
+    expires_at: _T = None
+    livemode: _B = None
+
+
+class FastRefund(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    id: _S = None
+    object: _S = None
+    payment_id: _S = None
+    payment: _S = None
+    amount: _I = None
+    currency: _S = None
+    reason: _S = None
+    status: _S = None
+    metadata: msgspec.Raw = _RAW_ABSENT
+    created: _T = None
+    created_at: _T = None
+    livemode: _B = None
+
+
+# Views of the same records holding only the fields without a column: encoded with
+# omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
+
+
+class _ExtraDetails(msgspec.Struct, gc=False, omit_defaults=True):
+    last4: _S = None
+    exp_month: _I = None
+    exp_year: _I = None
+    funding: _S = None
+    country: _S = None
+
+
+class _ExtraError(msgspec.Struct, gc=False, omit_defaults=True):
+    message: _S = None
+    type: _S = None
+    param: _S = None
+    doc_url: _S = None
+
+
+class _ExtraPayment(msgspec.Struct, gc=False, omit_defaults=True):
+    amount_captured: _I = None
+    cancel_url: _S = None
+    capture_method: _S = None
+    failure_message: _S = None
+    last_payment_error: _ExtraError | None = None
+    next_action: Any = None
+    payment_method_details: _ExtraDetails | None = None
+    receipt_url: _S = None
+    redirect_url: _S = None
+    success_url: _S = None
+
+
+class _ExtraPaymentEnvelope(msgspec.Struct, gc=False):
+    data: list[_ExtraPayment]
+
+
+_extra_decoder = msgspec.json.Decoder(_ExtraPaymentEnvelope)
+_extra_encoder = msgspec.json.Encoder(order="sorted")
+#: Partly mapped objects whose unmapped rest can be empty; an empty rest is left out.
+_PARTLY_MAPPED = (b"last_payment_error", b"payment_method_details")
+
+
+def payment_extras(bodies: list[bytes]) -> bytes:
+    """The ``extra`` JSON text of every payment in ``bodies`` (which decode_fast accepted).
+
+    One line per record, ``{}`` when it has nothing extra.
+    """
+    views = [view for body in bodies for view in _extra_decoder.decode(body).data]
+    lines = _extra_encoder.encode_lines(views)
+    # An empty object can only be a value here: inside strings quotes are escaped.
+    for key in _PARTLY_MAPPED:
+        empty = b'"' + key + b'":{}'
+        if empty in lines:
+            lines = lines.replace(b"," + empty, b"").replace(empty + b",", b"").replace(empty, b"")
+    return lines
+
+
+class _FastPaymentEnvelope(msgspec.Struct, gc=False):
+    data: list[FastPayment]
+    meta: _Meta | None = None
+    has_more: Any = None
+    object: Any = None
+
+
+class _FastRefundEnvelope(msgspec.Struct, gc=False):
+    data: list[FastRefund]
+    meta: _Meta | None = None
+    has_more: Any = None
+    object: Any = None
+
+
+_fast_decoders: dict[str, msgspec.json.Decoder[Any]] = {
+    "payments": msgspec.json.Decoder(_FastPaymentEnvelope),
+    "refunds": msgspec.json.Decoder(_FastRefundEnvelope),
+}
+
+
+def decode_fast(resource: str, body: bytes) -> tuple[Variant, list[Any]] | None:
+    """A body's variant and strictly typed records, or None when it needs the tolerant path."""
+    try:
+        env = _fast_decoders[resource].decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    variant = _variant_of(env.meta, env.has_more, env.object)
+    return None if variant is None else (variant, env.data)

@@ -30,6 +30,8 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
 from __future__ import annotations
 
 import functools
+import gc
+import itertools
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,18 +40,27 @@ from typing import Any, Literal
 
 import babel.numbers
 import msgspec
+import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from msgspec.structs import astuple
 
 from gwtools import _schema
 from gwtools._decode import (
+    FastDetails,
+    FastError,
+    FastPayment,
+    FastRefund,
     MalformedResponseError,
     Variant,
+    decode_fast,
     decode_raw_envelope,
-    decode_records,
+    decode_raw_records,
     decode_value,
+    payment_extras,
+    raw_metadata,
     snippet,
 )
 
@@ -115,6 +126,22 @@ class NormalizedBatch:
 # --------------------------------------------------------------------------- small helpers
 
 
+class _NoGC:
+    """Pause the cyclic garbage collector while millions of short-lived objects are made.
+
+    The records hold no reference cycles; without this the collector rescans the growing
+    heap again and again, which more than doubles the time of a large batch.
+    """
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_enabled:
+            gc.enable()
+
+
 def _record_text(obj: Any) -> str:
     """A record as JSON text for a reject (raw records pass through as sent)."""
     if isinstance(obj, msgspec.Raw | bytes):
@@ -125,8 +152,17 @@ def _record_text(obj: Any) -> str:
         return repr(obj)
 
 
+_SORTED_JSON = msgspec.json.Encoder(order="sorted", enc_hook=str)
+_JSON = msgspec.json.Encoder(enc_hook=str)
+
+
 def _json_text(obj: Any) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=str).decode()
+    """Compact JSON text with sorted keys: the form of ``extra``.
+
+    msgspec writes it on both paths, so the fast path's vectorised rendering of the
+    same values is byte for byte the same.
+    """
+    return _SORTED_JSON.encode(obj).decode()
 
 
 @functools.lru_cache(maxsize=512)
@@ -141,8 +177,11 @@ def _canonical_status(raw: str) -> str:
     return _schema.PAYMENT_STATUS.get(raw, "unknown")
 
 
+_REFUND_KNOWN = frozenset(_schema.REFUND_STATUSES) - {"unknown"}
+
+
 def _canonical_refund_status(raw: str) -> str:
-    return raw if raw in _schema.REFUND_STATUSES and raw != "unknown" else "unknown"
+    return raw if raw in _REFUND_KNOWN else "unknown"
 
 
 def _map_unique(arr: pa.Array, fn: Callable[[Any], Any], out_type: pa.DataType) -> pa.Array:
@@ -152,49 +191,69 @@ def _map_unique(arr: pa.Array, fn: Callable[[Any], Any], out_type: pa.DataType) 
     return mapped.take(enc.indices)
 
 
+def _strings(values: Sequence[Any]) -> pa.Array:
+    """Python strings -> Arrow; empty strings become null (the tables hold no empty strings)."""
+    arr = pa.array(values, _STR)
+    if pc.any(pc.equal(arr, "")).as_py():
+        arr = pc.if_else(pc.equal(arr, ""), pa.scalar(None, _STR), arr)
+    return arr
+
+
+def _present(values: Sequence[Any]) -> pa.Array | None:
+    """Which values are not None, or None when none is (the common, cheap case)."""
+    if values.count(None) == len(values):
+        return None
+    return pa.array([v is not None for v in values], pa.bool_())
+
+
+def _either(a: pa.Array | None, b: pa.Array | None) -> pa.Array | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return pc.or_(a, b)
+
+
 # --------------------------------------------------------------------------- timestamps
 
 
-def _ts_from_seconds(seconds: list[Any]) -> tuple[pa.Array, list[int]]:
+def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
     """Unix seconds (int/float/None) -> timestamps; indexes out of range are bad."""
-    bad = [
-        i
-        for i, s in enumerate(seconds)
-        if s is not None and not (_MIN_UNIX <= s <= _MAX_UNIX and s == s)  # s == s: not NaN
-    ]
-    if bad:
-        seconds = list(seconds)
-        for i in bad:
-            seconds[i] = None
-    micros = [None if s is None else round(s * 1_000_000) for s in seconds]
-    return pa.array(micros, pa.int64()).cast(_TS), bad
+    secs = pa.array(values)
+    if pa.types.is_null(secs.type):
+        return pa.nulls(len(values), _TS), []
+    secs = pc.cast(secs, pa.float64()) if pa.types.is_floating(secs.type) else secs
+    in_range = pc.and_(pc.greater_equal(secs, _MIN_UNIX), pc.less_equal(secs, _MAX_UNIX))
+    bad: list[int] = []
+    if not pc.all(in_range).as_py():  # NaN compares false, so it is bad too
+        bad = pc.indices_nonzero(pc.invert(pc.fill_null(in_range, True))).to_pylist()
+        secs = pc.if_else(in_range, secs, pa.scalar(None, secs.type))
+    if pa.types.is_floating(secs.type):
+        micros = pc.cast(pc.round(pc.multiply(secs, 1_000_000.0)), pa.int64())
+    else:
+        micros = pc.multiply(pc.cast(secs, pa.int64()), 1_000_000)
+    return micros.cast(_TS), bad
 
 
-def _ts_from_strings(values: list[str | None]) -> tuple[pa.Array, list[int]]:
+def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
     """ISO 8601 strings (any offset; naive = UTC; Unix seconds as digits) -> timestamps."""
+    arr = pa.array(values, _STR)
     try:
         # Arrow's parser is fast but needs an offset on every value.
-        return pa.array(values, _STR).cast(_TS), []
+        return arr.cast(_TS), []
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
-    series = pd.Series(values, dtype=object)
-    digits = series.str.fullmatch(r"\s*-?\d+(\.\d+)?\s*").fillna(False).astype(bool)
-    parsed = pd.to_datetime(series.where(~digits), format="ISO8601", utc=True, errors="coerce")
-    if digits.any():
-        secs, _ = _ts_from_seconds(
-            [float(v) if d and v is not None else None for v, d in zip(values, digits, strict=True)]
-        )
-        parsed = parsed.where(~digits, pd.Series(secs.to_pandas(), dtype=parsed.dtype))
-    arr = pa.array(parsed.astype(_schema.TIMESTAMP), _TS)
-    bad = [
-        i
-        for i, (v, p) in enumerate(zip(values, arr.is_null().to_pylist(), strict=True))
-        if v is not None and p
-    ]
-    return arr, bad
+    digits = pc.fill_null(pc.match_substring_regex(arr, r"^\s*-?\d+(\.\d+)?\s*$"), False)
+    series = pd.Series(pc.if_else(digits, pa.scalar(None, _STR), arr).to_pylist(), dtype=object)
+    parsed = pd.to_datetime(series, format="ISO8601", utc=True, errors="coerce")
+    out = pa.array(parsed.astype(_schema.TIMESTAMP), _TS)
+    if pc.any(digits).as_py():
+        as_secs = pc.cast(pc.utf8_trim_whitespace(pc.if_else(digits, arr, None)), pa.float64())
+        secs, _ = _ts_from_seconds(as_secs.to_pylist())
+        out = pc.if_else(digits, secs, out)
+    bad_mask = pc.and_(pc.is_valid(arr), pc.is_null(out))
+    return out, pc.indices_nonzero(bad_mask).to_pylist()
 
 
-def _to_timestamps(values: list[Any]) -> tuple[pa.Array, list[int]]:
+def _to_timestamps(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
     """Raw timestamp values of any accepted form -> ``timestamp[us, UTC]`` and bad indexes.
 
     Accepted: ISO 8601 strings with any offset (naive means UTC), Unix seconds as int,
@@ -215,7 +274,7 @@ def _to_timestamps(values: list[Any]) -> tuple[pa.Array, list[int]]:
             if v is not None:
                 bad.append(i)
         elif isinstance(v, int | float):
-            seconds[i] = v
+            seconds[i] = float(v)
         elif isinstance(v, str):
             strings[i] = v
         elif isinstance(v, datetime):
@@ -226,6 +285,53 @@ def _to_timestamps(values: list[Any]) -> tuple[pa.Array, list[int]]:
     s_arr, s_bad = _ts_from_strings(strings)
     n_arr, n_bad = _ts_from_seconds(seconds)
     return pc.coalesce(s_arr, n_arr), sorted({*bad, *s_bad, *n_bad})
+
+
+# --------------------------------------------------------------------------- JSON text columns
+
+
+def _metadata_texts(text: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """Raw ``metadata`` texts -> the JSON object text as sent, and the rows that are not objects.
+
+    Absent, ``null`` and ``{}`` are null. The text is kept as the gateway sent it (key
+    order and all): re-encoding a million small objects would cost more than the rest
+    of normalisation, and the same body always gives the same text.
+    """
+    empty = pc.is_in(text, pa.array(["", "null", "{}"], _STR))
+    not_object = pc.and_(pc.invert(empty), pc.invert(pc.starts_with(text, "{")))
+    bad = not_object if pc.any(not_object).as_py() else None
+    return pc.if_else(empty, pa.scalar(None, _STR), text), bad
+
+
+def _raw_texts(raws: Sequence[bytes | msgspec.Raw]) -> pa.Array:
+    """Raw JSON slices (valid UTF-8, as msgspec checked) -> a string array, without per-value copies."""
+    lengths = np.fromiter(map(len, raws), np.int64, len(raws))
+    offsets = np.zeros(len(raws) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = b"".join(raws)
+    return pa.LargeStringArray.from_buffers(len(raws), pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _lit(text: str) -> pa.Scalar:
+    return pa.scalar(text, _STR)
+
+
+def _nullify_empty(arr: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Empty strings -> null (the tables hold no empty strings)."""
+    empty = pc.equal(arr, "")
+    return pc.if_else(empty, pa.scalar(None, _STR), arr) if pc.any(empty).as_py() else arr
+
+
+def _lines_to_texts(lines: bytes, n: int) -> pa.Array:
+    """Newline-terminated JSON texts (newlines inside JSON are escaped) -> a string array."""
+    ends = np.flatnonzero(np.frombuffer(lines, np.uint8) == 10)
+    if len(ends) != n:
+        raise AssertionError(f"expected {n} JSON lines, found {len(ends)}")
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0] = 0
+    offsets[1:] = ends - np.arange(n)  # where each text ends once the newlines are gone
+    data = lines.replace(b"\n", b"")
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 # --------------------------------------------------------------------------- tolerant record reading
@@ -248,7 +354,7 @@ class _Fields:
         if key not in rest:
             return None
         v = rest[key]
-        if v is None or v == "":
+        if v is None or (isinstance(v, str) and v == ""):
             del rest[key]
             return None
         if ok(v):
@@ -260,14 +366,7 @@ class _Fields:
         return self._take(key, lambda v: isinstance(v, str))
 
     def integer(self, key: str) -> int | None:
-        v = self._take(
-            key,
-            lambda v: (
-                (isinstance(v, int) and not isinstance(v, bool))
-                or (isinstance(v, float) and v.is_integer())
-            ),
-        )
-        return None if v is None else int(v)
+        return self._take(key, lambda v: isinstance(v, int) and not isinstance(v, bool))
 
     def flag(self, key: str) -> bool | None:
         return self._take(key, lambda v: isinstance(v, bool))
@@ -294,12 +393,15 @@ class _Fields:
         else:
             del self.rest[key]
 
-    def metadata(self, key: str = "metadata") -> str | None:
-        v = self.rest.get(key)
+    def metadata(self, raw: bytes | None) -> bytes:
+        """The metadata as sent (``raw``, from a body) or as JSON of the dict; b"" if unusable."""
+        v = self.rest.get("metadata")
         if v is None or isinstance(v, Mapping):
-            self.rest.pop(key, None)
-            return _json_text(v) if v else None
-        return None
+            self.rest.pop("metadata", None)
+            if raw is not None:
+                return raw
+            return _JSON.encode(v) if v else b""
+        return b""  # not an object: stays in extra
 
     def remainder(self) -> dict[str, Any]:
         return {k: v for k, v in self.rest.items() if v is not None and k not in _DROPPED}
@@ -326,67 +428,65 @@ def _variant_of(obj: Mapping[str, Any], envelope: Variant | None) -> Variant:
 
 def _creation(f: _Fields, variant: Variant) -> tuple[str | None, Any]:
     """(field name, raw value) of the creation time; B prefers ``created``, A ``created_at``."""
-    order = ("created", "created_at") if variant == "B" else ("created_at", "created")
-    for key in order:
+    for key in _CREATION_ORDER[variant]:
         v = f.ts(key)
         if v is not None:
             return key, v
     return None, None
 
 
-# Column order of the intermediate rows (before vectorised finishing).
-_P_ROW = (
-    "id", "api_variant", "livemode", "status_raw", "amount", "currency",
-    "method_type", "payment_method_id", "fpx_bank_code", "fpx_bank", "card_brand",
-    "failure_code", "decline_code", "captured", "captured_at", "refunded", "refunded_amount",
-    "description", "customer_id", "receipt_email", "metadata",
-    "created_at", "updated_at", "expires_at",
-)  # fmt: skip
-_R_ROW = (
-    "id", "api_variant", "livemode", "payment_id", "status_raw", "reason", "amount",
-    "currency", "metadata", "created_at",
-)  # fmt: skip
-_P_TS = ("created_at", "captured_at", "updated_at", "expires_at")
+_CREATION_ORDER: dict[str, tuple[str, str]] = {
+    "A": ("created_at", "created"),
+    "B": ("created", "created_at"),
+}
 
 
-def _payment_row(
-    f: _Fields, variant: Variant, livemode: bool | None
-) -> tuple[tuple[Any, ...], dict[str, Any], str | None]:
-    """One payment object -> (intermediate row, extra, name of its creation field)."""
-    ident = f.text("id")
-    live = f.flag("livemode")
-    status = f.text("status")
-    amount = f.integer("amount")
-    currency = f.text("currency")
+def _method(f: _Fields) -> tuple[str | None, ...]:
+    """(method_type, payment_method_id, fpx_bank_code, fpx_bank, card_brand) of a payment.
 
-    # Method: details (flat or nested per method) > expanded method > the payment_method string.
-    method_type = pm_id = bank_code = bank = brand = None
+    Sources, best first: the details (flat, or nested under ``card``/``fpx``), an
+    expanded method object, the ``payment_method`` string (``pm_…`` is an id, anything
+    else the method type).
+    """
+    method_type = pm_id = None
     pm_str = f.text("payment_method")
     if pm_str is not None:
         if pm_str.startswith("pm_"):
             pm_id = pm_str
         else:
             method_type = pm_str.lower()
-    details = f.obj("payment_method_details")
-    pm_obj = f.obj("payment_method")
-    for src in (details, pm_obj):
+    brand = bank_code = bank = None
+    for key in ("payment_method", "payment_method_details"):  # later sources win
+        src = f.obj(key)
         if src is None:
             continue
-        if src is pm_obj:
-            pm_id = pm_id or src.text("id")
+        if key == "payment_method":
+            pm_id = src.text("id") or pm_id
         kind = src.text("type")
-        card = src.obj("card")
-        fpx = src.obj("fpx")
-        brand = brand or src.text("brand") or (card.text("brand") if card else None)
-        bank_code = bank_code or src.text("bank_code") or (fpx.text("bank_code") if fpx else None)
-        bank = bank or src.text("bank") or (fpx.text("bank") if fpx else None)
+        card, fpx = src.obj("card"), src.obj("fpx")
+        s_brand = src.text("brand") or (card.text("brand") if card else None)
+        s_code = src.text("bank_code") or (fpx.text("bank_code") if fpx else None)
+        s_bank = src.text("bank") or (fpx.text("bank") if fpx else None)
         src.put_back("card", card)
         src.put_back("fpx", fpx)
-        inferred = "fpx" if fpx or bank_code else "card" if card or brand else None
-        method_type = (kind.lower() if kind else None) or method_type or inferred
-    f.put_back("payment_method_details", details)
-    f.put_back("payment_method", pm_obj)
+        f.put_back(key, src)
+        brand, bank_code, bank = s_brand or brand, s_code or bank_code, s_bank or bank
+        inferred = "fpx" if fpx or s_code else "card" if card or s_brand else None
+        method_type = (kind.lower() if kind else None) or inferred or method_type
+    return method_type, pm_id, bank_code, bank, brand
 
+
+def _payment_row(
+    f: _Fields, variant: Variant, livemode: bool | None, meta_raw: bytes | None
+) -> tuple[tuple[Any, ...], str | None]:
+    """One payment object -> (intermediate row, name of its creation field); f keeps the rest."""
+    ident = f.text("id")
+    live = f.flag("livemode")
+    status = f.text("status")
+    amount = f.integer("amount")
+    currency = f.text("currency")
+    method = _method(f)
+    # A top-level code (variant A) wins; the error object's code then stays in extra.
     failure_code = f.text("failure_code")
     decline_code = f.text("decline_code")
     for key in ("last_payment_error", "error"):
@@ -395,22 +495,21 @@ def _payment_row(
             failure_code = failure_code or err.text("code")
             decline_code = decline_code or err.text("decline_code")
             f.put_back(key, err)
-
     created_key, created = _creation(f, variant)
     row = (
         ident, variant, live if live is not None else livemode, status, amount, currency,
-        method_type, pm_id, bank_code, bank, brand, failure_code, decline_code,
+        *method, failure_code, decline_code,
         f.flag("captured"), f.ts("captured_at"), f.flag("refunded"), f.integer("refunded_amount"),
-        f.text("description"), _id_of(f, "customer"), f.text("receipt_email"), f.metadata(),
-        created, f.ts("updated_at"), f.ts("expires_at"),
+        f.text("description"), _id_of(f, "customer"), f.text("receipt_email"),
+        f.metadata(meta_raw), created, f.ts("updated_at"), f.ts("expires_at"),
     )  # fmt: skip
-    return row, f.remainder(), created_key
+    return row, created_key
 
 
 def _refund_row(
-    f: _Fields, variant: Variant, livemode: bool | None
-) -> tuple[tuple[Any, ...], dict[str, Any], str | None]:
-    """One refund object -> (intermediate row, extra, name of its creation field)."""
+    f: _Fields, variant: Variant, livemode: bool | None, meta_raw: bytes | None
+) -> tuple[tuple[Any, ...], str | None]:
+    """One refund object -> (intermediate row, name of its creation field); f keeps the rest."""
     ident = f.text("id")
     live = f.flag("livemode")
     payment_id = _id_of(f, "payment_id") or _id_of(f, "payment")
@@ -420,35 +519,63 @@ def _refund_row(
     created_key, created = _creation(f, variant)
     row = (
         ident, variant, live if live is not None else livemode, payment_id, status,
-        f.text("reason"), f.integer("amount"), f.text("currency"), f.metadata(), created,
+        f.text("reason"), f.integer("amount"), f.text("currency"), f.metadata(meta_raw), created,
     )  # fmt: skip
-    return row, f.remainder(), created_key
+    return row, created_key
 
 
-_ROW_READERS = {"payments": (_payment_row, _P_ROW), "refunds": (_refund_row, _R_ROW)}
+#: Intermediate columns, in row order, with their Arrow types ("ts": raw, parsed later).
+_PRE: dict[str, dict[str, Any]] = {
+    "payments": {
+        "id": _STR, "api_variant": _STR, "livemode": pa.bool_(), "status_raw": _STR,
+        "amount": pa.int64(), "currency": _STR, "method_type": _STR,
+        "payment_method_id": _STR, "fpx_bank_code": _STR, "fpx_bank": _STR, "card_brand": _STR,
+        "failure_code": _STR, "decline_code": _STR, "captured": pa.bool_(), "captured_at": "ts",
+        "refunded": pa.bool_(), "refunded_amount": pa.int64(), "description": _STR,
+        "customer_id": _STR, "receipt_email": _STR, "metadata": "raw", "created_at": "ts",
+        "updated_at": "ts", "expires_at": "ts",
+    },
+    "refunds": {
+        "id": _STR, "api_variant": _STR, "livemode": pa.bool_(), "payment_id": _STR,
+        "status_raw": _STR, "reason": _STR, "amount": pa.int64(), "currency": _STR,
+        "metadata": "raw", "created_at": "ts",
+    },
+}  # fmt: skip
+_ROW_READERS = {"payments": _payment_row, "refunds": _refund_row}
+
+
+def _pre_schema(resource: Resource) -> pa.Schema:
+    types = {"ts": _TS, "raw": _STR}
+    fields = [(k, types.get(v, v) if isinstance(v, str) else v) for k, v in _PRE[resource].items()]
+    return pa.schema([*fields, ("extra", _STR), ("_page", pa.int64())])
 
 
 class _Collector:
-    """Accumulates intermediate rows of one resource, and the rejects found on the way."""
+    """The tolerant path: reads any object one by one, collecting rows and rejects."""
 
     def __init__(self, resource: Resource, livemode: bool | None) -> None:
         self.resource = resource
         self.livemode = livemode
-        self.read, self.names = _ROW_READERS[resource]
+        self.read = _ROW_READERS[resource]
         self.rows: list[tuple[Any, ...]] = []
-        self.extras: list[dict[str, Any]] = []
+        self.rests: list[_Fields] = []
         self.created_keys: list[str | None] = []
         self.sources: list[Any] = []
+        self.pages: list[int] = []
         self.rejects: list[Reject] = []
 
     def reject(self, reason: str, record: Any) -> None:
         text = record if isinstance(record, str) else _record_text(record)
         self.rejects.append(Reject(self.resource, reason, text))
 
-    def add(self, obj: Any, envelope: Variant | None) -> None:
+    def add(
+        self, obj: Any, envelope: Variant | None, page: int = 0, raw: msgspec.Raw | None = None
+    ) -> None:
+        """Read one record (``raw``: its JSON as sent, when it came from a body)."""
+        source = obj if raw is None else raw
         if not isinstance(obj, Mapping):
             kind = "null" if obj is None else type(obj).__name__
-            self.reject(f"record is not a JSON object (got {kind})", obj)
+            self.reject(f"record is not a JSON object (got {kind})", source)
             return
         ident = obj.get("id")
         if not isinstance(ident, str) or not ident:
@@ -457,113 +584,326 @@ class _Collector:
                 if ident is None or ident == ""
                 else f"record `id` is not a string (got {ident!r})"
             )
-            self.reject(why, obj)
+            self.reject(why, source)
             return
         f = _Fields(obj)
-        row, extra, created_key = self.read(f, _variant_of(obj, envelope), self.livemode)
+        meta_raw = raw_metadata(raw) if raw is not None else None
+        row, created_key = self.read(f, _variant_of(obj, envelope), self.livemode, meta_raw)
         if created_key is None:
             self.reject(
-                "record has no usable creation time (`created_at` ISO 8601 or `created` Unix "
-                "seconds)",
-                obj,
+                "record has no usable creation time (`created_at` ISO 8601 or `created` "
+                "Unix seconds)",
+                source,
             )
             return
         self.rows.append(row)
-        self.extras.append(extra)
+        self.rests.append(f)
         self.created_keys.append(created_key)
-        self.sources.append(obj)
+        self.sources.append(source)
+        self.pages.append(page)
 
-    def finish(self) -> NormalizedBatch:
-        return _finish(self)
-
-
-# --------------------------------------------------------------------------- vectorised finishing
-
-
-def _finish(c: _Collector) -> NormalizedBatch:
-    """Intermediate rows -> canonical frame: typed Arrow columns, one pass per column."""
-    resource = c.resource
-    if not c.rows:
-        return NormalizedBatch(_schema.empty(resource), c.rejects, set())
-    raw = dict(zip(c.names, zip(*c.rows, strict=True), strict=True))
-    n = len(c.rows)
-    extras = c.extras
-    keep = [True] * n
-
-    cols: dict[str, pa.Array] = {}
-    ts_names = _P_TS if resource == "payments" else ("created_at",)
-    for name in ts_names:
-        arr, bad = _to_timestamps(list(raw[name]))
-        for i in bad:
-            if name == "created_at":
-                key = c.created_keys[i]
-                keep[i] = False
-                c.reject(
-                    f"creation time `{key}` = {raw[name][i]!r} is not an ISO 8601 timestamp "
-                    "or Unix seconds",
-                    c.sources[i],
-                )
+    def table(self) -> pa.Table:
+        """The intermediate table (timestamps parsed, extra rendered) of the rows read."""
+        schema = _pre_schema(self.resource)
+        if not self.rows:
+            return schema.empty_table()
+        raw = dict(zip(_PRE[self.resource], zip(*self.rows, strict=True), strict=True))
+        keep = [True] * len(self.rows)
+        cols: dict[str, pa.Array] = {}
+        for name, kind in _PRE[self.resource].items():
+            if kind == "ts":
+                arr, bad = _to_timestamps(raw[name])
+                for i in bad:
+                    if name == "created_at":
+                        keep[i] = False
+                        self.reject(
+                            f"creation time `{self.created_keys[i]}` = {raw[name][i]!r} is not "
+                            "an ISO 8601 timestamp or Unix seconds",
+                            self.sources[i],
+                        )
+                    else:  # unusable: a null column, the raw value kept in extra
+                        self.rests[i].rest[name] = raw[name][i]
+                cols[name] = arr
+            elif kind == "raw":
+                cols[name], not_object = _metadata_texts(_raw_texts(raw[name]))
+                assert not_object is None  # non-objects were left in extra by _Fields.metadata
             else:
-                extras[i][name] = raw[name][i]  # unusable: null column, raw value kept in extra
-        cols[name] = arr
+                cols[name] = pa.array(raw[name], kind)
+        cols["extra"] = pa.array(
+            [_json_text(r) if r else None for r in (f.remainder() for f in self.rests)], _STR
+        )
+        cols["_page"] = pa.array(self.pages, pa.int64())
+        table = pa.Table.from_pydict(cols, schema=schema)
+        return table if all(keep) else table.filter(pa.array(keep))
 
-    def strings(name: str) -> pa.Array:
-        return pa.array(raw[name], _STR)
 
-    status_raw = strings("status_raw")
-    currency = pc.utf8_upper(strings("currency"))
-    amount = pa.array(raw["amount"], pa.int64())
+# --------------------------------------------------------------------------- fast path
+
+
+def _columns(records: Sequence[Any], kind: type[msgspec.Struct]) -> dict[str, tuple[Any, ...]]:
+    """Structs -> one tuple of values per field (a transposition done in C)."""
+    if not records:
+        return {name: () for name in kind.__struct_fields__}
+    return dict(zip(kind.__struct_fields__, zip(*map(astuple, records), strict=True), strict=True))
+
+
+# How each field of the strict shapes becomes an Arrow column in stage 1 of the fast path:
+# s string, i int64, b bool, t timestamp (parsed), r raw JSON text as sent, and a nested
+# shape for sub-objects. Fields without a column are rendered into ``extra`` separately.
+_Spec = dict[str, "str | tuple[type[msgspec.Struct], _Spec]"]
+_FAST_SPEC: dict[str, tuple[type[msgspec.Struct], _Spec]] = {
+    "payments": (
+        FastPayment,
+        {
+            **dict.fromkeys(
+                ("id", "currency", "status", "description", "payment_method", "customer",
+                 "receipt_email", "failure_code", "decline_code"),
+                "s",
+            ),
+            **dict.fromkeys(("amount", "refunded_amount"), "i"),
+            **dict.fromkeys(("livemode", "captured", "refunded"), "b"),
+            **dict.fromkeys(
+                ("created", "created_at", "captured_at", "updated_at", "expires_at"), "t"
+            ),
+            "metadata": "r",
+            "payment_method_details": (
+                FastDetails, dict.fromkeys(("type", "brand", "bank_code", "bank"), "s")
+            ),
+            "last_payment_error": (FastError, dict.fromkeys(("code", "decline_code"), "s")),
+        },
+    ),
+    "refunds": (
+        FastRefund,
+        {
+            **dict.fromkeys(("id", "currency", "status", "reason", "payment_id", "payment"), "s"),
+            "amount": "i",
+            "livemode": "b",
+            **dict.fromkeys(("created", "created_at"), "t"),
+            "metadata": "r",
+        },
+    ),
+}  # fmt: skip
+_EMPTY: dict[type[msgspec.Struct], msgspec.Struct] = {
+    FastDetails: FastDetails(),
+    FastError: FastError(),
+}
+#: Records turned into Arrow per step: small enough that the Python objects of one step
+#: stay in the CPU caches and reuse freed memory (fresh pages are costly), large enough
+#: to spread the fixed cost of each Arrow call.
+_CHUNK = 2000
+
+
+class _FastColumns:
+    """Stage 1 of the fast path: strictly decoded records -> Arrow arrays, chunk by chunk."""
+
+    def __init__(self, resource: Resource, variant: Variant) -> None:
+        self.resource = resource
+        self.variant = variant
+        self.kind, self.spec = _FAST_SPEC[resource]
+        self.arrays: dict[str, list[pa.Array]] = {}
+        self.pages: list[int] = []
+        self.bad_rows: list[int] = []
+        self.pending: list[Any] = []
+        self.bodies: list[bytes] = []
+        self.n = 0
+
+    def add(self, records: list[Any], page: int, body: bytes) -> None:
+        self.pending.extend(records)
+        self.bodies.append(body)
+        self.pages.extend(itertools.repeat(page, len(records)))
+        if len(self.pending) >= _CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            n = len(self.pending)
+            self._convert(_columns(self.pending, self.kind), self.spec, "", n)
+            if self.resource == "payments":
+                extra = _lines_to_texts(payment_extras(self.bodies), n)
+                empty = pc.equal(extra, "{}")
+                self.arrays.setdefault("extra", []).append(
+                    pc.if_else(empty, pa.scalar(None, _STR), extra)
+                )
+            self.n += n
+            self.pending = []
+            self.bodies = []
+
+    def _convert(
+        self, col: dict[str, tuple[Any, ...]] | None, spec: _Spec, prefix: str, n: int
+    ) -> None:
+        """Append one chunk's arrays; ``col`` None: the (sub-)object is absent in the chunk."""
+        for name, kind in spec.items():
+            values = col[name] if col is not None else None
+            absent = values is None or values.count(None) == n
+            if isinstance(kind, tuple):
+                sub_kind, sub_spec = kind
+                if absent or values is None:
+                    self._convert(None, sub_spec, f"{prefix}{name}.", n)
+                else:
+                    subs = [v or _EMPTY[sub_kind] for v in values]
+                    self._convert(_columns(subs, sub_kind), sub_spec, f"{prefix}{name}.", n)
+                continue
+            if absent or values is None:
+                arr = pa.nulls(n, _TS if kind == "t" else _FAST_TYPES.get(kind, _STR))
+            elif kind == "t":
+                arr, bad = _to_timestamps(values)
+                self.bad_rows.extend(self.n + i for i in bad)
+            elif kind == "r":
+                arr = _raw_texts(values)
+            else:
+                arr = pa.array(values, _FAST_TYPES[kind])
+            self.arrays.setdefault(prefix + name, []).append(arr)
+
+    def table(self, livemode: bool | None) -> tuple[pa.Table, set[int]]:
+        """Stage 2: the intermediate table, and the pages to redo with the tolerant path."""
+        self.flush()
+        col = {k: pa.chunked_array(v) for k, v in self.arrays.items()}
+        return _fast_table(self.resource, self.variant, col, self, livemode)
+
+
+_FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
+
+
+def _fast_table(
+    resource: Resource,
+    variant: Variant,
+    col: dict[str, pa.ChunkedArray],
+    acc: _FastColumns,
+    livemode: bool | None,
+) -> tuple[pa.Table, set[int]]:
+    """Stage 2 of the fast path: whole Arrow columns -> (intermediate table, pages to redo).
+
+    Vectorised over the batch. A page whose records need a judgement the tolerant path
+    makes one record at a time (no id, an unparsable time, two sources for one
+    column...) is returned for the tolerant path instead.
+    """
+    n = acc.n
+    cols: dict[str, pa.Array | pa.ChunkedArray] = {}
+    bad: pa.Array | pa.ChunkedArray | None = None
+
+    def flag(mask: pa.Array | pa.ChunkedArray | None) -> None:
+        nonlocal bad
+        if mask is not None and pc.any(mask).as_py():
+            bad = mask if bad is None else pc.or_(bad, mask)
+
+    def text(name: str) -> pa.ChunkedArray:
+        return _nullify_empty(col[name])
+
+    cols["id"] = ids = text("id")
+    flag(pc.is_null(ids))
+    cols["api_variant"] = pa.array(itertools.repeat(variant, n), _STR)
+    cols["livemode"] = pc.coalesce(col["livemode"], pa.scalar(livemode, pa.bool_()))
+    used, other = _CREATION_ORDER[variant]
+    flag(pc.is_valid(col[other]))
+    cols["created_at"] = col[used]
+    flag(pc.is_null(col[used]))
+    cols["amount"] = col["amount"]
+    cols["currency"] = text("currency")
+    metadata, not_object = _metadata_texts(col["metadata"])
+    cols["metadata"] = metadata
+    flag(not_object)
+    cols["status_raw"] = status = text("status")
+
+    if resource == "refunds":
+        flag(pc.and_(pc.is_valid(col["payment_id"]), pc.is_valid(col["payment"])))
+        cols["payment_id"] = pc.coalesce(text("payment_id"), text("payment"))
+        cols["reason"] = text("reason")
+        # No status_raw column for refunds: an unknown status is kept in extra.
+        extra = [
+            None if v is None or v in _REFUND_KNOWN else _json_text({"status": v})
+            for v in status.to_pylist()
+        ]
+        cols["extra"] = pa.array(extra, _STR)
+    else:
+        for name in ("captured_at", "updated_at", "expires_at", "captured", "refunded"):
+            cols[name] = col[name]
+        cols["refunded_amount"] = col["refunded_amount"]
+        cols["description"] = text("description")
+        cols["customer_id"] = text("customer")
+        cols["receipt_email"] = text("receipt_email")
+        # The method: details (type, brand, bank), then the payment_method string.
+        pm = text("payment_method")
+        is_id = pc.starts_with(pm, "pm_")
+        cols["payment_method_id"] = pc.if_else(is_id, pm, pa.scalar(None, _STR))
+        pm_type = pc.utf8_lower(pc.if_else(is_id, pa.scalar(None, _STR), pm))
+        d = "payment_method_details."
+        brand, bank_code = text(d + "brand"), text(d + "bank_code")
+        inferred = pc.if_else(
+            pc.is_valid(bank_code),
+            _lit("fpx"),
+            pc.if_else(pc.is_valid(brand), _lit("card"), pa.scalar(None, _STR)),
+        )
+        cols.update(
+            method_type=pc.coalesce(pc.utf8_lower(text(d + "type")), inferred, pm_type),
+            fpx_bank_code=bank_code,
+            fpx_bank=text(d + "bank"),
+            card_brand=brand,
+        )
+        # Failure codes: top level (variant A) or the error object (variant B).
+        e = "last_payment_error."
+        for name, sub in (("failure_code", "code"), ("decline_code", "decline_code")):
+            flag(pc.and_(pc.is_valid(col[name]), pc.is_valid(col[e + sub])))
+            cols[name] = pc.coalesce(text(name), text(e + sub))
+        cols["extra"] = col["extra"]
+    cols["_page"] = pa.array(acc.pages, pa.int64())
+    table = pa.Table.from_pydict(cols, schema=_pre_schema(resource))
+    bad_rows = set(acc.bad_rows)
+    if bad is not None:
+        bad_rows.update(pc.indices_nonzero(pc.fill_null(bad, False)).to_pylist())
+    redo = {acc.pages[i] for i in bad_rows}
+    if redo:
+        table = table.filter(pc.invert(pc.is_in(table["_page"], pa.array(sorted(redo)))))
+    return table, redo
+
+
+# --------------------------------------------------------------------------- completion
+
+
+def _complete(resource: Resource, tables: list[pa.Table]) -> tuple[pd.DataFrame, set[str]]:
+    """Intermediate tables -> the canonical frame, in page order; and the unknown statuses."""
+    tables = [t for t in tables if t.num_rows] or tables[:1]
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    if table.num_rows == 0:
+        return _schema.empty(resource), set()
+    if len(tables) > 1:  # rows of one page stay together and in order: the sort is stable
+        table = table.take(pc.sort_indices(table["_page"]))
+    cols = {name: table[name] for name in table.column_names}
+    status_raw = cols["status_raw"].combine_chunks()
+    currency = pc.utf8_upper(cols["currency"].combine_chunks())
+    amount = cols["amount"].combine_chunks()
     exponent = _map_unique(currency, _exponent, pa.int64())
     scale = pc.power(pa.scalar(10.0), pc.cast(exponent, pa.float64()))
     cols.update(
-        id=strings("id"),
-        api_variant=strings("api_variant"),
-        livemode=pa.array(raw["livemode"], pa.bool_()),
-        amount=amount,
         currency=currency,
         amount_major=pc.divide(pc.cast(amount, pa.float64()), scale),
-        metadata=strings("metadata"),
     )
     if resource == "payments":
         status = pc.fill_null(_map_unique(status_raw, _canonical_status, _STR), "unknown")
         cols.update(
             status=status,
-            status_raw=status_raw,
             outcome=_map_unique(status, _schema.PAYMENT_OUTCOME.__getitem__, _STR),
-            captured=pa.array(raw["captured"], pa.bool_()),
-            refunded=pa.array(raw["refunded"], pa.bool_()),
-            refunded_amount=pa.array(raw["refunded_amount"], pa.int64()),
         )
-        for name in (
-            "method_type", "payment_method_id", "fpx_bank_code", "fpx_bank", "card_brand",
-            "failure_code", "decline_code", "description", "customer_id", "receipt_email",
-        ):  # fmt: skip
-            cols[name] = strings(name)
-        known = _schema.PAYMENT_STATUS
+        known: Iterable[str] = _schema.PAYMENT_STATUS
     else:
         status = pc.fill_null(_map_unique(status_raw, _canonical_refund_status, _STR), "unknown")
-        cols.update(status=status, payment_id=strings("payment_id"), reason=strings("reason"))
-        known = {s: s for s in _schema.REFUND_STATUSES if s != "unknown"}
-    unknown = {s for s in pc.unique(status_raw).to_pylist() if s is not None and s not in known}
-
-    cols["extra"] = pa.array([_json_text(e) if e else None for e in extras], _STR)
-    spec = _schema.columns(resource)
-    table = pa.table({name: cols[name] for name in spec})
-    if not all(keep):
-        table = table.filter(pa.array(keep))
-    return NormalizedBatch(_to_pandas(table, resource), c.rejects, unknown)
+        cols["status"] = status
+        known = _REFUND_KNOWN
+    unknown = {s for s in pc.unique(status_raw).to_pylist() if s is not None} - set(known)
+    final = pa.table({name: cols[name] for name in _schema.columns(resource)})
+    return _to_pandas(final), unknown
 
 
-def _to_pandas(table: pa.Table, resource: Resource) -> pd.DataFrame:
-    mapping = {
-        pa.large_string(): _schema.STRING,
-        pa.string(): _schema.STRING,
-        pa.int64(): _schema.INT,
-        pa.bool_(): _schema.BOOL,
-    }
-    frame = table.to_pandas(types_mapper=mapping.get)
-    # Arrow float64 nulls arrive as NaN already; timestamps keep unit and zone.
-    return frame
+_PANDAS_TYPES = {
+    pa.large_string(): _schema.STRING,
+    pa.string(): _schema.STRING,
+    pa.int64(): _schema.INT,
+    pa.bool_(): _schema.BOOL,
+}
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    # float64 nulls become NaN; timestamps keep their unit and zone.
+    return table.to_pandas(types_mapper=_PANDAS_TYPES.get, self_destruct=True)
 
 
 # --------------------------------------------------------------------------- public functions
@@ -642,17 +982,42 @@ def normalize_bodies(
         batch = normalize_bodies("payments", [r.content for r in responses], livemode=False)
         batch.frame, batch.rejects, batch.unknown_statuses
     """
+    return _normalize_bodies(resource, bodies, livemode, fast=True)
+
+
+def _normalize_bodies(
+    resource: Resource, bodies: Sequence[bytes], livemode: bool | None, *, fast: bool
+) -> NormalizedBatch:
+    """normalize_bodies; ``fast=False`` reads every body with the tolerant path (tests compare)."""
     _schema.columns(resource)  # a clear error for a bad resource name
-    collector = _Collector(resource, livemode)
-    for body in bodies:
-        try:
-            variant, records = decode_records(body)
-        except MalformedResponseError as exc:
-            collector.reject(exc.why, snippet(body, 1000))
-            continue
-        for obj in records:
-            collector.add(obj, variant)
-    return collector.finish()
+    with _NoGC():
+        # Strictly typed decoding first; bodies it cannot take go to the tolerant path.
+        strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
+        tolerant: list[int] = []
+        for i, body in enumerate(bodies):
+            got = decode_fast(resource, body) if fast else None
+            if got is None:
+                tolerant.append(i)
+            else:
+                strict[got[0]].add(got[1], i, body)
+        tables: list[pa.Table] = []
+        for acc in strict.values():
+            if acc.pages:
+                table, redo = acc.table(livemode)
+                tables.append(table)
+                tolerant.extend(redo)
+        collector = _Collector(resource, livemode)
+        for i in sorted(tolerant):
+            try:
+                variant, raws = decode_raw_records(bodies[i])
+            except MalformedResponseError as exc:
+                collector.reject(exc.why, snippet(bodies[i], 1000))
+                continue
+            for raw in raws:
+                collector.add(decode_value(raw), variant, i, raw)
+        tables.append(collector.table())
+        frame, unknown = _complete(resource, tables)
+    return NormalizedBatch(frame, collector.rejects, unknown)
 
 
 def _normalize_objects(
@@ -668,10 +1033,12 @@ def _normalize_objects(
             f"normalize_{resource} takes an iterable of API objects (e.g. a list of dicts), "
             f"not a single {type(records).__name__}; for list response bodies use normalize_bodies"
         )
-    collector = _Collector(resource, livemode)
-    for obj in records:
-        collector.add(obj, None)
-    batch = collector.finish()
+    with _NoGC():
+        collector = _Collector(resource, livemode)
+        for obj in records:
+            collector.add(obj, None)
+        frame, unknown = _complete(resource, [collector.table()])
+    batch = NormalizedBatch(frame, collector.rejects, unknown)
     for status in sorted(batch.unknown_statuses):
         warnings.warn(
             f"unknown {resource[:-1]} status {status!r} mapped to 'unknown' "
