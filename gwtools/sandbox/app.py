@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from gwtools.sandbox import admin, errors, pages, routes
 from gwtools.sandbox.clock import Clock
@@ -106,7 +107,10 @@ def create_app(
             err = errors.ApiError(
                 exc.status_code, "invalid_request_error", "parameter_invalid", str(exc.detail)
             )
-        return _error_response(err)
+        response = _error_response(err)
+        if exc.status_code == 405:
+            response.headers["Allow"] = ", ".join(_allowed(app, request.scope))
+        return response
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> Response:
@@ -132,6 +136,16 @@ def create_app(
         GatewayMiddleware, gateway=gateway, limiter=limiter, idempotency=Idempotency(gateway.store)
     )
     return app
+
+
+def _allowed(app: FastAPI, scope: Any) -> list[str]:
+    """Every method some route accepts on this path (Starlette lists only the first route's)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**scope, "method": "GET"})
+        if match != Match.NONE and getattr(route, "methods", None):
+            methods |= set(route.methods)
+    return sorted(methods)
 
 
 async def _ticker(gateway: Gateway) -> None:

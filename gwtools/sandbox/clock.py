@@ -11,6 +11,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def to_datetime(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
@@ -25,10 +27,12 @@ def parse_instant(value: str | int | float) -> float:
     text = value.strip()
     if text.lstrip("-").isdigit():
         return float(int(text))
-    dt = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    # RFC 3339 allows lower-case "t" and "z"; fromisoformat wants them upper case
+    dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
+    # subtracting the epoch works for every year, where .timestamp() can overflow
+    return (dt - EPOCH).total_seconds()
 
 
 def iso(ts: float) -> str:

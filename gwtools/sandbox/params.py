@@ -127,6 +127,8 @@ def integer(
         if required:
             raise errors.missing(param)
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 1500.0 is the integer 1500 (as in JSON Schema)
     if isinstance(value, bool) or not isinstance(value, int):
         raise errors.invalid(
             param, f"Invalid {param}: must be an integer, got {type(value).__name__} {value!r}."
@@ -278,6 +280,7 @@ def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
     if not isinstance(card, dict):
         raise errors.invalid(param, f"Invalid {param}: must be an object.")
     reject_unknown(card, ("number", "exp_month", "exp_year", "cvc", "token", "name"), f"{param}[")
+    text(card, "name", max_len=200, param=f"{param}[name]")
     token = text(card, "token", max_len=100, param=f"{param}[token]")
     if token is not None:
         if "number" in card:
@@ -421,7 +424,7 @@ def query(params: Mapping[str, str], allowed: Iterable[str]) -> None:
 
 def instant(params: Mapping[str, str], name: str) -> float | None:
     value = params.get(name)
-    if value is None or value == "":
+    if value is None:
         return None
     try:
         return parse_instant(value)
