@@ -2,7 +2,8 @@
 
 Use it as a pytest plugin (``-p gwtools._secret_scan``): after the whole session it scans the
 session's temporary tree (every ``tmp_path`` of every xdist worker), the repository's
-``notebooks/``, ``data/``, ``reports/``, ``logs/``, ``gwtools-exports/``, ``benchmarks/results/``
+``notebooks/``, ``data/``, ``reports/``, ``logs/``, ``gwtools-report/``, ``gwtools-exports/``,
+``benchmarks/results/``
 and ``*.log`` files (or the ini option ``secret_scan_paths`` instead), and what the session
 wrote into gwtools' cache directory (``GW_CACHE_DIR`` or the per-user one). It fails the run
 (exit status 1) naming each file and the masked key it holds. Or call it directly::
@@ -318,7 +319,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         roots += configured
     else:
         rootdir = config.rootpath
-        names = ("notebooks", "data", "reports", "logs", "gwtools-exports")
+        # gwtools-report/ and gwtools-exports/: where `gwtools report` and dashboards write.
+        names = ("notebooks", "data", "reports", "logs", "gwtools-report", "gwtools-exports")
         roots += [rootdir / name for name in names]
         roots += [rootdir / "benchmarks" / "results", *sorted(rootdir.glob("*.log"))]
     ignore = config.getini("secret_scan_ignore")
