@@ -3,10 +3,10 @@
 Use it as a pytest plugin (``-p gwtools._secret_scan``): after the whole session it scans the
 session's temporary tree (every ``tmp_path`` of every xdist worker), the repository's
 ``notebooks/``, ``data/``, ``reports/``, ``logs/``, ``gwtools-report/``, ``gwtools-exports/``,
-``benchmarks/results/``
-and ``*.log`` files (or the ini option ``secret_scan_paths`` instead), and what the session
-wrote into gwtools' cache directory (``GW_CACHE_DIR`` or the per-user one). It fails the run
-(exit status 1) naming each file and the masked key it holds. Or call it directly::
+``benchmarks/results/`` and ``*.log`` files (or the ini option ``secret_scan_paths`` instead),
+and what the session wrote into gwtools' cache directory (``GW_CACHE_DIR`` or the per-user
+one). It fails the run (exit status 1) naming each file and the masked key it holds. Or call
+it directly::
 
     from gwtools._secret_scan import scan_paths
 
