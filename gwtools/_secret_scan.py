@@ -235,7 +235,7 @@ def _parquet_keys(data: bytes) -> Iterator[tuple[str, str]]:
     try:
         pf = pq.ParquetFile(io.BytesIO(data))
         for index in range(pf.num_row_groups):
-            table = pf.read_row_group(index)
+            table = pf.read_row_group(index, use_threads=False)  # no pool to tear down at exit
             for name, column in zip(table.column_names, table.columns, strict=True):
                 for chunk in column.chunks:
                     for key in find_keys(b"\n".join(_value_buffers(chunk))):
