@@ -6,8 +6,10 @@ Nothing here downloads a browser: Playwright drives the Chromium binary the syst
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -101,19 +103,27 @@ def voila(
     ]
     url = f"http://127.0.0.1:{port}/"
     with log_path.open("wb") as log:
+        # Its own process group: the kernels it starts go down with it, whatever happens.
         process = subprocess.Popen(
-            command, cwd=workdir, env=environ, stdout=log, stderr=subprocess.STDOUT
+            command,
+            cwd=workdir,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             _wait_until_serving(process, url, log_path, deadline=time.monotonic() + 20)
             yield url
         finally:
-            process.terminate()
+            process.terminate()  # Voila shuts its kernels down on SIGTERM
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # any kernel left behind
 
 
 def _wait_until_serving(
