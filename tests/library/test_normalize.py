@@ -1,0 +1,564 @@
+"""Normalisation: raw objects and list bodies of both variants -> the canonical tables.
+
+Expected values are worked out by hand from the inputs written next to them; the
+recorded bodies come from a seeded sandbox (data/record.py).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gwtools import _schema
+from gwtools._normalize import (
+    MalformedResponseError,
+    _normalize_bodies,
+    normalize_bodies,
+    normalize_payments,
+    normalize_refunds,
+    page_info,
+)
+
+RECORDED = Path(__file__).resolve().parents[2] / "data" / "recorded"
+UTC = "UTC"
+
+
+def body(path: str) -> bytes:
+    return (RECORDED / path).read_bytes()
+
+
+def a_page(records: list[Any]) -> bytes:
+    meta = {"total": len(records), "page": 1, "limit": 100, "totalPages": 1}
+    return json.dumps({"data": records, "meta": meta}).encode()
+
+
+def b_page(records: list[Any], has_more: bool = False) -> bytes:
+    return json.dumps(
+        {"object": "list", "data": records, "has_more": has_more, "url": "/v1/payments"}
+    ).encode()
+
+
+def ts(text: str) -> pd.Timestamp:
+    return pd.Timestamp(text).tz_convert(UTC) if "+" in text[10:] else pd.Timestamp(text, tz=UTC)
+
+
+def pay_a(**fields: Any) -> dict[str, Any]:
+    return {"id": "pay_a", "object": "payment", "amount": 1000, "currency": "MYR",
+            "status": "captured", "created_at": "2026-01-01T00:00:00Z", **fields}  # fmt: skip
+
+
+def pay_b(**fields: Any) -> dict[str, Any]:
+    return {"id": "pay_b", "object": "payment", "amount": 1000, "currency": "myr",
+            "status": "succeeded", "created": 1767225600, "livemode": False, **fields}  # fmt: skip
+
+
+def one(record: dict[str, Any], **kwargs: Any) -> pd.Series:
+    frame = normalize_payments([record], **kwargs)
+    assert len(frame) == 1
+    return frame.iloc[0]
+
+
+def assert_schema(frame: pd.DataFrame, resource: _schema.Resource) -> None:
+    expected = pd.Series(_schema.columns(resource))
+    assert list(frame.columns) == list(expected.index)
+    assert frame.dtypes.to_dict() == expected.to_dict()
+
+
+# --------------------------------------------------------------------------- recorded bodies
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+def test_recorded_payment_pages_give_the_canonical_table(variant: str) -> None:
+    bodies = [body(f"sandbox/{variant}/payments_page{i}.json") for i in (1, 2)]
+    raw = [r for b in bodies for r in json.loads(b)["data"]]
+    batch = normalize_bodies("payments", bodies, livemode=False)
+    frame = batch.frame
+    assert_schema(frame, "payments")
+    assert batch.rejects == [] and batch.unknown_statuses == set()
+    assert frame["id"].tolist() == [r["id"] for r in raw]  # every record, in page order
+    assert set(frame["api_variant"]) == {variant}
+    assert set(frame["currency"]) == {"MYR"}
+    assert (frame["amount_major"] * 100).round().astype("Int64").tolist() == [
+        r["amount"] for r in raw
+    ]
+    assert set(frame["status"]) <= set(_schema.PAYMENT_STATUSES) - {"unknown"}
+    assert not frame["livemode"].any() and frame["livemode"].notna().all()
+    # No secret and no empty string anywhere; `object` and client_secret are not in extra.
+    for name, dtype in _schema.PAYMENT_COLUMNS.items():
+        if dtype is _schema.STRING:
+            values = frame[name].dropna()
+            assert not (values == "").any(), name
+            assert not values.str.contains("_secret_").any(), name
+            assert not values.str.contains('"object"').any(), name
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+@pytest.mark.parametrize("resource", ["payments", "refunds"])
+def test_fast_path_equals_tolerant_path_on_recorded_pages(variant: str, resource: str) -> None:
+    names = ["payments_page1", "payments_page2"] if resource == "payments" else ["refunds_page1"]
+    bodies = [body(f"sandbox/{variant}/{n}.json") for n in names]
+    fast = _normalize_bodies(resource, bodies, False, fast=True)  # type: ignore[arg-type]
+    tolerant = _normalize_bodies(resource, bodies, False, fast=False)  # type: ignore[arg-type]
+    pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
+    assert len(fast.frame) == sum(len(json.loads(b)["data"]) for b in bodies)
+
+
+def test_recorded_failed_payments_carry_their_codes() -> None:
+    a = json.loads(body("sandbox/A/payment_failed.json"))
+    b = json.loads(body("sandbox/B/payment_failed.json"))
+    row_a = one(a, livemode=False)
+    row_b = one(b)
+    assert (row_a["status"], row_a["outcome"]) == ("failed", "failed")
+    assert row_a["failure_code"] == a["failure_code"]
+    assert json.loads(row_a["extra"])["failure_message"] == a["failure_message"]
+    assert row_b["failure_code"] == b["last_payment_error"]["code"]
+    assert row_b["decline_code"] == b["last_payment_error"]["decline_code"]
+    assert json.loads(row_b["extra"])["last_payment_error"] == {
+        "message": b["last_payment_error"]["message"]
+    }
+
+
+def test_recorded_expanded_payment_method() -> None:
+    raw = json.loads(body("sandbox/B/payment_expanded.json"))
+    row = one(raw)
+    pm = raw["payment_method"]
+    assert row["payment_method_id"] == pm["id"]
+    assert row["method_type"] == pm["type"] == "card"
+    assert row["card_brand"] == pm["card"]["brand"]
+    extra = json.loads(row["extra"])
+    assert "id" not in extra["payment_method"] and "object" not in extra["payment_method"]
+    assert extra["payment_method"]["card"]["last4"] == pm["card"]["last4"]
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+def test_recorded_fpx_payment(variant: str) -> None:
+    raw = json.loads(body(f"sandbox/{variant}/payment_fpx.json"))
+    row = one(raw, livemode=False)
+    assert row["method_type"] == "fpx"
+    assert row["fpx_bank_code"] == raw["payment_method_details"]["bank_code"]
+    assert row["fpx_bank"] == raw["payment_method_details"]["bank"]
+    assert pd.isna(row["card_brand"])
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+def test_recorded_refund(variant: str) -> None:
+    raw = json.loads(body(f"sandbox/{variant}/refund.json"))
+    frame = normalize_refunds([raw], livemode=False)
+    assert_schema(frame, "refunds")
+    row = frame.iloc[0]
+    assert (row["id"], row["payment_id"], row["amount"]) == (
+        raw["id"], raw["payment_id"], raw["amount"]
+    )  # fmt: skip
+    assert row["api_variant"] == variant and row["currency"] == "MYR"
+
+
+# --------------------------------------------------------------------------- statuses
+
+STATUS_TABLE = [
+    # raw, variant, canonical, outcome (DESIGN.md section 2)
+    ("pending", "A", "pending", "open"),
+    ("requires_action", "B", "requires_action", "open"),
+    ("processing", "B", "processing", "open"),
+    ("authorized", "A", "authorized", "open"),
+    ("authorized", "B", "authorized", "open"),
+    ("requires_capture", "B", "authorized", "open"),
+    ("captured", "A", "succeeded", "succeeded"),
+    ("succeeded", "B", "succeeded", "succeeded"),
+    ("failed", "A", "failed", "failed"),
+    ("failed", "B", "failed", "failed"),
+    ("cancelled", "A", "canceled", "abandoned"),
+    ("canceled", "B", "canceled", "abandoned"),
+    ("cancelled", "B", "canceled", "abandoned"),
+    ("expired", "A", "expired", "abandoned"),
+]
+
+
+@pytest.mark.parametrize(("raw", "variant", "status", "outcome"), STATUS_TABLE)
+def test_status_table(raw: str, variant: str, status: str, outcome: str) -> None:
+    record = pay_a(status=raw) if variant == "A" else pay_b(status=raw)
+    for fast in (True, False):
+        page = a_page([record]) if variant == "A" else b_page([record])
+        row = _normalize_bodies("payments", [page], False, fast=fast).frame.iloc[0]
+        assert (row["status"], row["status_raw"], row["outcome"]) == (status, raw, outcome)
+
+
+def test_unknown_status_maps_to_unknown_and_warns_once_per_value() -> None:
+    records = [pay_a(id="p1", status="on_hold"), pay_b(id="p2", status="on_hold"),
+               pay_b(id="p3", status="disputed"), pay_a(id="p4", status=None)]  # fmt: skip
+    with pytest.warns(UserWarning) as caught:
+        frame = normalize_payments(records)
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 2
+    assert "'disputed'" in messages[0] and "'on_hold'" in messages[1]
+    assert frame["status"].tolist() == ["unknown"] * 4
+    assert frame["outcome"].tolist() == ["unknown"] * 4
+    assert frame["status_raw"].tolist()[:3] == ["on_hold", "on_hold", "disputed"]
+    assert pd.isna(frame["status_raw"].iloc[3])
+    batch = normalize_bodies("payments", [a_page(records[:1]), b_page(records[1:3])])
+    assert batch.unknown_statuses == {"on_hold", "disputed"}
+
+
+def test_refund_statuses_and_unknown_refund_status_kept_in_extra() -> None:
+    base = {"payment_id": "pay_1", "amount": 100, "currency": "MYR",
+            "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    records = [{"id": f"r{i}", "status": s, **base}
+               for i, s in enumerate(["pending", "succeeded", "failed", "canceled"])]  # fmt: skip
+    with pytest.warns(UserWarning, match="'canceled'"):
+        frame = normalize_refunds(records)
+    assert frame["status"].tolist() == ["pending", "succeeded", "failed", "unknown"]
+    assert frame["extra"].iloc[:3].isna().all()
+    assert json.loads(frame["extra"].iloc[3]) == {"status": "canceled"}
+    for fast in (True, False):
+        batch = _normalize_bodies("refunds", [b_page(records)], None, fast=fast)
+        expected = frame.assign(api_variant=pd.Series(["B"] * 4, dtype=_schema.STRING))
+        pd.testing.assert_frame_equal(batch.frame, expected)
+        assert batch.unknown_statuses == {"canceled"}
+
+
+# --------------------------------------------------------------------------- timestamps
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("2026-01-01T08:00:00+08:00", "2026-01-01T00:00:00"),
+        ("2025-12-31T19:00:00-05:00", "2026-01-01T00:00:00"),
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00"),
+        ("2026-01-01T00:00:00.123456Z", "2026-01-01T00:00:00.123456"),
+        ("2026-01-01T05:30:00.5+0530", "2026-01-01T00:00:00.5"),
+        ("2026-01-01T00:00:00", "2026-01-01T00:00:00"),  # naive = UTC
+        ("2026-01-01 00:00:00", "2026-01-01T00:00:00"),
+        (1767225600, "2026-01-01T00:00:00"),  # Unix seconds
+        (1767225600.25, "2026-01-01T00:00:00.25"),
+        ("1767225600", "2026-01-01T00:00:00"),
+    ],
+)
+def test_timestamps_of_every_form(raw: Any, expected: str) -> None:
+    want = pd.Timestamp(expected, tz=UTC)
+    row = one(pay_a(created_at=raw, updated_at=raw, expires_at=raw, captured_at=raw))
+    assert [row[c] for c in ("created_at", "updated_at", "expires_at", "captured_at")] == [want] * 4
+    row_b = one(pay_b(created=raw, captured_at=raw))
+    assert (row_b["created_at"], row_b["captured_at"]) == (want, want)
+
+
+def test_mixed_offsets_in_one_column_and_both_paths_agree() -> None:
+    page = body("tricky/payments_A.json")
+    for fast in (True, False):
+        frame = _normalize_bodies("payments", [page], False, fast=fast).frame.set_index("id")
+        assert frame.loc["pay_a_offset", "created_at"] == pd.Timestamp("2026-01-01", tz=UTC)
+        assert frame.loc["pay_a_offset", "updated_at"] == pd.Timestamp(
+            "2026-01-01T00:05:00", tz=UTC
+        )
+        assert frame.loc["pay_a_naive", "expires_at"] == pd.Timestamp("2026-01-01T01:00", tz=UTC)
+        assert frame.loc["pay_a_kwd", "created_at"] == pd.Timestamp(
+            "2026-01-01T00:00:00.250", tz=UTC
+        )
+
+
+def test_unparsable_timestamp_outside_creation_is_null_and_kept_in_extra() -> None:
+    row = one(pay_a(updated_at="not a time", captured_at=True))
+    assert pd.isna(row["updated_at"]) and pd.isna(row["captured_at"])
+    assert json.loads(row["extra"]) == {"updated_at": "not a time", "captured_at": True}
+
+
+# --------------------------------------------------------------------------- amounts, currencies
+
+
+@pytest.mark.parametrize(
+    ("currency", "amount", "major", "upper"),
+    [("jpy", 1000, 1000.0, "JPY"), ("MYR", 12345, 123.45, "MYR"), ("kwd", 1500, 1.5, "KWD"),
+     ("XQQ", 100, None, "XQQ")],
+)  # fmt: skip
+def test_currency_exponents(currency: str, amount: int, major: float | None, upper: str) -> None:
+    for record in (
+        pay_a(currency=currency, amount=amount),
+        pay_b(currency=currency, amount=amount),
+    ):
+        row = one(record)
+        assert row["currency"] == upper and row["amount"] == amount
+        assert pd.isna(row["amount_major"]) if major is None else row["amount_major"] == major
+
+
+def test_amount_of_the_wrong_type_is_null_and_kept_in_extra() -> None:
+    row = one(pay_a(amount="10.00"))
+    assert pd.isna(row["amount"]) and pd.isna(row["amount_major"])
+    assert json.loads(row["extra"]) == {"amount": "10.00"}
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def test_variant_a_columns_by_hand() -> None:
+    record = pay_a(
+        status="captured", payment_method="fpx", description="Order 7",
+        payment_method_details={"bank_code": "MB2U0227", "bank": "Maybank2u"},
+        captured=True, captured_at="2026-01-01T00:01:00Z", refunded=True, refunded_amount=250,
+        metadata={"order_id": "7"}, updated_at="2026-01-01T00:02:00Z",
+        expires_at="2026-01-01T01:00:00Z", success_url="https://shop.example/ok",
+        redirect_url="https://gw.example/pay/pay_a", failure_code=None,
+    )  # fmt: skip
+    row = one(record, livemode=True)
+    assert row.to_dict() == {
+        "id": "pay_a", "api_variant": "A", "livemode": True, "status": "succeeded",
+        "status_raw": "captured", "outcome": "succeeded", "amount": 1000, "currency": "MYR",
+        "amount_major": 10.0, "method_type": "fpx", "payment_method_id": None,
+        "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u", "card_brand": None,
+        "failure_code": None, "decline_code": None, "captured": True,
+        "captured_at": pd.Timestamp("2026-01-01T00:01", tz=UTC), "refunded": True,
+        "refunded_amount": 250, "description": "Order 7", "customer_id": None,
+        "receipt_email": None, "metadata": '{"order_id":"7"}',
+        "created_at": pd.Timestamp("2026-01-01", tz=UTC),
+        "updated_at": pd.Timestamp("2026-01-01T00:02", tz=UTC),
+        "expires_at": pd.Timestamp("2026-01-01T01:00", tz=UTC),
+        "extra": '{"redirect_url":"https://gw.example/pay/pay_a",'
+                 '"success_url":"https://shop.example/ok"}',
+    }  # fmt: skip
+
+
+def test_variant_b_columns_by_hand() -> None:
+    record = pay_b(
+        status="failed", payment_method="pm_123", customer="cus_9",
+        payment_method_details={"type": "card", "brand": "visa", "last4": "0002",
+                                "exp_month": 12, "exp_year": 2030},
+        last_payment_error={"code": "card_declined", "decline_code": "insufficient_funds",
+                            "message": "Insufficient funds."},
+        receipt_email="a@b.example", client_secret="pay_b_secret_zzz", next_action=None,
+        metadata={}, livemode=True, description="",
+    )  # fmt: skip
+    row = one(record, livemode=False)  # the record's own livemode wins for B
+    assert row["livemode"] is True or row["livemode"] == True  # noqa: E712 - pandas scalar
+    assert (row["method_type"], row["payment_method_id"], row["card_brand"]) == (
+        "card", "pm_123", "visa"
+    )  # fmt: skip
+    assert (row["failure_code"], row["decline_code"]) == ("card_declined", "insufficient_funds")
+    assert (row["customer_id"], row["receipt_email"]) == ("cus_9", "a@b.example")
+    assert pd.isna(row["metadata"]) and pd.isna(row["description"])  # {} and "" are null
+    assert pd.isna(row["updated_at"]) and pd.isna(row["expires_at"])
+    assert json.loads(row["extra"]) == {
+        "last_payment_error": {"message": "Insufficient funds."},
+        "payment_method_details": {"exp_month": 12, "exp_year": 2030, "last4": "0002"},
+    }
+    assert "secret" not in row.to_string()
+
+
+@pytest.mark.parametrize(
+    ("fields", "method_type", "brand", "bank_code"),
+    [
+        ({"payment_method": "card"}, "card", None, None),
+        ({"payment_method_details": {"card": {"brand": "amex"}}}, "card", "amex", None),
+        ({"payment_method_details": {"fpx": {"bank_code": "BCBB0235"}}}, "fpx", None, "BCBB0235"),
+        ({"payment_method_details": {"bank_code": "PBB0233"}}, "fpx", None, "PBB0233"),
+        ({"payment_method_details": {"brand": "visa"}}, "card", "visa", None),
+        ({"payment_method": {"id": "pm_9", "type": "fpx", "fpx": {"bank_code": "RHB0218"}}},
+         "fpx", None, "RHB0218"),
+        ({"payment_method": "pm_1"}, None, None, None),
+        ({}, None, None, None),
+    ],
+)  # fmt: skip
+def test_method_from_every_source(
+    fields: dict[str, Any], method_type: str | None, brand: str | None, bank_code: str | None
+) -> None:
+    row = one(pay_b(**fields))
+    got = [row["method_type"], row["card_brand"], row["fpx_bank_code"]]
+    assert [None if pd.isna(v) else v for v in got] == [method_type, brand, bank_code]
+
+
+def test_nulls_are_never_empty_strings() -> None:
+    record = pay_a(description="", currency="", status="", payment_method="",
+                   payment_method_details={"bank_code": "", "bank": ""})  # fmt: skip
+    for frame in (
+        normalize_payments([record]),
+        _normalize_bodies("payments", [a_page([record])], None, fast=True).frame,
+    ):
+        row = frame.iloc[0]
+        for name in ("description", "currency", "status_raw", "method_type", "fpx_bank_code"):
+            assert pd.isna(row[name]), name
+        assert row["status"] == "unknown"
+
+
+def test_metadata_text_and_extra_json() -> None:
+    metadata = {"z": "1", "a": {"nested": [1, 2]}, "quote": 'say "hi"\n'}
+    row = one(pay_b(metadata=metadata, receipt_url="https://r.example/1", capture_method="manual"))
+    assert json.loads(row["metadata"]) == metadata
+    assert row["extra"] == (
+        '{"capture_method":"manual","receipt_url":"https://r.example/1"}'
+    )  # sorted keys, compact
+    # From a body the metadata is the object as the gateway sent it.
+    page = (
+        b'{"object":"list","has_more":false,"data":['
+        + json.dumps(pay_b(metadata=metadata)).encode()
+        + b"]}"
+    )
+    for fast in (True, False):
+        got = _normalize_bodies("payments", [page], None, fast=fast).frame["metadata"].iloc[0]
+        assert got == json.dumps(metadata)
+
+
+def test_strings_needing_escapes_render_the_same_on_both_paths() -> None:
+    tricky = ['quote " and \\ backslash', "new\nline\ttab\x01", "ünïcødé ✓ \u2028", ""]
+    records = [pay_b(id=f"p{i}", receipt_url=s, capture_method=s,
+                     last_payment_error={"code": "x", "message": s})
+               for i, s in enumerate(tricky)]  # fmt: skip
+    page = b_page(records)
+    fast = _normalize_bodies("payments", [page], None, fast=True).frame
+    tolerant = _normalize_bodies("payments", [page], None, fast=False).frame
+    pd.testing.assert_frame_equal(fast, tolerant)
+    for s, extra in zip(tricky, fast["extra"], strict=True):
+        assert json.loads(extra)["receipt_url"] == s
+
+
+def test_refund_payment_alias_and_expanded_payment() -> None:
+    frame = normalize_refunds(
+        [{"id": "r1", "payment": "pay_1", "amount": 5, "currency": "myr", "status": "pending",
+          "created_at": "2026-01-01T00:00:00Z"},
+         {"id": "r2", "payment": {"id": "pay_2", "object": "payment", "amount": 9},
+          "amount": 5, "currency": "myr", "status": "succeeded", "created": 1767225600},
+         {"id": "r3", "payment_id": "pay_3", "payment": "pay_other", "amount": 5,
+          "currency": "myr", "status": "failed", "created": 1767225600}]
+    )  # fmt: skip
+    assert frame["payment_id"].tolist() == ["pay_1", "pay_2", "pay_3"]
+    assert json.loads(frame["extra"].iloc[1]) == {"payment": {"amount": 9}}
+    assert json.loads(frame["extra"].iloc[2]) == {"payment": "pay_other"}  # not lost
+    recorded = normalize_bodies("refunds", [body("tricky/refunds_mixed.json")]).frame
+    assert recorded["payment_id"].tolist() == ["pay_a_offset", "pay_b_iso_capture"]
+
+
+# --------------------------------------------------------------------------- variants, livemode
+
+
+def test_mixed_variants_in_one_call() -> None:
+    frame = normalize_payments([pay_a(id="a1"), pay_b(id="b1"), pay_a(id="a2")], livemode=False)
+    assert frame["api_variant"].tolist() == ["A", "B", "A"]
+    assert frame["currency"].tolist() == ["MYR"] * 3
+    assert frame["created_at"].tolist() == [pd.Timestamp("2026-01-01", tz=UTC)] * 3
+    bodies = [a_page([pay_a(id="a1")]), b_page([pay_b(id="b1")]), a_page([pay_a(id="a2")])]
+    batch = normalize_bodies("payments", bodies, livemode=False)
+    pd.testing.assert_frame_equal(batch.frame, frame)  # page order kept
+
+
+def test_livemode_comes_from_the_key_for_a_and_the_record_for_b() -> None:
+    frame = normalize_payments([pay_a(), pay_b(livemode=True), pay_b(livemode=None)],
+                               livemode=False)  # fmt: skip
+    assert frame["livemode"].tolist() == [False, True, False]
+    assert normalize_payments([pay_a()])["livemode"].isna().all()
+
+
+# --------------------------------------------------------------------------- bad data
+
+
+def test_rejects_from_bodies_keep_the_good_rows() -> None:
+    bodies = [body("tricky/payments_A.json"), body("tricky/not_json.html"),
+              b'{"meta": {"total": 0}}', body("tricky/payments_B.json")]  # fmt: skip
+    batch = normalize_bodies("payments", bodies, livemode=False)
+    assert batch.frame["id"].tolist() == [
+        "pay_a_offset", "pay_a_naive", "pay_a_kwd", "pay_b_iso_capture", "pay_b_expanded"
+    ]  # fmt: skip
+
+    def reject(prefix: str) -> Any:
+        (found,) = [r for r in batch.rejects if r.reason.startswith(prefix)]
+        return found
+
+    assert len(batch.rejects) == 6
+    reject("record has no `id`")
+    reject("creation time `created_at` = 'yesterday' is not an ISO 8601 timestamp")
+    reject("record is not a JSON object (got str)")
+    reject("response body is not a list envelope of either API variant (no `data` list)")
+    reject("record has no usable creation time")
+    assert json.loads(reject("record has no `id`").record)["amount"] == 500  # as sent
+    assert reject("response body is not JSON").record.startswith("<html>")
+    assert batch.unknown_statuses == {"on_hold"}
+    assert {r.resource for r in batch.rejects} == {"payments"}
+
+
+def test_dict_api_raises_on_rejects_unless_asked_to_warn() -> None:
+    records = [pay_a(id="ok"), pay_a(id=None), pay_a(id="late", created_at="soon"), 7]
+    with pytest.raises(ValueError, match=r"3 payments record\(s\) cannot become rows") as exc:
+        normalize_payments(records)
+    assert "record has no `id`" in str(exc.value) and "on_reject='warn'" in str(exc.value)
+    with pytest.warns(UserWarning, match="3 payments record"):
+        frame = normalize_payments(records, on_reject="warn")
+    assert frame["id"].tolist() == ["ok"]
+    assert [r.reason.split(" ")[0] for r in frame.attrs["rejects"]] == [
+        "record", "record", "creation"
+    ]  # fmt: skip
+
+
+def test_bad_arguments_say_what_to_do() -> None:
+    with pytest.raises(TypeError, match="iterable of API objects"):
+        normalize_payments(pay_a())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'payments' or 'refunds'"):
+        normalize_bodies("charges", [])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="on_reject"):
+        normalize_refunds([], on_reject="ignore")  # type: ignore[arg-type]
+
+
+def test_empty_input_gives_empty_typed_tables() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_schema(normalize_payments([]), "payments")
+        assert_schema(normalize_refunds([]), "refunds")
+        assert_schema(normalize_bodies("payments", []).frame, "payments")
+        assert_schema(normalize_bodies("refunds", [b_page([])]).frame, "refunds")
+        assert len(normalize_bodies("payments", [a_page([])]).frame) == 0
+
+
+# --------------------------------------------------------------------------- page_info
+
+
+def test_page_info_variant_a() -> None:
+    raw = body("sandbox/A/payments_page1.json")
+    data = json.loads(raw)
+    info = page_info(raw)
+    assert (info.variant, info.count, info.has_more) == ("A", 100, None)
+    assert (info.total, info.total_pages, info.page, info.limit) == (240, 3, 1, 100)
+    assert (info.first_id, info.last_id) == (data["data"][0]["id"], data["data"][-1]["id"])
+    assert info.first_created == ts(data["data"][0]["created_at"]).to_pydatetime()
+    assert info.last_created == ts(data["data"][-1]["created_at"]).to_pydatetime()
+
+
+def test_page_info_variant_b_and_unusable_edge_records() -> None:
+    raw = body("sandbox/B/payments_page1.json")
+    data = json.loads(raw)["data"]
+    info = page_info(raw)
+    assert (info.variant, info.count, info.has_more, info.total_pages) == ("B", 100, True, None)
+    assert info.last_id == data[-1]["id"]
+    assert info.first_created == pd.Timestamp(data[0]["created"], unit="s", tz=UTC)
+    # The first/last usable record: ids and times skip records that lack them.
+    edge = b_page([{"amount": 1}, pay_b(id="x1", created=1767225600),
+                   pay_b(id="x2", created=1767225660), {"id": "x3", "created": "junk"}])  # fmt: skip
+    info = page_info(edge)
+    assert (info.first_id, info.last_id) == ("x1", "x3")
+    assert info.first_created == pd.Timestamp(1767225600, unit="s", tz=UTC)
+    assert info.last_created == pd.Timestamp(1767225660, unit="s", tz=UTC)
+    assert page_info(b_page([])).count == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"<html>502</html>", "not JSON"),
+        (b'{"error": {"type": "api_error"}}', "not a list envelope"),
+        (b'{"data": [], "other": 1}', "neither `meta` nor"),
+        (b"[1, 2]", "not a list envelope"),
+    ],
+)
+def test_page_info_raises_for_bodies_that_are_not_envelopes(raw: bytes, message: str) -> None:
+    with pytest.raises(MalformedResponseError, match=message) as exc:
+        page_info(raw)
+    assert isinstance(exc.value, ValueError)
+    assert "body starts" in str(exc.value)
+
+
+def test_recorded_error_bodies_are_not_envelopes() -> None:
+    for variant in ("A", "B"):
+        for status in (400, 401, 404):
+            raw = body(f"sandbox/{variant}/error_{status}.json")
+            with pytest.raises(MalformedResponseError):
+                page_info(raw)
+            batch = normalize_bodies("payments", [raw])
+            assert len(batch.frame) == 0 and len(batch.rejects) == 1
