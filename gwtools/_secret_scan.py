@@ -21,7 +21,8 @@ raw bytes of a key.
 
 Two kinds of file may hold a key on purpose and are skipped, each counted in ``report.exempt``:
 
-* a key file: the whole file, stripped of white space, is one key (what ``--key-file`` reads);
+* a key file, as ``--api-key-file`` reads it: one line holding one key, besides blank lines and
+  ``#`` comments that hold no key;
 * a SQLite database: the sandbox gateway's own store, where the keys it issues live server side.
 """
 
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 KEY_PATTERN = re.compile(rb"(?<![A-Za-z0-9])(?:sk|pk)_(?:test|live)_[A-Za-z0-9]{24,}")
-_WHOLE_KEY = re.compile(rb"\s*(?:sk|pk)_(?:test|live)_[A-Za-z0-9]{24,}\s*")
+_WHOLE_KEY = re.compile(rb"(?:sk|pk)_(?:test|live)_[A-Za-z0-9]{24,}")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Bounds so that one huge or hostile archive cannot stall the end of a test run.
 _MAX_FILE_BYTES = 1 << 30
@@ -194,9 +195,20 @@ def _read(path: Path) -> bytes | None:
 def _exemption(data: bytes) -> str | None:
     if data.startswith(_SQLITE_MAGIC):
         return "SQLite database (gateway store)"
-    if len(data) < 256 and _WHOLE_KEY.fullmatch(data):
+    if len(data) < 4096 and _is_key_file(data):
         return "key file (holds only a key)"
     return None
+
+
+def _is_key_file(data: bytes) -> bool:
+    """What ``--api-key-file`` reads: one key line, maybe blank and ``#`` comment lines."""
+    lines = [line.strip() for line in data.splitlines()]
+    content = [line for line in lines if line and not line.startswith(b"#")]
+    return (
+        len(content) == 1
+        and _WHOLE_KEY.fullmatch(content[0]) is not None
+        and len(KEY_PATTERN.findall(data)) == 1  # no second key hidden in a comment
+    )
 
 
 def _keys_in(data: bytes, where: str, depth: int = 0) -> Iterator[tuple[str, str]]:

@@ -121,6 +121,8 @@ def test_finds_key_in_notebook_output_xlsx_and_gzip(planted: Path) -> None:
 
 def test_key_files_and_the_gateway_store_are_exempt_but_counted(planted: Path) -> None:
     (planted / "api.key").write_text(KEY + "\n")
+    (planted / "commented.key").write_text(f"# the shop's test key\n\n{KEY}\n")
+    (planted / "two.key").write_text(f"# old: {PK_LIVE}\n{KEY}\n")  # a second key: not exempt
     store = planted / "sandbox.sqlite3"
     with sqlite3.connect(store) as db:
         db.execute("create table api_keys (secret text)")
@@ -130,8 +132,8 @@ def test_key_files_and_the_gateway_store_are_exempt_but_counted(planted: Path) -
 
     report = scan_paths([planted])
 
-    assert [f.path.name for f in report.findings] == ["config.env"]
-    assert sorted(p.name for p in report.exempt) == ["api.key", "sandbox.sqlite3"]
+    assert sorted({f.path.name for f in report.findings}) == ["config.env", "two.key"]
+    assert sorted(p.name for p in report.exempt) == ["api.key", "commented.key", "sandbox.sqlite3"]
 
 
 def test_a_linked_root_is_followed_links_inside_are_not(planted: Path) -> None:
