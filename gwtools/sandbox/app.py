@@ -141,11 +141,17 @@ def create_app(
 def _allowed(app: FastAPI, scope: Any) -> list[str]:
     """Every method some route accepts on this path (Starlette lists only the first route's)."""
     methods: set[str] = set()
-    for route in app.router.routes:
-        match, _ = route.matches({**scope, "method": "GET"})
+    routes = list(app.router.routes)
+    while routes:
+        route = routes.pop()
+        inner = getattr(route, "original_router", None)  # an included router
+        if inner is not None:
+            routes.extend(inner.routes)
+            continue
+        match, _ = route.matches(scope)
         if match != Match.NONE and getattr(route, "methods", None):
             methods |= set(route.methods)
-    return sorted(methods)
+    return sorted(methods - {"HEAD"})
 
 
 async def _ticker(gateway: Gateway) -> None:

@@ -28,11 +28,33 @@ REFUND_FAIL_DELAY: Final = 86_400
 Record = dict[str, Any]
 
 
-class Ids:
-    """Identifier factory: ``pay_`` etc. + 24 characters; seeded for reproducible histories."""
+BASE62: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # ASCII order
+#: prefixes whose ids start with a sequence number, so that id order is creation order
+SEQUENTIAL: Final = ("pay", "rfnd", "evt")
 
-    def __init__(self, seed: int | None = None) -> None:
+
+class Sequence:
+    """A counter shared by the id factories of one store."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.value = start
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+
+class Ids:
+    """Identifier factory: ``pay_`` etc. + 24 characters of [A-Za-z0-9].
+
+    Payment, refund and event ids begin with 8 base-62 digits of a sequence, so objects
+    created in the same second sort newest first by id (lists order by created, then id).
+    Seeded, the random part is reproducible (history generator).
+    """
+
+    def __init__(self, seed: int | None = None, sequence: Sequence | None = None) -> None:
         self._rng: random.Random | None = None if seed is None else random.Random(seed)
+        self.sequence = sequence or Sequence()
 
     def token(self, n: int = 24) -> str:
         """``n`` characters of [A-Za-z0-9] (n a multiple of 4)."""
@@ -45,7 +67,25 @@ class Ids:
         return base64.b64encode(raw, altchars=b"xZ").decode()
 
     def new(self, prefix: str) -> str:
-        return f"{prefix}_{self.token()}"
+        if prefix not in SEQUENTIAL:
+            return f"{prefix}_{self.token()}"
+        n, digits = self.sequence.next(), []
+        for _ in range(8):
+            n, r = divmod(n, 62)
+            digits.append(BASE62[r])
+        return f"{prefix}_{''.join(reversed(digits))}{self.token(16)}"
+
+
+def decode_sequence(ident: str | None) -> int:
+    """The sequence number at the start of a sequential id (0 if there is none)."""
+    if not ident or "_" not in ident:
+        return 0
+    n = 0
+    for ch in ident.split("_", 1)[1][:8]:
+        if ch not in BASE62:
+            return 0
+        n = n * 62 + BASE62.index(ch)
+    return n
 
 
 @dataclass(frozen=True, slots=True)

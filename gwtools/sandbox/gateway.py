@@ -14,7 +14,7 @@ import orjson
 from gwtools.sandbox import domain, errors, params, render
 from gwtools.sandbox.auth import ROLL_GRACE, Auth, Keys
 from gwtools.sandbox.clock import Clock, parse_instant
-from gwtools.sandbox.domain import Event, Ids, Method, Record
+from gwtools.sandbox.domain import Event, Ids, Method, Record, Sequence
 from gwtools.sandbox.events import RETRY_WINDOW, Webhooks, backoff
 from gwtools.sandbox.store import DeliveryStore, ListQuery, Row, Store
 
@@ -46,7 +46,7 @@ class Gateway:
         self.variant = variant
         self.expiry = None if expiry_minutes is None else expiry_minutes * 60
         self.keys = Keys(store)
-        self.ids = Ids()
+        self.ids = Ids(sequence=Sequence(self._last_sequence()))
         self.deliveries = DeliveryStore(store)
         self.webhooks = Webhooks(self)
         self.base_url = base_url or store.meta("base_url") or "http://127.0.0.1"
@@ -63,6 +63,16 @@ class Gateway:
             store.set_meta("default_account", orjson.dumps(self.default_account).decode())
         else:
             self.default_account = orjson.loads(default)
+
+    def _last_sequence(self) -> int:
+        with self.store.lock:
+            found = [
+                self.store.db.execute(
+                    f"SELECT MAX(substr(id, {len(prefix) + 2}, 8)) FROM {table} WHERE raw = 0"
+                ).fetchone()[0]
+                for table, prefix in (("payments", "pay"), ("refunds", "rfnd"), ("events", "evt"))
+            ]
+        return max([domain.decode_sequence(f"x_{v}") for v in found if v] or [0])
 
     # -- setup ----------------------------------------------------------------------------------
     def set_base_url(self, base_url: str) -> None:

@@ -153,7 +153,7 @@ def generate_history(
     # Ids depend on the seed (and on the account unless it is the default one), so that
     # several accounts of one sandbox can be seeded with the same seed.
     id_seed = seed if account == gw.default_account["id"] else f"{seed}:{account}"
-    ids = Ids(hash_seed(id_seed, livemode))
+    ids = Ids(hash_seed(id_seed, livemode), gw.ids.sequence)
     b = _Builder(gw, ids)
     span = days * DAY
     times = sorted(_created_times(rng, payments, now, span))

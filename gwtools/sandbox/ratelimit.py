@@ -89,7 +89,8 @@ class RateLimiter:
         if allowed:
             for b in buckets:
                 b.tokens -= 1
-        tight = min(buckets, key=lambda b: b.tokens / b.capacity)
+        # report the bucket with the fewest requests left (the specific one on a tie)
+        tight = min(reversed(buckets), key=lambda b: b.tokens)
         wall = time.time()
         reset = math.ceil(wall + (tight.capacity - tight.tokens) / tight.capacity)
         retry = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -132,9 +133,87 @@ def payer(sandbox: Sandbox, http: httpx.Client) -> Payer:
     return Payer(sandbox, http)
 
 
+def _payer(sb: Sandbox) -> Iterator[Payer]:
+    acct = LOOPBACK.post(f"{sb.base_url}/_sandbox/accounts").json()
+    with httpx.Client(
+        base_url=sb.base_url,
+        timeout=10,
+        verify=False,
+        headers={"Authorization": f"Bearer {acct['secret_key']}"},
+    ) as http:
+        yield Payer(sb, http)
+
+
+@pytest.fixture
+def payer_a(sandbox_a: Sandbox) -> Iterator[Payer]:
+    """A Payer on the variant A server only (for rules of one variant)."""
+    yield from _payer(sandbox_a)
+
+
+@pytest.fixture
+def payer_b(sandbox_b: Sandbox) -> Iterator[Payer]:
+    yield from _payer(sandbox_b)
+
+
 def error_of(r: httpx.Response) -> dict[str, Any]:
     body = r.json()
     assert set(body) == {"error"}, body
     err: dict[str, Any] = body["error"]
     assert {"type", "code", "message"} <= set(err), err
     return err
+
+
+class Receiver:
+    """A webhook receiver on loopback that records requests; ``fail_next`` makes it answer 500."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.fail_next = 0
+        self.always_fail = False
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                with outer.lock:
+                    outer.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                    failing = outer.always_fail or outer.fail_next > 0
+                    if outer.fail_next > 0:
+                        outer.fail_next -= 1
+                self.send_response(500 if failing else 200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def wait(self, count: int, timeout: float = 5.0) -> list[tuple[dict[str, str], bytes]]:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.requests) >= count:
+                    return list(self.requests)
+            time.sleep(0.01)
+        raise AssertionError(f"expected {count} webhook requests, got {len(self.requests)}")
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()

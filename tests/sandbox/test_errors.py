@@ -1,0 +1,193 @@
+"""Bad input of every kind gets a 4xx with the spec's error body, never a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, error_of
+
+CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2030, "cvc": "123"}
+
+
+def _valid(variant: str) -> dict[str, Any]:
+    if variant == "A":
+        return {"amount": 1000, "success_url": SUCCESS_URL, "cancel_url": CANCEL_URL}
+    return {
+        "amount": 1000,
+        "currency": "myr",
+        "payment_method_data": {"type": "card", "card": dict(CARD)},
+    }
+
+
+# (change to a valid body, expected status, code, param); None value = remove the field
+CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
+    ("amount zero", {"amount": 0}, 400, "parameter_invalid", "amount"),
+    ("amount negative", {"amount": -100}, 400, "parameter_invalid", "amount"),
+    ("amount string", {"amount": "100"}, 400, "parameter_invalid", "amount"),
+    ("amount fraction", {"amount": 10.5}, 400, "parameter_invalid", "amount"),
+    ("amount bool", {"amount": True}, 400, "parameter_invalid", "amount"),
+    ("amount huge", {"amount": 10**12}, 400, "parameter_invalid", "amount"),
+    ("amount missing", {"amount": None}, 400, "parameter_missing", "amount"),
+    ("currency unknown", {"currency": "XYZ"}, 400, "parameter_invalid", "currency"),
+    ("currency number", {"currency": 458}, 400, "parameter_invalid", "currency"),
+    ("description too long", {"description": "x" * 256}, 400, "parameter_invalid", "description"),
+    ("description type", {"description": ["a"]}, 400, "parameter_invalid", "description"),
+    ("metadata not object", {"metadata": "a=b"}, 400, "parameter_invalid", "metadata"),
+    ("metadata nested", {"metadata": {"a": {"b": 1}}}, 400, "parameter_invalid", "metadata[a]"),
+    (
+        "metadata long key",
+        {"metadata": {"k" * 41: "v"}},
+        400,
+        "parameter_invalid",
+        "metadata[" + "k" * 41 + "]",
+    ),
+    ("unknown field", {"colour": "red"}, 400, "parameter_invalid", "colour"),
+]
+A_CASES = [
+    ("success_url missing", {"success_url": None}, 400, "parameter_missing", "success_url"),
+    ("cancel_url not a url", {"cancel_url": "shop/cancel"}, 400, "parameter_invalid", "cancel_url"),
+    (
+        "metadata 11 keys",
+        {"metadata": {f"k{i}": "v" for i in range(11)}},
+        400,
+        "parameter_invalid",
+        "metadata",
+    ),
+    ("B-only field", {"capture_method": "manual"}, 400, "parameter_invalid", "capture_method"),
+]
+B_CASES = [
+    ("currency missing", {"currency": None}, 400, "parameter_missing", "currency"),
+    ("no method", {"payment_method_data": None}, 400, "parameter_missing", "payment_method"),
+    (
+        "metadata 51 keys",
+        {"metadata": {f"k{i}": "v" for i in range(51)}},
+        400,
+        "parameter_invalid",
+        "metadata",
+    ),
+    (
+        "capture_method unknown",
+        {"capture_method": "later"},
+        400,
+        "parameter_invalid",
+        "capture_method",
+    ),
+    (
+        "method type unknown",
+        {"payment_method_data": {"type": "paypal"}},
+        400,
+        "parameter_invalid",
+        "payment_method_data[type]",
+    ),
+    (
+        "card missing number",
+        {"payment_method_data": {"type": "card", "card": {"cvc": "123"}}},
+        400,
+        "parameter_missing",
+        "payment_method_data[card][number]",
+    ),
+    (
+        "card unknown field",
+        {"payment_method_data": {"type": "card", "card": {**CARD, "pin": 1}}},
+        400,
+        "parameter_invalid",
+        "payment_method_data[card][pin]",
+    ),
+    (
+        "exp_month string",
+        {"payment_method_data": {"type": "card", "card": {**CARD, "exp_month": "12"}}},
+        400,
+        "parameter_invalid",
+        "payment_method_data[card][exp_month]",
+    ),
+    ("receipt_email", {"receipt_email": "nobody"}, 400, "parameter_invalid", "receipt_email"),
+    (
+        "unknown payment_method",
+        {"payment_method_data": None, "payment_method": "pm_nope"},
+        404,
+        "resource_missing",
+        "payment_method",
+    ),
+    ("save without customer", {"save_payment_method": True}, 400, "parameter_missing", "customer"),
+    ("A-only field", {"success_url": SUCCESS_URL}, 400, "parameter_invalid", "success_url"),
+]
+
+
+def _ids(value: Any) -> str:
+    return value if isinstance(value, str) and " " in value else ""
+
+
+@pytest.mark.parametrize(("name", "change", "status", "code", "param"), CASES, ids=_ids)
+def test_bad_creation_parameters(
+    payer: Payer, name: str, change: dict[str, Any], status: int, code: str, param: str | None
+) -> None:
+    _check(payer, change, status, code, param)
+
+
+@pytest.mark.parametrize(("name", "change", "status", "code", "param"), A_CASES, ids=_ids)
+def test_bad_creation_parameters_a(
+    payer_a: Payer, name: str, change: dict[str, Any], status: int, code: str, param: str | None
+) -> None:
+    _check(payer_a, change, status, code, param)
+
+
+@pytest.mark.parametrize(("name", "change", "status", "code", "param"), B_CASES, ids=_ids)
+def test_bad_creation_parameters_b(
+    payer_b: Payer, name: str, change: dict[str, Any], status: int, code: str, param: str | None
+) -> None:
+    _check(payer_b, change, status, code, param)
+
+
+def _check(payer: Payer, change: dict[str, Any], status: int, code: str, param: str | None) -> None:
+    body = _valid(payer.variant)
+    for key, value in change.items():
+        if value is None:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    r = payer.http.post("/v1/payments", json=body)
+    assert r.status_code == status, r.text
+    err = error_of(r)
+    assert err["type"] == "invalid_request_error" and err["code"] == code
+    assert err.get("param") == param
+    assert payer.http.get("/v1/payments").json()["data"] == []  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"{not json", 400),
+        (b"[1, 2]", 400),
+        (b'"text"', 400),
+        (b"", 400),
+        (b"\xff\xfe", 400),
+        (b'{"amount": 1' + b" " * 70_000 + b"}", 413),
+    ],
+)
+def test_malformed_bodies(payer: Payer, raw: bytes, status: int) -> None:
+    r = payer.http.post("/v1/payments", content=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == status, r.text
+    assert error_of(r)["type"] == "invalid_request_error"
+
+
+def test_huge_body_without_content_length_is_413(payer: Payer) -> None:
+    def chunks() -> Any:
+        yield b'{"amount": 1, "description": "'
+        for _ in range(100):
+            yield b"x" * 1024
+        yield b'"}'
+
+    r = payer.http.post(
+        "/v1/payments", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 413 and error_of(r)["code"] == "parameter_invalid"
+
+
+def test_unknown_routes_and_methods(payer: Payer) -> None:
+    r = payer.http.get("/v1/balance")
+    assert r.status_code == 404 and error_of(r)["code"] == "resource_missing"
+    r = payer.http.delete("/v1/payments")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, POST"
+    assert error_of(r)["type"] == "invalid_request_error"

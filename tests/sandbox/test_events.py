@@ -1,0 +1,102 @@
+"""Events (GET /v1/events) and webhooks: signatures, retries on the sandbox clock, callback_url."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, Receiver
+
+
+def _verify(secret: str, headers: dict[str, str], body: bytes) -> int:
+    """The receiver's check of DESIGN.md's Gateway-Signature; returns the timestamp."""
+    parts = dict(item.split("=", 1) for item in headers["gateway-signature"].split(","))
+    expected = hmac.new(
+        secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256
+    ).hexdigest()
+    assert hmac.compare_digest(expected, parts["v1"])
+    return int(parts["t"])
+
+
+def test_events_list_with_cursor_envelope(payer: Payer) -> None:
+    ok = payer.pay()
+    payer.pay(card="4000000000000002")
+    payer.http.post("/v1/refunds", json={"payment_id": ok["id"], "amount": 100})
+    page = payer.http.get("/v1/events", params={"limit": 2}).json()
+    assert page["object"] == "list" and page["url"] == "/v1/events"
+    assert page["has_more"] is True and len(page["data"]) == 2
+    rest = payer.http.get("/v1/events", params={"starting_after": page["data"][-1]["id"]}).json()
+    events = page["data"] + rest["data"]
+    assert [e["type"] for e in events] == ["refund.created", "payment.failed", "payment.succeeded"]
+    for e in events:
+        assert set(e) == {"id", "object", "type", "created", "livemode", "api_version", "data"}
+        assert e["id"].startswith("evt_") and e["object"] == "event"
+        assert isinstance(e["created"], int) and e["api_version"] == "2024-01-01"
+        assert e["livemode"] is False
+    assert events[2]["data"]["object"]["id"] == ok["id"]
+    assert events[0]["data"]["object"]["object"] == "refund"
+    only = payer.http.get("/v1/events", params={"type": "payment.failed"}).json()["data"]
+    assert [e["type"] for e in only] == ["payment.failed"]
+    one = payer.http.get(f"/v1/events/{events[0]['id']}")
+    assert one.json() == events[0]
+
+
+def test_webhook_signed_and_retried_with_backoff(payer: Payer, receiver: Receiver) -> None:
+    endpoint = payer.http.post("/_sandbox/webhook_endpoints", json={"url": receiver.url}).json()
+    assert endpoint["id"].startswith("we_") and endpoint["secret"].startswith("whsec_")
+    receiver.fail_next = 1
+    p = payer.pay()
+    headers, body = receiver.wait(1)[0]
+    clock = payer.http.get("/_sandbox/clock").json()["unix"]
+    assert _verify(endpoint["secret"], headers, body) == clock
+    event = json.loads(body)
+    assert event["type"] == "payment.succeeded" and event["data"]["object"]["id"] == p["id"]
+    # the first attempt failed (500): the retry comes 60 s later on the sandbox clock
+    payer.advance(59)
+    assert len(receiver.requests) == 1
+    payer.advance(1)
+    second_headers, second_body = receiver.wait(2)[1]
+    assert second_body == body  # the same event, signed again at the new time
+    assert _verify(endpoint["secret"], second_headers, second_body) == clock + 60
+    deliveries = payer.http.get("/_sandbox/webhook_deliveries").json()["data"]
+    assert [(d["attempts"], d["state"]) for d in deliveries] == [(2, "succeeded")]
+
+
+def test_webhook_gives_up_after_three_days(payer: Payer, receiver: Receiver) -> None:
+    payer.http.post("/_sandbox/webhook_endpoints", json={"url": receiver.url})
+    receiver.always_fail = True
+    payer.pay()
+    receiver.wait(1)
+    for _ in range(8):
+        payer.advance(12 * 3600)
+    deliveries = payer.http.get("/_sandbox/webhook_deliveries").json()["data"]
+    assert deliveries[0]["state"] == "failed" and deliveries[0]["next_at"] is None
+    attempts = deliveries[0]["attempts"]
+    assert attempts == len(receiver.requests) and 6 <= attempts <= 12
+    payer.advance(7 * 86400)
+    assert len(receiver.requests) == attempts  # no more tries
+
+
+def test_callback_url_gets_the_payments_events(
+    payer: Payer, receiver: Receiver, account: dict[str, Any]
+) -> None:
+    if payer.variant == "B":
+        return  # callback_url is a variant A creation parameter
+    p = payer.http.post(
+        "/v1/payments",
+        json={
+            "amount": 700,
+            "success_url": SUCCESS_URL,
+            "cancel_url": CANCEL_URL,
+            "callback_url": receiver.url,
+        },
+    ).json()
+    assert payer.checkout(p["id"]).status_code == 303
+    headers, body = receiver.wait(1)[0]
+    _verify(account["webhook_secret"], headers, body)
+    assert json.loads(body)["type"] == "payment.succeeded"
+    payer.http.post("/v1/refunds", json={"payment_id": p["id"]})
+    types = [json.loads(b)["type"] for _, b in receiver.wait(2)]
+    assert types == ["payment.succeeded", "refund.created"]
