@@ -91,6 +91,7 @@ def notebook_display() -> None:
     """pandas display options the notebooks share: wide tables, readable numbers."""
     pd.set_option("display.width", 140)
     pd.set_option("display.max_columns", 30)
+    pd.set_option("display.max_colwidth", 90)  # retry advice reads as a sentence
     pd.set_option("display.float_format", _number)
 
 
@@ -234,6 +235,24 @@ class Report:
         return self.out_dir / "index.html"
 
 
+def _quiet_kernel_manager() -> type:
+    """A kernel manager whose kernels' stderr goes nowhere: ipykernel's start-up chatter
+    ('running over TCP without encryption') would break up the demo's one-screen summary.
+    A cell's errors still reach the notebook, and papermill raises on them."""
+    import subprocess
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_start_kernel(self, **kw: Any) -> None:
+            kw.setdefault("stderr", subprocess.DEVNULL)
+            await super()._async_start_kernel(**kw)
+
+        start_kernel = _async_start_kernel
+
+    return QuietKernelManager
+
+
 def _run_one(
     name: str, out_dir: Path, parameters: dict[str, Any], kernel_name: str | None, workdir: Path
 ) -> tuple[Path, float]:
@@ -250,7 +269,9 @@ def _run_one(
         kernel_name=kernel_name,
         progress_bar=False,
         log_output=False,
-        cwd=str(workdir),
+        kernel_manager_class=_quiet_kernel_manager(),
+        # No cwd=: papermill would os.chdir the whole process, which races between the
+        # worker threads. The notebooks write only to the absolute out_dir they are given.
     )
     notebook = nbformat.read(executed, as_version=4)
     exporter = HTMLExporter(
@@ -309,7 +330,7 @@ def run_report(
     unknown = [n for n in notebooks if n not in TITLES]
     if unknown:
         raise ValueError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()
     (out / "tables").mkdir(parents=True, exist_ok=True)
     if gateway is None:
         from gwtools._gateway import connect

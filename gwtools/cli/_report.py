@@ -140,7 +140,7 @@ def demo(out: Path, tz: str) -> None:
         settings = embedded_settings(cache_dir=None, service_version="2024-01-01", account=None)
     gw = Gateway(settings, progress=False)
     try:
-        click.echo("Syncing and running the notebooks (about a minute)…")
+        click.echo("Syncing, then running the four notebooks (about half a minute on 2 cores)…")
         result = run_report(out, tz=tz, gateway=gw)
     finally:
         gw.close()

@@ -318,9 +318,9 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
 }
 
 
-def build() -> list[Path]:
-    """Write every notebook (without outputs) and return their paths."""
-    paths = []
+def build() -> dict[Path, nbformat.NotebookNode]:
+    """Every notebook, without outputs, by path."""
+    built = {}
     for name, cells in NOTEBOOKS.items():
         nb = new_notebook(cells=cells)
         nb.metadata["kernelspec"] = {
@@ -329,36 +329,47 @@ def build() -> list[Path]:
             "language": "python",
         }
         nb.metadata["language_info"] = {"name": "python"}
-        path = HERE / name
-        nbformat.write(nb, path)
-        paths.append(path)
-    return paths
+        built[HERE / name] = nb
+    return built
 
 
-def execute(paths: list[Path]) -> None:
-    """Run each notebook in place with its default parameters (the embedded sandbox)."""
+def execute(nb: nbformat.NotebookNode) -> None:
+    """Run a notebook with its default parameters (the embedded sandbox) in a scratch cache,
+    so a cache left by earlier runs cannot change what the stored outputs show."""
+    import os
+    import tempfile
+
     from nbclient import NotebookClient
 
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(
-            nb,
-            timeout=600,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(HERE)}},
-            store_widget_state=False,  # dashboards come alive when run; no stale snapshots in git
-        )
-        client.execute()
-        for cell in nb.cells:
-            cell.metadata.pop("execution", None)
-        nbformat.write(nb, path)
-        print(f"executed {path.name}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="gwtools-nb-cache-") as cache:
+        old = os.environ.get("GW_CACHE_DIR")
+        os.environ["GW_CACHE_DIR"] = cache  # inherited by the kernel
+        try:
+            NotebookClient(
+                nb,
+                timeout=600,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(HERE)}},
+                store_widget_state=False,  # dashboards come alive when run; no stale snapshots
+            ).execute()
+        finally:
+            if old is None:
+                os.environ.pop("GW_CACHE_DIR", None)
+            else:
+                os.environ["GW_CACHE_DIR"] = old
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--execute", action="store_true", help="also run them and store outputs")
+    parser.add_argument("names", nargs="*", help="only these notebooks (default: all)")
     args = parser.parse_args()
-    written = build()
-    if args.execute:
-        execute(written)
+    for path, notebook in build().items():
+        if args.names and path.name not in args.names:
+            continue
+        if args.execute:
+            execute(notebook)  # raises on a failing cell: the stored notebook stays as it was
+            print(f"executed {path.name}", file=sys.stderr)
+        nbformat.write(notebook, path)
