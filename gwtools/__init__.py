@@ -5,10 +5,66 @@ Example::
     import gwtools
 
     gw = gwtools.connect()          # no key, no base URL: the embedded sandbox
-    payments = gw.payments()        # syncs, then reads the local Parquet cache
-    refunds = gw.refunds(refresh=False)
+    result = gw.sync()              # brings the local Parquet cache up to date
+    payments = gw.payments(since="2026-10-01", status="failed")
+    refunds = gw.refunds(refresh=False)   # the cache as it is, no network
+
+    cached = gwtools.read_cache("data/sample-cache", "payments")   # no gateway at all
+
+Errors raised for gateway answers (see ``gwtools._errors`` for the tree)::
+
+    GatewayError
+    ├── ConfigurationError        bad arguments or GW_* variables; nothing was sent
+    ├── APIConnectionError        the gateway could not be reached, after retries
+    ├── AuthenticationError       401: invalid, revoked or publishable key
+    ├── InvalidRequestError       400/404/409
+    │   └── NotFoundError         404: unknown id
+    ├── CardError                 402: card declined
+    ├── RateLimitError            429, after retries
+    └── APIError                  5xx, after retries
 """
 
+from gwtools._cache import read_cache
+from gwtools._errors import (
+    APIConnectionError,
+    APIError,
+    AuthenticationError,
+    CardError,
+    ConfigurationError,
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitError,
+)
+from gwtools._gateway import Gateway, connect
+from gwtools._normalize import normalize_payments, normalize_refunds
 from gwtools._schema import empty_payments, empty_refunds
+from gwtools._sync import GatewayDataWarning, ResourceResult, SyncResult
 
-__all__ = ["empty_payments", "empty_refunds"]
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "AuthenticationError",
+    "CardError",
+    "ConfigurationError",
+    "Gateway",
+    "GatewayDataWarning",
+    "GatewayError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "RateLimitError",
+    "ResourceResult",
+    "SyncResult",
+    "connect",
+    "empty_payments",
+    "empty_refunds",
+    "normalize_payments",
+    "normalize_refunds",
+    "read_cache",
+]
+
+# Public names say `gwtools.X` in reprs and tracebacks, as in httpx.
+__locals = locals()
+for __name in __all__:
+    if not __name.startswith("__"):
+        setattr(__locals[__name], "__module__", "gwtools")
