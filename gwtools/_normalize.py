@@ -29,9 +29,15 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import itertools
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -734,7 +740,8 @@ class _FastColumns:
         """Append one chunk's arrays; ``col`` None: the (sub-)object is absent in the chunk."""
         for name, kind in spec.items():
             values = col[name] if col is not None else None
-            absent = values is None or values.count(None) == n
+            # values[0] first: a column that is usually there is rarely counted
+            absent = values is None or (values[0] is None and values.count(None) == n)
             if isinstance(kind, tuple):
                 sub_kind, sub_spec = kind
                 if absent or values is None:
@@ -971,41 +978,45 @@ def page_info(body: bytes) -> PageInfo:
 
 
 def normalize_bodies(
-    resource: Resource, bodies: Sequence[bytes], *, livemode: bool | None = None
+    resource: Resource,
+    bodies: Sequence[bytes],
+    *,
+    livemode: bool | None = None,
+    workers: int | None = None,
 ) -> NormalizedBatch:
     """List response bodies, as received, of either variant -> one canonical frame.
 
     Never raises for bad data: an unusable body or record becomes a :class:`Reject`
     with its reason; unknown statuses map to ``unknown`` and are listed in
-    ``unknown_statuses`` for the caller to warn about once::
+    ``unknown_statuses`` for the caller to warn about once. Rows keep the order of
+    the bodies and of the records in them::
 
         batch = normalize_bodies("payments", [r.content for r in responses], livemode=False)
         batch.frame, batch.rejects, batch.unknown_statuses
+
+    Large inputs (tens of megabytes and more) are split across ``workers`` processes
+    (default: the usable CPUs; Linux only, where forking shares the bodies for free);
+    ``workers=1`` keeps everything in this process.
     """
-    return _normalize_bodies(resource, bodies, livemode, fast=True)
+    return _normalize_bodies(resource, bodies, livemode, fast=True, workers=workers)
 
 
 def _normalize_bodies(
-    resource: Resource, bodies: Sequence[bytes], livemode: bool | None, *, fast: bool
+    resource: Resource,
+    bodies: Sequence[bytes],
+    livemode: bool | None,
+    *,
+    fast: bool,
+    workers: int | None = 1,
 ) -> NormalizedBatch:
     """normalize_bodies; ``fast=False`` reads every body with the tolerant path (tests compare)."""
     _schema.columns(resource)  # a clear error for a bad resource name
     with _NoGC():
-        # Strictly typed decoding first; bodies it cannot take go to the tolerant path.
-        strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
-        tolerant: list[int] = []
-        for i, body in enumerate(bodies):
-            got = decode_fast(resource, body) if fast else None
-            if got is None:
-                tolerant.append(i)
-            else:
-                strict[got[0]].add(got[1], i, body)
-        tables: list[pa.Table] = []
-        for acc in strict.values():
-            if acc.pages:
-                table, redo = acc.table(livemode)
-                tables.append(table)
-                tolerant.extend(redo)
+        if not fast:
+            tables: list[pa.Table] = []
+            tolerant = list(range(len(bodies)))
+        else:
+            tables, tolerant = _strict_parallel(resource, bodies, livemode, workers)
         collector = _Collector(resource, livemode)
         for i in sorted(tolerant):
             try:
@@ -1018,6 +1029,112 @@ def _normalize_bodies(
         tables.append(collector.table())
         frame, unknown = _complete(resource, tables)
     return NormalizedBatch(frame, collector.rejects, unknown)
+
+
+def _strict_share(
+    resource: Resource, bodies: Sequence[bytes], share: range, livemode: bool | None
+) -> tuple[list[pa.Table], list[int]]:
+    """The fast path over ``bodies[share]``: tables, and the bodies left to the tolerant path."""
+    strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
+    tolerant: list[int] = []
+    for i in share:
+        got = decode_fast(resource, bodies[i])
+        if got is None:
+            tolerant.append(i)
+        else:
+            strict[got[0]].add(got[1], i, bodies[i])
+    tables: list[pa.Table] = []
+    for acc in strict.values():
+        if acc.pages:
+            table, redo = acc.table(livemode)
+            tables.append(table)
+            tolerant.extend(redo)
+    return tables, tolerant
+
+
+#: Below this many bytes of bodies one process is quicker than starting others.
+_PARALLEL_MIN_BYTES = 24 * 2**20
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _strict_parallel(
+    resource: Resource, bodies: Sequence[bytes], livemode: bool | None, workers: int | None
+) -> tuple[list[pa.Table], list[int]]:
+    """The fast path, split over forked processes when the input is large.
+
+    Forked workers see the bodies without copying them and hand their Arrow tables
+    back through a file in memory (/dev/shm); a worker that fails is redone here.
+    """
+    sizes = list(map(len, bodies))
+    total = sum(sizes)
+    if workers is None:
+        workers = _usable_cpus() if total >= _PARALLEL_MIN_BYTES else 1
+    workers = max(1, min(workers, len(bodies)))
+    if workers == 1 or sys.platform != "linux":
+        return _strict_share(resource, bodies, range(len(bodies)), livemode)
+    # Contiguous shares of about equal bytes, so that page order is easy to restore.
+    bounds = [0]
+    running = 0
+    for i, size in enumerate(sizes):
+        running += size
+        if running >= total * len(bounds) / workers and len(bounds) < workers:
+            bounds.append(i + 1)
+    bounds.append(len(bodies))
+    shares = [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+    context = multiprocessing.get_context("fork")
+    tmp = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    jobs = []
+    for share in shares[1:]:
+        fd, path = tempfile.mkstemp(prefix="gwtools-normalize-", suffix=".arrow", dir=tmp)
+        os.close(fd)
+        proc = context.Process(
+            target=_share_to_file,
+            args=(resource, bodies, share, livemode, path),
+            name="gwtools-normalize",
+            daemon=True,
+        )
+        proc.start()
+        jobs.append((share, proc, path))
+    tables, tolerant = _strict_share(resource, bodies, shares[0], livemode)
+    for share, proc, path in jobs:
+        proc.join()
+        try:
+            if proc.exitcode != 0:
+                raise OSError(f"worker exited with {proc.exitcode}")
+            got, redo = _read_share(path)
+        except (OSError, pa.ArrowException):
+            got, redo = _strict_share(resource, bodies, share, livemode)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        tables += got
+        tolerant += redo
+    return tables, tolerant
+
+
+def _share_to_file(
+    resource: Resource, bodies: Sequence[bytes], share: range, livemode: bool | None, path: str
+) -> None:
+    """In a worker: the fast path over one share, written as an Arrow IPC file."""
+    gc.disable()
+    tables, tolerant = _strict_share(resource, bodies, share, livemode)
+    schema = _pre_schema(resource).with_metadata({"tolerant": json.dumps(tolerant)})
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        writer.write_table(table.replace_schema_metadata(schema.metadata))
+
+
+def _read_share(path: str) -> tuple[list[pa.Table], list[int]]:
+    # Memory-mapped: the columns are not copied, and unlinking the file keeps the mapping.
+    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+    tolerant = json.loads((table.schema.metadata or {})[b"tolerant"])
+    return [table.replace_schema_metadata(None)], tolerant
 
 
 def _normalize_objects(

@@ -146,3 +146,23 @@ def test_pages_redone_across_chunks_keep_their_place(monkeypatch: pytest.MonkeyP
     assert fast.frame["id"].tolist() == [f"pay_{i}" for i in range(24) if i != 14]
     assert [r.reason for r in fast.rejects] == ["record has no `id`"]
     assert json.loads(fast.frame.set_index("id").loc["pay_16", "extra"]) == {"weird": 1}
+
+
+def test_worker_processes_give_the_same_batch() -> None:
+    from pathlib import Path
+
+    recorded = Path(__file__).resolve().parents[2] / "data" / "recorded"
+    bodies = [
+        (recorded / name).read_bytes()
+        for name in (
+            "sandbox/A/payments_page1.json", "tricky/payments_A.json",
+            "sandbox/B/payments_page1.json", "tricky/not_json.html",
+            "sandbox/A/payments_page2.json", "tricky/payments_B.json",
+            "sandbox/B/payments_page2.json",
+        )
+    ]  # fmt: skip
+    one = normalize.normalize_bodies("payments", bodies, livemode=False, workers=1)
+    three = normalize.normalize_bodies("payments", bodies, livemode=False, workers=3)
+    pd.testing.assert_frame_equal(one.frame, three.frame)
+    assert one.rejects == three.rejects and one.unknown_statuses == three.unknown_statuses
+    assert len(one.frame) == 400 + 3 + 2
