@@ -1,0 +1,264 @@
+"""Normalisation speed: raw list response bodies -> the canonical payments DataFrame.
+
+Bodies of 100 payments each are made from the sandbox pages recorded in data/recorded/
+(both variants' exact shapes, with fresh ids, amounts and times), then each contender
+runs in a fresh child process on the same bytes, so its peak memory is its own:
+
+- baseline: ``json.loads`` + ``pandas.json_normalize`` + ``pandas.to_datetime``, the
+  hand-written way (measured on ``--baseline-rows``, as it is slow);
+- gwtools, 1 process: ``normalize_bodies(..., workers=1)``;
+- gwtools, auto: ``normalize_bodies(...)``, which splits large inputs over the CPUs.
+
+Rates are rows per second of wall time, and per CPU second (all processes of a
+contender together), which a machine busy with other work disturbs less.
+
+    python benchmarks/normalize.py                  # 1,000,000 rows per variant, ~1 minute
+    python benchmarks/normalize.py --rows 200000    # quicker look
+
+Prints a table and writes benchmarks/results/normalize.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "data" / "recorded" / "sandbox"
+RESULTS = ROOT / "benchmarks" / "results" / "normalize.json"
+TARGET_SPEEDUP = 10
+PAGE = 100
+ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+def make_bodies(variant: str, rows: int, seed: int = 0) -> list[bytes]:
+    """List bodies of ``rows`` payments shaped exactly like the recorded sandbox pages."""
+    import orjson
+
+    templates = [
+        rec
+        for name in ("payments_page1.json", "payments_page2.json")
+        for rec in json.loads((RECORDED / variant / name).read_bytes())["data"]
+    ]
+    rng = random.Random(seed)
+    start = 1_767_225_600  # 2026-01-01
+    bodies = []
+    for first in range(0, rows, PAGE):
+        records = []
+        for k in range(first, min(first + PAGE, rows)):
+            rec = dict(templates[k % len(templates)])
+            old = rec["id"]
+            new = "pay_" + "".join(rng.choices(ALPHABET, k=24))
+            created = start - k * 7
+            rec["id"] = new
+            rec["amount"] = rng.randrange(100, 500_000)
+            for key in ("redirect_url", "receipt_url", "client_secret"):
+                if rec.get(key):
+                    rec[key] = rec[key].replace(old, new)
+            if variant == "A":
+                rec["created_at"] = _iso(created)
+                rec["updated_at"] = _iso(created + 30)
+                if rec.get("expires_at"):
+                    rec["expires_at"] = _iso(created + 3600)
+                if rec.get("captured_at"):
+                    rec["captured_at"] = _iso(created + 5)
+            else:
+                rec["created"] = created
+                if rec.get("captured_at"):
+                    rec["captured_at"] = created + 5
+            records.append(rec)
+        if variant == "A":
+            total_pages = -(-rows // PAGE)
+            meta = {"total": rows, "page": first // PAGE + 1, "limit": PAGE,
+                    "totalPages": total_pages}  # fmt: skip
+            bodies.append(orjson.dumps({"data": records, "meta": meta}))
+        else:
+            bodies.append(
+                orjson.dumps({"object": "list", "data": records,
+                              "has_more": first + PAGE < rows, "url": "/v1/payments"})
+            )  # fmt: skip
+    return bodies
+
+
+def _iso(ts: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def write_bodies(bodies: list[bytes], path: Path) -> None:
+    with path.open("wb") as f:
+        for body in bodies:
+            f.write(struct.pack("<I", len(body)))
+            f.write(body)
+
+
+def read_bodies(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    bodies, pos = [], 0
+    while pos < len(data):
+        (size,) = struct.unpack_from("<I", data, pos)
+        bodies.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    return bodies
+
+
+# --------------------------------------------------------------------------- contenders
+
+
+def baseline(bodies: list[bytes], variant: str) -> Any:
+    import pandas as pd
+
+    records = [rec for body in bodies for rec in json.loads(body)["data"]]
+    frame = pd.json_normalize(records)
+    if variant == "A":
+        for column in ("created_at", "updated_at", "expires_at", "captured_at"):
+            frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    else:
+        for column in ("created", "captured_at"):
+            frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    return frame
+
+
+def gwtools_normalize(bodies: list[bytes], workers: int | None) -> Any:
+    from gwtools._normalize import normalize_bodies
+
+    batch = normalize_bodies("payments", bodies, livemode=False, workers=workers)
+    assert not batch.rejects, batch.rejects[:3]
+    return batch.frame
+
+
+def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024  # kilobytes on Linux
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def child(contender: str, variant: str, path: Path, rows: int) -> dict[str, Any]:
+    """Run one contender on the bodies in ``path`` (first ``rows`` rows); report figures."""
+    import pandas  # noqa: F401 - imported before timing, as a notebook would have it
+
+    import gwtools._normalize  # noqa: F401
+
+    bodies = read_bodies(path)[: -(-rows // PAGE)]
+    before = _current_rss_mb()
+    wall, cpu = time.perf_counter(), time.process_time()
+    children_cpu = _children_cpu()
+    if contender == "baseline":
+        frame = baseline(bodies, variant)
+    else:
+        frame = gwtools_normalize(bodies, 1 if contender == "gwtools_1" else None)
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu + _children_cpu() - children_cpu
+    assert len(frame) == rows, (len(frame), rows)
+    return {
+        "contender": contender,
+        "variant": variant,
+        "rows": rows,
+        "seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
+        "rows_per_s": round(rows / wall),
+        "rows_per_cpu_s": round(rows / cpu),
+        "rss_before_mb": round(before),
+        "peak_rss_mb": round(max(_rss_mb(), _rss_mb(resource.RUSAGE_CHILDREN))),
+        "columns": len(frame.columns),
+    }
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run_child(contender: str, variant: str, path: Path, rows: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", contender, variant, str(path), str(rows)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="payments per variant")
+    parser.add_argument(
+        "--baseline-rows", type=int, default=200_000, help="rows the slow baseline gets"
+    )
+    parser.add_argument("--variants", default="AB")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        contender, variant, path, rows = args.child
+        print(json.dumps(child(contender, variant, Path(path), int(rows))))
+        return
+
+    results: dict[str, Any] = {
+        "rows": args.rows,
+        "baseline_rows": min(args.baseline_rows, args.rows),
+        "target_speedup": TARGET_SPEEDUP,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        "variants": {},
+    }
+    print(f"normalising {args.rows:,} payments per variant (baseline: "
+          f"{results['baseline_rows']:,}); load average {results['load_average_before']}")  # fmt: skip
+    header = (f"{'variant':<8}{'contender':<20}{'rows':>10}{'seconds':>9}{'rows/s':>11}"
+              f"{'rows/CPU s':>12}{'peak RSS MB':>13}")  # fmt: skip
+    print(header)
+    with tempfile.TemporaryDirectory(prefix="gwtools-bench-") as tmp:
+        for variant in args.variants:
+            path = Path(tmp) / f"bodies_{variant}.bin"
+            t0 = time.perf_counter()
+            write_bodies(make_bodies(variant, args.rows), path)
+            made = time.perf_counter() - t0
+            runs = {
+                "baseline": run_child("baseline", variant, path, results["baseline_rows"]),
+                "gwtools_1": run_child("gwtools_1", variant, path, args.rows),
+                "gwtools_auto": run_child("gwtools_auto", variant, path, args.rows),
+            }
+            base = runs["baseline"]
+            for name, run in runs.items():
+                label = {"baseline": "baseline (pandas)", "gwtools_1": "gwtools, 1 process",
+                         "gwtools_auto": "gwtools, auto"}[name]  # fmt: skip
+                print(f"{variant:<8}{label:<20}{run['rows']:>10,}{run['seconds']:>9.2f}"
+                      f"{run['rows_per_s']:>11,}{run['rows_per_cpu_s']:>12,}"
+                      f"{run['peak_rss_mb']:>13,}")  # fmt: skip
+                if name != "baseline":
+                    run["speedup"] = round(run["rows_per_s"] / base["rows_per_s"], 1)
+                    run["speedup_per_cpu"] = round(
+                        run["rows_per_cpu_s"] / base["rows_per_cpu_s"], 1
+                    )
+            results["variants"][variant] = {"bodies_made_seconds": round(made, 1), **runs}
+            for name in ("gwtools_1", "gwtools_auto"):
+                run = runs[name]
+                print(f"{'':<8}{name}: {run['speedup']}x the baseline's rows/s "
+                      f"({run['speedup_per_cpu']}x per CPU second); target {TARGET_SPEEDUP}x")  # fmt: skip
+    results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
