@@ -211,6 +211,71 @@ def _envelope(objects: Sequence[tuple[bytes, str]]) -> list[bytes]:
     return out
 
 
+@dataclass
+class BatchOutcome:
+    """What writing one batch produced (returned from a worker thread or process)."""
+
+    months: set[str] = field(default_factory=set)
+    rejected: int = 0
+    max_created: dt.datetime | None = None
+    payment_ids: set[str] = field(default_factory=set)
+    unknown_statuses: set[str] = field(default_factory=set)
+
+
+def write_batch(
+    path: str, resource: Resource, livemode: bool, sync_id: str, bodies: list[bytes]
+) -> BatchOutcome:
+    """Normalise raw bodies and write them as part files (runs in a worker thread or process)."""
+    ds = Dataset(path, resource)
+    batch = normalize_bodies(resource, bodies, livemode=livemode)
+    del bodies
+    out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
+    if batch.rejects:
+        out.rejected = ds.append_rejects(batch.rejects, sync_id=sync_id)
+    if len(batch.frame):
+        table = pa.Table.from_pandas(batch.frame, schema=ds.schema, preserve_index=False)
+        out.months = ds.write_batch(table)
+        out.max_created = pc.max(table.column("created_at")).as_py()
+        if resource == "refunds":
+            out.payment_ids = {p for p in pc.unique(table.column("payment_id")).to_pylist() if p}
+    return out
+
+
+def _warm_up() -> None:
+    """Imported in a fresh worker process before the first batch arrives."""
+
+
+class Workers:
+    """Where batches are normalised and written: a thread for small syncs, a process for big ones.
+
+    Normalising holds the GIL for a good part of its work; in a separate process it cannot
+    slow down the event loop that keeps requests flowing at the rate limit.
+    """
+
+    BIG_ROWS = 20_000
+
+    def __init__(self) -> None:
+        self.thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gwtools-write")
+        self.process: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def expect(self, rows: int) -> None:
+        if rows >= self.BIG_ROWS and self.process is None:
+            import multiprocessing
+
+            self.process = concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")
+            )
+            self.process.submit(_warm_up)  # start it (and its imports) while pages arrive
+
+    def pick(self) -> concurrent.futures.Executor:
+        return self.process or self.thread
+
+    def shutdown(self) -> None:
+        self.thread.shutdown(wait=True)
+        if self.process is not None:
+            self.process.shutdown(wait=True)
+
+
 class BatchWriter:
     """Collects raw pages; every ``pages_per_batch`` normalises and writes them off the loop."""
 
@@ -220,7 +285,7 @@ class BatchWriter:
         *,
         livemode: bool,
         sync_id: str,
-        executor: concurrent.futures.Executor,
+        workers: Workers,
         pages_per_batch: int = PAGES_PER_BATCH,
         on_rows: Callable[[int], None] = lambda _n: None,
     ) -> None:
@@ -228,11 +293,10 @@ class BatchWriter:
         self.resource: Resource = dataset.resource
         self.livemode = livemode
         self.sync_id = sync_id
-        self.executor = executor
+        self.workers = workers
         self.pages_per_batch = pages_per_batch
         self.on_rows = on_rows
         self.bodies: list[bytes] = []
-        self.pending: list[asyncio.Future[None]] = []
         self.months: set[str] = set()
         self.fetched = 0
         self.rejected = 0
@@ -257,27 +321,25 @@ class BatchWriter:
 
     async def flush(self) -> None:
         bodies, self.bodies = self.bodies, []
-        if bodies:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self.executor, self._write, bodies)
-
-    def _write(self, bodies: list[bytes]) -> None:
-        batch = normalize_bodies(self.resource, bodies, livemode=self.livemode)
-        del bodies
-        if batch.rejects:
-            self.add_rejects(batch.rejects)
-        _warn_unknown(self.resource, batch.unknown_statuses)
-        frame = batch.frame
-        if len(frame):
-            table = pa.Table.from_pandas(frame, schema=self.dataset.schema, preserve_index=False)
-            self.months |= self.dataset.write_batch(table)
-            top = pc.max(table.column("created_at")).as_py()
-            if top is not None and (self.max_created is None or top > self.max_created):
-                self.max_created = top
-            if self.resource == "refunds":
-                self.payment_ids.update(
-                    p for p in pc.unique(table.column("payment_id")).to_pylist() if p
-                )
+        if not bodies:
+            return
+        out: BatchOutcome = await asyncio.get_running_loop().run_in_executor(
+            self.workers.pick(),
+            write_batch,
+            str(self.dataset.path),
+            self.resource,
+            self.livemode,
+            self.sync_id,
+            bodies,
+        )
+        _warn_unknown(self.resource, out.unknown_statuses)
+        self.months |= out.months
+        self.rejected += out.rejected
+        self.payment_ids |= out.payment_ids
+        if out.max_created is not None and (
+            self.max_created is None or out.max_created > self.max_created
+        ):
+            self.max_created = out.max_created
 
 
 def choose_cutoff(
@@ -376,7 +438,7 @@ async def run_sync(
     datasets = {r: Dataset.at(s.cache_dir, s.account, s.mode, r) for r in order}
     locks = [datasets[r].file_lock() for r in sorted(order)]  # one global order: no deadlock
     acquired = []
-    executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gwtools-write")
+    workers = Workers()
     try:
         for lock in locks:
             await asyncio.to_thread(lock.acquire)
@@ -387,13 +449,13 @@ async def run_sync(
                 ctx,
                 datasets[r],
                 full=full,
-                executor=executor,
+                workers=workers,
                 extra_ids=refunded_payments if r == "payments" else set(),
             )
             result.resources[r] = res.result
             refunded_payments = res.payment_ids
     finally:
-        executor.shutdown(wait=True)
+        workers.shutdown()
         for lock in reversed(acquired):
             lock.release()
     result.resources = {r: result.resources[r] for r in wanted if r in result.resources}
@@ -412,7 +474,7 @@ async def _sync_one(
     ds: Dataset,
     *,
     full: bool,
-    executor: concurrent.futures.Executor,
+    workers: Workers,
     extra_ids: set[str],
 ) -> _OneResult:
     resource = ds.resource
@@ -430,7 +492,7 @@ async def _sync_one(
         ds,
         livemode=ctx.settings.mode == "live",
         sync_id=sync_id,
-        executor=executor,
+        workers=workers,
         pages_per_batch=ctx.pages_per_batch,
         on_rows=progress.update,
     )
@@ -463,7 +525,7 @@ async def _sync_one(
     complete = outcome.complete and outcome.variant is not None
     replace = complete and not incremental
     stats: MergeStats = await asyncio.get_running_loop().run_in_executor(
-        executor, lambda: ds.compact(writer.months, since_seq=since_seq, replace=replace)
+        workers.thread, lambda: ds.compact(writer.months, since_seq=since_seq, replace=replace)
     )
     new_high = high_water
     if writer.max_created is not None and complete:
