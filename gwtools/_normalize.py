@@ -710,12 +710,10 @@ class _FastColumns:
         self.pages: list[int] = []
         self.bad_rows: list[int] = []
         self.pending: list[Any] = []
-        self.bodies: list[bytes] = []
         self.n = 0
 
-    def add(self, records: list[Any], page: int, body: bytes) -> None:
+    def add(self, records: list[Any], page: int) -> None:
         self.pending.extend(records)
-        self.bodies.append(body)
         self.pages.extend(itertools.repeat(page, len(records)))
         if len(self.pending) >= _CHUNK:
             self.flush()
@@ -725,14 +723,13 @@ class _FastColumns:
             n = len(self.pending)
             self._convert(_columns(self.pending, self.kind), self.spec, "", n)
             if self.resource == "payments":
-                extra = _lines_to_texts(payment_extras(self.bodies), n)
+                extra = _lines_to_texts(payment_extras(self.pending), n)
                 empty = pc.equal(extra, "{}")
                 self.arrays.setdefault("extra", []).append(
                     pc.if_else(empty, pa.scalar(None, _STR), extra)
                 )
             self.n += n
             self.pending = []
-            self.bodies = []
 
     def _convert(
         self, col: dict[str, tuple[Any, ...]] | None, spec: _Spec, prefix: str, n: int
@@ -1042,7 +1039,7 @@ def _strict_share(
         if got is None:
             tolerant.append(i)
         else:
-            strict[got[0]].add(got[1], i, bodies[i])
+            strict[got[0]].add(got[1], i)
     tables: list[pa.Table] = []
     for acc in strict.values():
         if acc.pages:
