@@ -77,7 +77,7 @@ def create_app(
     limiter = RateLimiter(enabled=rate_limits)
     app.state.gateway = gateway
     app.state.limiter = limiter
-    app.include_router(routes.router)
+    app.router.routes.extend(routes.routes)
     app.include_router(pages.router)
     app.include_router(admin.router)
     document = build_openapi(gateway.variant)

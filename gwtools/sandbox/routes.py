@@ -6,14 +6,28 @@ serialisation); the OpenAPI document describing them is written by hand in ``ope
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from gwtools.sandbox import errors
 from gwtools.sandbox.auth import Auth
 from gwtools.sandbox.gateway import EXPANDABLE, Gateway
 
-router = APIRouter(include_in_schema=False)
 JSON = "application/json"
+Handler = Callable[[Request], Awaitable[Response]]
+#: Starlette routes, not FastAPI ones: no dependency solving on the hot path
+routes: list[Route] = []
+
+
+def _route(path: str, method: str) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        routes.append(Route(path, handler, methods=[method], include_in_schema=False))
+        return handler
+
+    return register
 
 
 def _ctx(request: Request) -> tuple[Gateway, Auth]:
@@ -24,13 +38,13 @@ def _ok(body: bytes, status: int = 200) -> Response:
     return Response(body, status, media_type=JSON)
 
 
-@router.post("/v1/payments")
+@_route("/v1/payments", "POST")
 async def create_payment(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(gw.create_payment(auth, await request.body()), 201)
 
 
-@router.get("/v1/payments")
+@_route("/v1/payments", "GET")
 async def list_payments(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(
@@ -40,8 +54,9 @@ async def list_payments(request: Request) -> Response:
     )
 
 
-@router.get("/v1/payments/{ident}")
-async def get_payment(ident: str, request: Request) -> Response:
+@_route("/v1/payments/{ident}", "GET")
+async def get_payment(request: Request) -> Response:
+    ident = request.path_params["ident"]
     gw, auth = _ctx(request)
     query = request.query_params
     expand: list[str] = []
@@ -62,25 +77,27 @@ async def get_payment(ident: str, request: Request) -> Response:
     return _ok(gw.get_payment(auth, ident, expand))
 
 
-@router.post("/v1/payments/{ident}/capture")
-async def capture_payment(ident: str, request: Request) -> Response:
+@_route("/v1/payments/{ident}/capture", "POST")
+async def capture_payment(request: Request) -> Response:
+    ident = request.path_params["ident"]
     gw, auth = _ctx(request)
     return _ok(gw.capture(auth, ident, await request.body()))
 
 
-@router.post("/v1/payments/{ident}/void")
-async def void_payment(ident: str, request: Request) -> Response:
+@_route("/v1/payments/{ident}/void", "POST")
+async def void_payment(request: Request) -> Response:
+    ident = request.path_params["ident"]
     gw, auth = _ctx(request)
     return _ok(gw.void(auth, ident, await request.body()))
 
 
-@router.post("/v1/refunds")
+@_route("/v1/refunds", "POST")
 async def create_refund(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(gw.create_refund(auth, await request.body()), 201)
 
 
-@router.get("/v1/refunds")
+@_route("/v1/refunds", "GET")
 async def list_refunds(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(
@@ -90,8 +107,9 @@ async def list_refunds(request: Request) -> Response:
     )
 
 
-@router.get("/v1/refunds/{ident}")
-async def get_refund(ident: str, request: Request) -> Response:
+@_route("/v1/refunds/{ident}", "GET")
+async def get_refund(request: Request) -> Response:
+    ident = request.path_params["ident"]
     gw, auth = _ctx(request)
     if request.query_params:
         raise errors.invalid(
@@ -100,14 +118,15 @@ async def get_refund(ident: str, request: Request) -> Response:
     return _ok(gw.get_refund(auth, ident))
 
 
-@router.get("/v1/events")
+@_route("/v1/events", "GET")
 async def list_events(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(gw.list_objects("events", auth, request.query_params, cursor=True, url="/v1/events"))
 
 
-@router.get("/v1/events/{ident}")
-async def get_event(ident: str, request: Request) -> Response:
+@_route("/v1/events/{ident}", "GET")
+async def get_event(request: Request) -> Response:
+    ident = request.path_params["ident"]
     gw, auth = _ctx(request)
     row = gw.store.get("events", auth.account, auth.livemode, ident)
     if row is None:

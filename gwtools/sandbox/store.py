@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS refunds (rid INTEGER PRIMARY KEY, id TEXT NOT NULL,
     rec BLOB, body BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS refunds_id ON refunds (id) WHERE raw = 0;
 CREATE INDEX IF NOT EXISTS refunds_cursor ON refunds (id, raw);
+CREATE INDEX IF NOT EXISTS refunds_cursor ON refunds (id, raw);
 CREATE INDEX IF NOT EXISTS refunds_list ON refunds (account, livemode, created DESC, id DESC);
 CREATE INDEX IF NOT EXISTS refunds_status
     ON refunds (account, livemode, status, created DESC, id DESC);
