@@ -102,6 +102,19 @@ def _shoot(page: Page, element: Locator, path: Path) -> None:
     element.screenshot(path=path, timeout=10_000)
 
 
+def _why_not_rendered(page: Page, notebook: Path, errors: list[str]) -> str:
+    """What the page and Voila's log say when the dashboard did not appear in time."""
+    outputs = page.eval_on_selector_all(
+        "[data-mime-type*='stderr'], [data-mime-type*='error'], .jp-OutputArea-output pre",
+        "els => els.map(e => e.innerText).join('\\n---\\n')",
+    )
+    log = (notebook.parent / "voila.log").read_text(errors="replace")
+    return (
+        f"the dashboard did not render within 60 s (screenshot: {notebook.parent}/timeout.png)\n"
+        f"page errors: {errors}\noutputs:\n{str(outputs)[-3000:]}\nvoila.log:\n{log[-3000:]}"
+    )
+
+
 def _drive(
     notebook: Path,
     parts: dict[str, Part],
@@ -117,6 +130,7 @@ def _drive(
     Returns the parts before (with the ``fixed`` ones, which need not change) and after,
     and the page's JavaScript errors.
     """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
@@ -127,10 +141,14 @@ def _drive(
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1400})
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(url, timeout=30_000)
+            page.goto(url, wait_until="commit", timeout=30_000)
             # The kernel runs the notebook first: the parts appear once it has.
-            for selector, _ in parts.values():
-                page.wait_for_selector(selector, timeout=45_000)
+            try:
+                for selector, _ in parts.values():
+                    page.wait_for_selector(selector, timeout=60_000)
+            except PlaywrightTimeout:
+                page.screenshot(path=notebook.parent / "timeout.png", full_page=True)
+                raise AssertionError(_why_not_rendered(page, notebook, errors)) from None
             before = _read(page, {**parts, **(fixed or {})})
             # The dashboard itself (the widget box around the plot), scrolled into view.
             dashboard = page.locator(next(iter(parts.values()))[0]).first.locator(
