@@ -97,6 +97,7 @@ def voila(
         "--preheat_kernel=False",
         "--show_tracebacks=True",
         f"--Voila.root_dir={workdir}",
+        f"--Voila.connection_dir_root={workdir}",  # kernel connection files stay in tmp_path
         # A cell that runs longer than this fails the page instead of hanging the test.
         f"--NotebookClient.timeout={int(timeout)}",
         "--NotebookClient.startup_timeout=30",
