@@ -1,7 +1,7 @@
 """Sandbox list throughput: requests/s and latency of 100-item list pages, 1,000 vs 100,000 payments.
 
-One uvicorn worker (``python -m gwtools.sandbox --no-rate-limit``, a separate process) per
-variant and size; the load comes from ``wrk`` (a Lua script spreads the requests over pages or
+One uvicorn worker (:class:`gwtools.sandbox.Sandbox`, rate limits off, in a separate process)
+per variant and size; the load comes from ``wrk`` (a Lua script spreads the requests over pages or
 cursors across the whole history) or, when wrk is missing, from a multi-process Python client.
 Target: at least 1,000 requests/s, and the same rate at 100,000 payments as at 1,000.
 
@@ -20,13 +20,11 @@ import multiprocessing as mp
 import os
 import platform
 import random
-import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -69,51 +67,42 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def sandbox(variant: str, payments: int, days: int, seed: int) -> Iterator[tuple[str, str, float]]:
-    """Start ``gwtools sandbox`` in its own process; yield (base URL, secret key, seed seconds)."""
+    """Serve a seeded sandbox from its own process; yield (base URL, secret key, seed seconds).
+
+    The child is this script in ``--serve`` mode: :class:`gwtools.sandbox.Sandbox`, one uvicorn
+    worker, rate limits off. It stops when its stdin closes, so it never outlives the benchmark.
+    """
     port = _free_port()
-    cmd = [
-        sys.executable, "-m", "gwtools.sandbox",
-        "--variant", variant, "--port", str(port), "--no-rate-limit",
-        "--seed-payments", str(payments), "--days", str(days), "--seed", str(seed),
-    ]  # fmt: skip
+    cmd = [sys.executable, __file__, "--serve", variant, str(port), str(payments), str(days),
+           str(seed)]  # fmt: skip
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
-    )
-    assert proc.stdout is not None
-    out: list[str] = []
-    base_url = key = None
-    deadline = time.monotonic() + 180
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None and proc.stdin is not None
     try:
-        while (base_url is None or key is None) and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            out.append(line)
-            base_url = base_url or _match(r"https?://127\.0\.0\.1:\d+", line)
-            key = key or _match(r"sk_test_[A-Za-z0-9_]+", line)
-        if base_url is None or key is None:
-            proc.kill()
-            # The sandbox's own output never shows a full key, so it is safe to print here.
-            raise RuntimeError(
-                f"the sandbox did not print its base URL and test key: {' '.join(cmd)}\n"
-                + "".join(out[-20:])
-            )
-        # Keep draining its output so a chatty server never blocks on a full pipe.
-        threading.Thread(target=proc.stdout.read, daemon=True).start()
-        _wait_ready(base_url, key, deadline)
+        line = proc.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"the sandbox did not start: {' '.join(cmd)} (see its output above)")
+        base_url, key = line.split()[1:3]
+        _wait_ready(base_url, key, time.monotonic() + 30)
         yield base_url, key, time.perf_counter() - started
     finally:
-        proc.terminate()
+        proc.stdin.close()
         try:
-            proc.wait(10)
+            proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
 
 
-def _match(pattern: str, text: str) -> str | None:
-    m = re.search(pattern, text)
-    return m.group(0) if m else None
+def serve(variant: str, port: int, payments: int, days: int, seed: int) -> None:
+    """The child process: seed, serve, stop when stdin closes."""
+    from gwtools.sandbox import Sandbox
+
+    sb = Sandbox(variant, port=port, rate_limits=False, seed_payments=payments, days=days,  # type: ignore[arg-type]
+                 seed=seed)  # fmt: skip
+    with sb:
+        # The key goes to the parent through a pipe, never to a terminal or a log.
+        print("READY", sb.base_url, sb.secret_key, flush=True)
+        sys.stdin.read()
 
 
 def _wait_ready(base_url: str, key: str, deadline: float) -> None:
@@ -181,6 +170,11 @@ function done(summary, latency, requests)
     latency:percentile(99), e.connect + e.read + e.write + e.status + e.timeout))
 end
 """
+
+
+def _wrk_version() -> str:
+    # `wrk --version` prints its banner and exits 1.
+    return subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout
 
 
 def run_wrk(
@@ -253,6 +247,12 @@ def run_python(
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:
+        variant, *numbers = argv[1:]
+        port, payments, days, seed = map(int, numbers)
+        serve(variant, port, payments, days, seed)
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes and short runs (< 30 s)")
     ap.add_argument("--variants", default="A,B", help="comma-separated, default A,B")
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {variant} {n:>7,} payments: {r.requests_per_s:8.0f} req/s", file=sys.stderr)
 
     client_desc = (
-        subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        " ".join(_wrk_version().split()[:2])
         if client == "wrk"
         else f"python multi-process httpx client ({connections} processes)"
     )
