@@ -29,6 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
     "--disable-quic",
+    "--disable-dev-shm-usage",  # containers often give /dev/shm 64 MB: Chromium crashes there
 ]
 
 
