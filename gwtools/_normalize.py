@@ -869,7 +869,8 @@ def _complete(resource: Resource, tables: list[pa.Table]) -> tuple[pd.DataFrame,
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     if table.num_rows == 0:
         return _schema.empty(resource), set()
-    if len(tables) > 1:  # rows of one page stay together and in order: the sort is stable
+    if len(tables) > 1 and not _ascending(table["_page"]):
+        # Rows of one page stay together and in order: the sort is stable.
         table = table.take(pc.sort_indices(table["_page"]))
     cols = {name: table[name] for name in table.column_names}
     status_raw = cols["status_raw"].combine_chunks()
@@ -895,6 +896,11 @@ def _complete(resource: Resource, tables: list[pa.Table]) -> tuple[pd.DataFrame,
     unknown = {s for s in pc.unique(status_raw).to_pylist() if s is not None} - set(known)
     final = pa.table({name: cols[name] for name in _schema.columns(resource)})
     return _to_pandas(final), unknown
+
+
+def _ascending(values: pa.ChunkedArray) -> bool:
+    flat = values.combine_chunks()
+    return len(flat) < 2 or bool(pc.all(pc.less_equal(flat[:-1], flat[1:])).as_py())
 
 
 _PANDAS_TYPES = {
