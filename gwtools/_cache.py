@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import os
 import threading
 import time
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
@@ -94,19 +94,36 @@ def _null_safe_equal(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.or_(eq, both_null)
 
 
-def _newest_per_id(table: pa.Table) -> pa.Table:
-    """One row per id: the one with the highest ``_SEQ`` (later file, later row)."""
-    if table.num_rows == 0:
-        return table
-    order = pc.sort_indices(table, sort_keys=[("id", "ascending"), (_SEQ, "descending")])
-    table = table.take(order)
-    ids = table.column("id").combine_chunks()
-    if len(ids) == 1:
-        return table
+def _newest_rows(table: pa.Table) -> pa.Array:
+    """Indices of one row per id: the one with the highest ``_SEQ`` (later file, later row)."""
+    keys = table.select(["id", _SEQ])
+    order = pc.sort_indices(keys, sort_keys=[("id", "ascending"), (_SEQ, "descending")])
+    ids = keys.column("id").take(order).combine_chunks()
+    if len(ids) <= 1:
+        return order
     first = pa.concat_arrays(
         [pa.array([True]), pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))]
     )
-    return table.filter(pc.fill_null(first, True))
+    return order.filter(pc.fill_null(first, True))
+
+
+def _newest_per_id(table: pa.Table, *, by_time: bool = False) -> pa.Table:
+    """One row per id (newest ``_SEQ`` wins); ``by_time`` orders the result by creation time.
+
+    Only the key columns are sorted; the table itself is gathered once.
+    """
+    if table.num_rows == 0:
+        return table
+    if pc.count_distinct(table.column("id")).as_py() == table.num_rows:
+        keep = pa.array(np.arange(table.num_rows, dtype=np.uint64))  # no duplicates: no sort
+    else:
+        keep = _newest_rows(table)
+    if by_time and "created_at" in table.column_names:
+        times = table.select(["created_at", "id"]).take(keep)
+        keep = keep.take(
+            pc.sort_indices(times, sort_keys=[("created_at", "ascending"), ("id", "ascending")])
+        )
+    return table.take(keep)
 
 
 @dataclass
@@ -228,7 +245,7 @@ class Dataset:
         table = frame if isinstance(frame, pa.Table) else to_arrow(frame, self.resource)
         if table.num_rows == 0:
             return set()
-        seq = pa.array(range(table.num_rows), pa.int64())
+        seq = pa.array(np.arange(table.num_rows, dtype=np.int64))
         table = _newest_per_id(table.append_column(_SEQ, seq)).drop_columns([_SEQ])
         months = pc.fill_null(pc.strftime(table.column("created_at"), "%Y-%m"), _UNKNOWN_MONTH)
         table = table.append_column(PARTITION, months)
@@ -273,8 +290,7 @@ class Dataset:
             keep = new if replace else tables
             if not keep:
                 continue
-            merged = _newest_per_id(pa.concat_tables(keep)).drop_columns([_SEQ])
-            merged = merged.sort_by([("created_at", "ascending"), ("id", "ascending")])
+            merged = _newest_per_id(pa.concat_tables(keep), by_time=True).drop_columns([_SEQ])
             self._write_part(month, merged)
             for f in files:
                 f.unlink(missing_ok=True)
@@ -335,9 +351,7 @@ class Dataset:
                     if time_filter is not None:
                         t = t.filter(time_filter)
                     pieces.append(
-                        t.append_column(
-                            _SEQ, pa.array(itertools.repeat(seq, t.num_rows), pa.int64())
-                        )
+                        t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
                     )
                     seq += 1
             table = _newest_per_id(pa.concat_tables(pieces)).drop_columns([_SEQ])
@@ -394,14 +408,14 @@ class Dataset:
 
     def _read_file_with_seq(self, path: Path, seq: int) -> pa.Table:
         t = pq.read_table(path, schema=self.schema)
-        return t.append_column(_SEQ, pa.array(itertools.repeat(seq, t.num_rows), pa.int64()))
+        return t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
 
     def _write_part(self, month: str, table: pa.Table) -> Path:
         directory = self.path / f"{PARTITION}={month}"
         directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = directory / f".tmp-{final.name}"
-        pq.write_table(table, tmp, compression="zstd", row_group_size=256 * 1024)
+        pq.write_table(table, tmp, compression="lz4", row_group_size=256 * 1024)
         os.replace(tmp, final)
         return final
 

@@ -227,7 +227,8 @@ def write_batch(
 ) -> BatchOutcome:
     """Normalise raw bodies and write them as part files (runs in a worker thread or process)."""
     ds = Dataset(path, resource)
-    batch = normalize_bodies(resource, bodies, livemode=livemode)
+    # workers=1: batches are small, and forking from a threaded process is unsafe.
+    batch = normalize_bodies(resource, bodies, livemode=livemode, workers=1)
     del bodies
     out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
     if batch.rejects:
