@@ -1072,7 +1072,7 @@ def _strict_parallel(
     """The fast path, split over forked processes when the input is large.
 
     Forked workers see the bodies without copying them and hand their Arrow tables
-    back through a file in memory (/dev/shm); a worker that fails is redone here.
+    back through a file (in /dev/shm when it has room); a worker that fails is redone here.
     """
     sizes = list(map(len, bodies))
     total = sum(sizes)
@@ -1091,7 +1091,7 @@ def _strict_parallel(
     bounds.append(len(bodies))
     shares = [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
     context = multiprocessing.get_context("fork")
-    tmp = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    tmp = _scratch_dir(2 * total)
     jobs = []
     for share in shares[1:]:
         fd, path = tempfile.mkstemp(prefix="gwtools-normalize-", suffix=".arrow", dir=tmp)
@@ -1119,6 +1119,15 @@ def _strict_parallel(
         tables += got
         tolerant += redo
     return tables, tolerant
+
+
+def _scratch_dir(needed: int) -> str | None:
+    """/dev/shm when it has room (containers often give it 64 MB), else the temp directory."""
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return "/dev/shm" if stat.f_bavail * stat.f_frsize > needed else None
 
 
 def _share_to_file(
