@@ -63,7 +63,7 @@ def test_masked_and_short_keys_are_not_keys() -> None:
     assert mask_key(PK_LIVE) == "pk_live_…9XyW"
 
 
-@pytest.mark.parametrize("compression", ["snappy", "zstd", "gzip", "none"])
+@pytest.mark.parametrize("compression", ["lz4", "snappy", "zstd", "gzip", "none"])
 def test_finds_key_inside_compressed_parquet(planted: Path, compression: str) -> None:
     # Neither the smallest nor the largest value, so that column statistics do not show the key.
     metadata = [json.dumps({"a": f"x{i % 7}"}) for i in range(2000)]
