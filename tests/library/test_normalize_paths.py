@@ -166,3 +166,18 @@ def test_worker_processes_give_the_same_batch() -> None:
     pd.testing.assert_frame_equal(one.frame, three.frame)
     assert one.rejects == three.rejects and one.unknown_statuses == three.unknown_statuses
     assert len(one.frame) == 400 + 3 + 2
+
+
+def test_a_failing_worker_is_redone_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(*args: Any) -> None:
+        raise SystemExit(3)  # the worker dies without writing its share
+
+    monkeypatch.setattr(normalize, "_share_to_file", crash)
+    pages = [
+        json.dumps({"data": [{"id": f"pay_{p}_{i}", "status": "captured",
+                              "created_at": "2026-01-01T00:00:00Z"} for i in range(3)],
+                    "meta": {"totalPages": 4}}).encode()
+        for p in range(4)
+    ]  # fmt: skip
+    batch = normalize.normalize_bodies("payments", pages, workers=2)
+    assert batch.frame["id"].tolist() == [f"pay_{p}_{i}" for p in range(4) for i in range(3)]
