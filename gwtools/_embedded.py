@@ -18,7 +18,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from gwtools._config import Settings, default_cache_dir, normalize_base_url
 from gwtools._errors import ConfigurationError
@@ -37,7 +37,7 @@ class DemoHistory:
     seed: int = 20240601
     #: The sandbox clock at start-up: the history ends here.
     now: dt.datetime = dt.datetime(2024, 6, 30, 12, 0, tzinfo=dt.UTC)
-    variant: str = "B"
+    variant: Literal["A", "B"] = "B"
 
 
 #: The default demo history; ``GW_SANDBOX_*`` variables override size and variant.
@@ -59,7 +59,13 @@ def demo_history() -> DemoHistory:
         raise ConfigurationError(
             f"GW_SANDBOX_PAYMENTS / GW_SANDBOX_DAYS must be integers ({exc})"
         ) from None
-    return DemoHistory(payments=payments, days=days, seed=DEMO.seed, now=DEMO.now, variant=variant)
+    return DemoHistory(
+        payments=payments,
+        days=days,
+        seed=DEMO.seed,
+        now=DEMO.now,
+        variant=cast(Literal["A", "B"], variant),
+    )
 
 
 def _start(history: DemoHistory) -> Any:

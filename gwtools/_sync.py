@@ -436,25 +436,31 @@ async def run_sync(
     started = time.perf_counter()
     result = SyncResult()
     s = ctx.settings
-    datasets = {r: Dataset.at(s.cache_dir, s.account, s.mode, r) for r in order}
-    locks = [datasets[r].file_lock() for r in sorted(order)]  # one global order: no deadlock
+    datasets = {r: Dataset.at(s.cache_dir, s.account, s.mode, r) for r in _RESOURCES}
+    # Both locks, always, in one global order: the refunds state carries the payments that
+    # new refunds changed, until a payments sync has re-read them.
+    locks = [datasets[r].file_lock() for r in _RESOURCES]
     acquired = []
     workers = Workers()
     try:
         for lock in locks:
             await asyncio.to_thread(lock.acquire)
             acquired.append(lock)
-        refunded_payments: set[str] = set()
         for r in order:
+            refunds = datasets["refunds"]
+            owed = set(refunds.state().get(_OWED, []))
             res = await _sync_one(
                 ctx,
                 datasets[r],
                 full=full,
                 workers=workers,
-                extra_ids=refunded_payments if r == "payments" else set(),
+                extra_ids=owed if r == "payments" else set(),
             )
             result.resources[r] = res.result
-            refunded_payments = res.payment_ids
+            if r == "refunds" and res.payment_ids:
+                _set_owed(refunds, owed | res.payment_ids)
+            elif r == "payments" and owed and res.result.complete:
+                _set_owed(refunds, set())
     finally:
         workers.shutdown()
         for lock in reversed(acquired):
@@ -462,6 +468,18 @@ async def run_sync(
     result.resources = {r: result.resources[r] for r in wanted if r in result.resources}
     result.seconds = time.perf_counter() - started
     return result
+
+
+_RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
+#: Key in the refunds state: ids of payments whose refunds changed and that a payments sync
+#: has not re-read yet (a refund changes its payment's refunded_amount).
+_OWED = "payments_to_reread"
+
+
+def _set_owed(refunds: Dataset, ids: set[str]) -> None:
+    state = refunds.state()
+    state[_OWED] = sorted(ids)
+    refunds.write_state(state)
 
 
 @dataclass
@@ -535,6 +553,7 @@ async def _sync_one(
     now = dt.datetime.now(dt.UTC).isoformat()
     ds.write_state(
         {
+            **state,
             # An incomplete sync keeps the old mark, so the next one lists the gap again.
             "high_water": new_high if complete else high_water,
             "last_sync": now,

@@ -115,3 +115,16 @@ def test_concurrent_syncs_of_one_cache_wait_for_each_other(shop: Shop, tmp_path:
     assert len(results) == 2 and all(r.complete for r in results)
     with shop.connect(tmp_path) as gw:
         assert len(gw.payments(refresh=False)) == 3
+
+
+def test_refund_synced_alone_still_updates_its_payment_later(shop: Shop, tmp_path: Path) -> None:
+    paid = shop.card()
+    with shop.connect(tmp_path) as gw:
+        gw.sync()
+        shop.refund(paid, amount=300)
+        gw.sync(["refunds"])  # e.g. gw.refunds(): the payment is not re-read yet
+        assert gw.payments(refresh=False).set_index("id").loc[paid, "refunded_amount"] == 0
+        gw.sync(["payments"])
+        row = gw.payments(refresh=False).set_index("id").loc[paid]
+        assert row["refunded_amount"] == 300
+        assert gw.dataset("refunds").state()["payments_to_reread"] == []
