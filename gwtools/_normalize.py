@@ -12,8 +12,9 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
 - A ``payment_method`` string starting with ``pm_`` is a payment method id, any
   other string is the method type (variant A's ``card``/``fpx``); an expanded
   method object gives its id, type, card brand and FPX bank.
-- ``metadata`` is the object as compact JSON text with sorted keys; ``{}`` or no
-  metadata is null.
+- ``metadata`` is the object's JSON text as the gateway sent it (from a dict: compact
+  JSON in the dict's order); ``{}`` or no metadata is null. Re-encoding it would cost
+  more than the rest of normalisation, and the same body always gives the same text.
 - ``extra`` is compact JSON text, sorted keys, of every raw field without a column,
   and of the unmapped remainder of partly mapped objects (e.g.
   ``{"payment_method_details": {"last4": "4242"}}``). A value of the wrong type for
@@ -25,6 +26,18 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
   must not reach a cache, a CSV or a notebook).
 - Refunds have no ``status_raw`` column, so an unknown refund status is kept in
   ``extra`` as ``{"status": ...}``.
+- Unusable records (not an object, no id, no parsable creation time) become
+  :class:`Reject` s with a reason; :func:`normalize_bodies` returns them, the dict
+  functions raise (or warn with ``on_reject="warn"``), as a list the caller built by
+  hand is better fixed than silently shortened.
+
+How it is fast: bodies are decoded by msgspec into strict structs of the documented
+fields (:mod:`gwtools._decode`), turned into Arrow arrays a few thousand records at a
+time, and finished column-wise with pyarrow.compute. A body the strict shapes reject,
+or a page holding a record that needs a judgement (no id, an unparsable time, two
+sources for one column), is read record by record by the tolerant path, which gives
+the same rows for the same input (tests compare the two on generated pages). Large
+inputs are split over forked processes.
 """
 
 from __future__ import annotations
