@@ -149,8 +149,9 @@ def _allowed(app: FastAPI, scope: Any) -> list[str]:
             routes.extend(inner.routes)
             continue
         match, _ = route.matches(scope)
-        if match != Match.NONE and getattr(route, "methods", None):
-            methods |= set(route.methods)
+        route_methods = getattr(route, "methods", None)
+        if match != Match.NONE and route_methods:
+            methods |= set(route_methods)
     return sorted(methods - {"HEAD"})
 
 

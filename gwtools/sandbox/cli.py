@@ -109,10 +109,10 @@ def sandbox(
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     sb = Sandbox(
-        variant.upper(),
+        "A" if variant.upper() == "A" else "B",
         db=db,
         host=host,
-        port=port,  # type: ignore[arg-type]
+        port=port,
         rate_limits=not no_rate_limit,
         latency_ms=latency_ms,
         seed_payments=seed_payments,

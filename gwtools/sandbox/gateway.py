@@ -188,7 +188,7 @@ class Gateway:
                     )
                     events = domain.refund_due(row.rec, None if prow is None else prow.rec, now)
                     self._save("refunds", row.rid, row.rec)
-                    if prow is not None:
+                    if prow is not None and prow.rec is not None:
                         self._save("payments", prow.rid, prow.rec)
                     self._emit(events)
                 if not prows and not rrows:
@@ -557,8 +557,9 @@ class Gateway:
     def create_customer(self, auth: Auth, body: Mapping[str, Any]) -> bytes:
         params.reject_unknown(body, ("email", "name", "metadata"))
         now = self.clock.now()
+        ident = self.ids.new("cus")
         cus = {
-            "id": self.ids.new("cus"),
+            "id": ident,
             "object": "customer",
             "email": params.text(body, "email", max_len=254),
             "name": params.text(body, "name", max_len=255),
@@ -568,7 +569,7 @@ class Gateway:
         }
         out = orjson.dumps(cus)
         with self.store.tx():
-            self.store.put_simple("customers", cus["id"], auth.account, auth.livemode, out)
+            self.store.put_simple("customers", ident, auth.account, auth.livemode, out)
             self.emit_object("customer.created", {**cus, "account": auth.account}, out, now)
         self.webhooks.kick()
         return out

@@ -20,7 +20,7 @@ from typing import Any, Final
 import orjson
 
 from gwtools.sandbox import domain, errors, render
-from gwtools.sandbox.cards import TEST_CARDS
+from gwtools.sandbox.cards import TEST_CARDS, brand
 from gwtools.sandbox.clock import iso
 from gwtools.sandbox.domain import Event, Ids, Method, Record
 from gwtools.sandbox.gateway import API_VERSION, Gateway
@@ -85,12 +85,10 @@ def _pick(rng: random.Random, table: tuple[tuple[str, int], ...]) -> str:
 def _gateway(target: Any) -> Gateway:
     if isinstance(target, Gateway):
         return target
-    for attr in ("gateway",):
-        if isinstance(getattr(target, attr, None), Gateway):
-            return getattr(target, attr)  # type: ignore[no-any-return]
-    state = getattr(target, "state", None)
-    if state is not None and isinstance(getattr(state, "gateway", None), Gateway):
-        return state.gateway  # type: ignore[no-any-return]
+    for holder in (target, getattr(target, "state", None)):
+        found = getattr(holder, "gateway", None)
+        if isinstance(found, Gateway):
+            return found
     raise TypeError("generate_history needs a Gateway, a Sandbox or an app from create_app")
 
 
@@ -284,7 +282,7 @@ def _simulate(
                 "recent_checkout": 120,
             }[plan]
         )
-    amount = max(100, int(round(rng.lognormvariate(8.3, 0.9) / 10)) * 10)
+    amount = max(100, round(rng.lognormvariate(8.3, 0.9) / 10) * 10)
     pid = ids.new("pay")
     manual = plan in ("card_manual", "card_manual_void", "recent_authorized")
     p = {
@@ -349,8 +347,7 @@ def _method(
         plan == "recent_action" and rng.random() < 0.5
     ):
         code = _pick(rng, tuple(zip(BANK_NAMES, BANK_WEIGHTS, strict=True)))
-        details = {"type": "fpx", "bank_code": code, "bank": BANK_NAMES[code]}
-        method = Method("fpx", details, "bank")
+        method = Method("fpx", {"type": "fpx", "bank_code": code, "bank": BANK_NAMES[code]}, "bank")
     else:
         number = {
             "card_3ds": "4000002500003155",
@@ -365,8 +362,6 @@ def _method(
             number = _pick(rng, DECLINES)
         number = number or _pick(rng, BRANDS)
         card = TEST_CARDS[number]
-        from gwtools.sandbox.cards import brand
-
         details = {
             "type": "card",
             "brand": brand(number),

@@ -245,7 +245,7 @@ def _components(variant: str) -> dict[str, Any]:
 
 
 def _payment_body(variant: str) -> Schema:
-    common = {
+    common: Schema = {
         "amount": {"type": "integer", "minimum": 1, "maximum": MAX_AMOUNT},
         "currency": {
             "type": "string",

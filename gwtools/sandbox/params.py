@@ -296,12 +296,14 @@ def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
         raw_number = text(card, "number", required=True, max_len=30, param=f"{param}[number]")
         assert raw_number is not None
         number = raw_number.replace(" ", "").replace("-", "")
-        exp_month = integer(
+        month = integer(
             card, "exp_month", required=True, low=-(10**9), high=10**9, param=f"{param}[exp_month]"
         )
-        exp_year = integer(
+        year = integer(
             card, "exp_year", required=True, low=-(10**9), high=10**9, param=f"{param}[exp_year]"
         )
+        assert month is not None and year is not None
+        exp_month, exp_year = month, year
         cvc = text(card, "cvc", required=True, max_len=10, param=f"{param}[cvc]")
         assert exp_month is not None and exp_year is not None and cvc is not None
         if not number.isdigit() or not 12 <= len(number) <= 19 or not luhn_ok(number):
