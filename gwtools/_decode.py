@@ -276,24 +276,17 @@ def payment_extras(records: list[FastPayment]) -> bytes:
     return lines
 
 
-class _FastPaymentEnvelope(msgspec.Struct, gc=False):
-    data: list[FastPayment]
-    meta: _Meta | None = None
-    has_more: Any = None
-    object: Any = None
+def _fast_envelope(kind: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
+    envelope = msgspec.defstruct(
+        f"_{kind.__name__}Envelope",
+        [("data", list[kind]), ("meta", _Meta | None, None), ("has_more", Any, None),  # type: ignore[valid-type]
+         ("object", Any, None)],
+        gc=False,
+    )  # fmt: skip
+    return msgspec.json.Decoder(envelope)
 
 
-class _FastRefundEnvelope(msgspec.Struct, gc=False):
-    data: list[FastRefund]
-    meta: _Meta | None = None
-    has_more: Any = None
-    object: Any = None
-
-
-_fast_decoders: dict[str, msgspec.json.Decoder[Any]] = {
-    "payments": msgspec.json.Decoder(_FastPaymentEnvelope),
-    "refunds": msgspec.json.Decoder(_FastRefundEnvelope),
-}
+_fast_decoders = {"payments": _fast_envelope(FastPayment), "refunds": _fast_envelope(FastRefund)}
 
 
 def decode_fast(resource: str, body: bytes) -> tuple[Variant, list[Any]] | None:
