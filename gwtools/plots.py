@@ -236,7 +236,7 @@ def fpx_success_rates(banks: pd.DataFrame) -> Figure:
             rate - data["ci_low"].to_numpy(dtype="float64"),
             data["ci_high"].to_numpy(dtype="float64") - rate,
         ]
-    )
+    ).clip(min=0.0)  # matplotlib refuses a negative whisker, even a rounding error's
     ax.errorbar(rate, y, xerr=err, fmt="o", capsize=3, color="#2c7fb8")
     labels = [
         f"{name if pd.notna(name) else 'unnamed'} ({code})  n={int(n):,}"

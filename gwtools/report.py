@@ -167,14 +167,14 @@ def load_tables(
     since_s = str(since) if since else None
     until_s = str(until) if until else None
     if cache is not None:
-        from gwtools._cache import read_cache
+        from gwtools import read_cache
 
         payments = read_cache(cache, "payments")
         refunds = read_cache(cache, "refunds")
         embedded = False
         where = describe_source(base_url, embedded=False) if base_url else "a local cache"
     else:
-        from gwtools._gateway import connect
+        from gwtools import connect
 
         with _quiet_embedded_notice():
             gw = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
@@ -333,7 +333,7 @@ def run_report(
     out = Path(out_dir).resolve()
     (out / "tables").mkdir(parents=True, exist_ok=True)
     if gateway is None:
-        from gwtools._gateway import connect
+        from gwtools import connect
 
         with _quiet_embedded_notice():
             gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)

@@ -89,6 +89,15 @@ def _for_display(frame: pd.DataFrame, tz: str) -> pd.DataFrame:
     return out.astype("object").where(out.notna(), "")
 
 
+#: Scoped to the dashboards' tables: readable padding, right-aligned numbers, zebra rows.
+_TABLE_STYLE = """<style>
+.gwtools-table {border-collapse: collapse; font-size: 12px; margin: 4px 0}
+.gwtools-table th, .gwtools-table td {padding: 2px 10px; text-align: right}
+.gwtools-table tbody tr:nth-child(odd) {background: #f4f6f8}
+.gwtools-table th {border-bottom: 1px solid #999}
+</style>"""
+
+
 def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50) -> str:
     """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut."""
     if frame.empty:
@@ -98,7 +107,7 @@ def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50) -> str:
     note = (
         f"<p><i>first {max_rows:,} of {len(frame):,} rows</i></p>" if len(frame) > max_rows else ""
     )
-    return table + note
+    return _TABLE_STYLE + table + note
 
 
 def figure_png(fig: Figure, dpi: int = 90) -> bytes:
@@ -162,7 +171,10 @@ class Dashboard(widgets.VBox):
             for n, c in zip(banks["fpx_bank"], banks["fpx_bank_code"], strict=True)
         )
         self.bank = widgets.SelectMultiple(
-            options=bank_options, description="bank", rows=4, layout=layout
+            options=bank_options,
+            description="bank",
+            rows=4,
+            layout=widgets.Layout(width="340px"),
         )
         self.chart = widgets.ToggleButtons(options=list(self.views()), description="show")
         self.freq = widgets.Dropdown(
@@ -232,7 +244,7 @@ class Dashboard(widgets.VBox):
             options=_options(values),
             description=description,
             rows=4,
-            layout=widgets.Layout(width="auto"),
+            layout=widgets.Layout(width="240px"),
         )
 
     def matching(self) -> pd.DataFrame:
@@ -271,7 +283,8 @@ class Dashboard(widgets.VBox):
     def update_drilldown(self, change: Any = None) -> None:
         """Show the rows behind the selected line of the table."""
         self.drilled = self.drill_rows(self.view, self.drill.value)
-        self.drilldown.value = to_html(self.drilled, self.tz, max_rows=self.max_rows)
+        # Half as many rows as the table: the drill-down sits below it, export has them all.
+        self.drilldown.value = to_html(self.drilled, self.tz, max_rows=max(1, self.max_rows // 2))
 
     def export(self, fmt: str) -> list[Path]:
         """Write the table on screen and the drill-down rows as CSV or Parquet into

@@ -54,8 +54,10 @@ def wilson_interval(
         denom = 1 + z**2 / size
         centre = (p + z**2 / (2 * size)) / denom
         half = z * np.sqrt(p * (1 - p) / size + z**2 / (4 * size**2)) / denom
-        low = np.where(size > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-        high = np.where(size > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+        # At k = 0 or k = n the bound equals p in exact arithmetic; rounding can put it a
+        # hair on the wrong side, so hold the interval around p explicitly.
+        low = np.where(size > 0, np.clip(np.minimum(centre - half, p), 0.0, 1.0), np.nan)
+        high = np.where(size > 0, np.clip(np.maximum(centre + half, p), 0.0, 1.0), np.nan)
     return low, high
 
 

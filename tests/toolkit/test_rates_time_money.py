@@ -201,3 +201,12 @@ def test_money_is_formatted_by_babel_and_never_summed_across_currencies(make_pay
     assert totals.loc["failed", "amount_MYR"] == 30.50
     assert totals.loc["failed", "amount_JPY"] == 500.0
     assert totals.loc["failed", "amount"] == "JP¥500; RM30.50"
+
+
+def test_wilson_interval_always_contains_the_rate() -> None:
+    # At k = n the upper bound is 1 and at k = 0 the lower bound is 0 in exact arithmetic;
+    # rounding once put 0.9999999999 < 1.0 and matplotlib refused the negative whisker.
+    for n in range(1, 120):
+        k = np.arange(n + 1)
+        low, high = a.wilson_interval(k, np.full(n + 1, n))
+        assert (low <= k / n).all() and (high >= k / n).all(), n

@@ -177,3 +177,44 @@ def test_report_command_refuses_bad_options_before_connecting(args, message, tmp
 
     result = CliRunner().invoke(main, ["report", "--out", str(tmp_path), *args])
     assert result.exit_code == 2 and message in result.output
+
+
+@pytest.mark.slow
+def test_demo_command_end_to_end(tmp_path) -> None:
+    """`gwtools demo` as the README runs it, in a subprocess (its sandbox ends with it);
+    a smaller seeded history keeps it quick."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "GW_SANDBOX_PAYMENTS": "400",
+        "GW_CACHE_DIR": str(tmp_path / "cache"),
+        "GW_API_KEY": "",
+        "GW_BASE_URL": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "gwtools", "demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "Report written to ./gwtools-report/" in out
+    assert re.search(r"payments\s+400 \(\d+ refunds\)", out)
+    assert "success rate" in out and "top declines" in out and "worst FPX bank" in out
+    assert not re.search(r"127\.0\.0\.1|sk_test_|/tmp/", out + done.stderr)
+    report_dir = tmp_path / "gwtools-report"
+    assert sorted(p.name for p in report_dir.glob("*.html")) == [
+        "01_overview_and_export.html",
+        "02_declines.html",
+        "03_refunds.html",
+        "04_fpx_banks.html",
+        "index.html",
+    ]
+    assert (report_dir / "tables" / "payments.parquet").exists()
+    assert len(pd.read_csv(report_dir / "tables" / "payments.csv")) == 400
