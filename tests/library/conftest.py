@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _shop import Shop
+from tests.library._shop import Shop
 
 
 @pytest.fixture

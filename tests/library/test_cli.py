@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from _shop import CARD_DECLINE, Shop
+from tests.library._shop import CARD_DECLINE, Shop
 from click.testing import CliRunner
 
 from gwtools.cli import main

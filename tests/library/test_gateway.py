@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from _shop import CARD_DECLINE, Shop
+from tests.library._shop import CARD_DECLINE, Shop
 
 import gwtools._gateway as gateway
 from gwtools._schema import columns

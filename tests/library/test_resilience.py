@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _shop import CARD_DECLINE, Shop, assert_same, fresh
+from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 
 from gwtools._errors import APIConnectionError, AuthenticationError, ConfigurationError
 from gwtools._gateway import connect

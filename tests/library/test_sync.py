@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _shop import CARD_3DS, CARD_DECLINE, CARD_OK, Shop, assert_same, fresh
+from tests.library._shop import CARD_3DS, CARD_DECLINE, CARD_OK, Shop, assert_same, fresh
 
 from gwtools._sync import GatewayDataWarning
 
