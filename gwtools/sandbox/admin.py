@@ -194,5 +194,5 @@ async def history(request: Request) -> Response:
 async def reset(request: Request) -> Response:
     gw = _gw(request)
     gw.reset()
-    request.app.state.limiter.configure()
+    request.app.state.limiter.reset()
     return _json({"reset": True})

@@ -43,6 +43,14 @@ class RateLimiter:
     refunds: int = 30
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self._start = (self.enabled, self.all, self.create, self.refunds)
+
+    def reset(self) -> None:
+        """Back to the start-up settings, buckets full."""
+        self.enabled, self.all, self.create, self.refunds = self._start
+        self._buckets.clear()
+
     def configure(
         self,
         *,

@@ -21,9 +21,12 @@ LOOPBACK = httpx.Client(verify=False, timeout=10)
 class Payer:
     """Creates payments the way a merchant and a customer would, in the sandbox's variant."""
 
-    def __init__(self, sandbox: Sandbox, http: httpx.Client) -> None:
+    def __init__(
+        self, sandbox: Sandbox, http: httpx.Client, account: dict[str, Any] | None = None
+    ) -> None:
         self.sb = sandbox
         self.http = http
+        self.account: dict[str, Any] = account or {}
         self.variant = sandbox.variant
 
     def create(
@@ -129,8 +132,8 @@ class Payer:
 
 
 @pytest.fixture
-def payer(sandbox: Sandbox, http: httpx.Client) -> Payer:
-    return Payer(sandbox, http)
+def payer(sandbox: Sandbox, http: httpx.Client, account: dict[str, Any]) -> Payer:
+    return Payer(sandbox, http, account)
 
 
 def _payer(sb: Sandbox) -> Iterator[Payer]:
@@ -141,7 +144,7 @@ def _payer(sb: Sandbox) -> Iterator[Payer]:
         verify=False,
         headers={"Authorization": f"Bearer {acct['secret_key']}"},
     ) as http:
-        yield Payer(sb, http)
+        yield Payer(sb, http, acct)
 
 
 @pytest.fixture

@@ -144,9 +144,8 @@ def test_manual_capture_card_is_authorized(payer: Payer) -> None:
     assert p["status"] == "authorized" and p["captured"] is False
 
 
-def test_tokens_stand_for_test_cards(sandbox_b: object, payer: Payer) -> None:
-    if payer.variant == "A":
-        pytest.skip("tokens are a variant B creation parameter")
+def test_tokens_stand_for_test_cards(payer_b: Payer) -> None:
+    payer = payer_b
     ok = payer.create(
         payment_method_data={"type": "card", "card": {"token": "tok_visa"}}, expect=201
     ).json()

@@ -1,0 +1,158 @@
+"""Admin API, pages, OpenAPI document, SQLite persistence and the in-process ASGI app."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from openapi_spec_validator import validate
+
+from gwtools.sandbox import Sandbox, create_app
+from tests.sandbox.conftest import LOOPBACK, Payer, error_of
+
+NOW = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
+
+
+def test_clock_set_and_advance() -> None:
+    with Sandbox("B", now=NOW) as sb, httpx.Client(base_url=sb.base_url, verify=False) as c:
+        assert c.get("/_sandbox/clock").json() == {
+            "now": "2026-02-01T08:00:00Z",
+            "unix": 1769932800,
+            "frozen": True,
+        }
+        assert c.post("/_sandbox/clock/advance", json={"seconds": 90}).json()["now"] == (
+            "2026-02-01T08:01:30Z"
+        )
+        assert (
+            c.post("/_sandbox/clock", json={"now": "2026-03-01T00:00:00+08:00"}).json()["now"]
+            == "2026-02-28T16:00:00Z"
+        )
+        assert c.post("/_sandbox/clock", json={"now": 1767225600}).json()["now"] == (
+            "2026-01-01T00:00:00Z"
+        )
+        for bad in ({"seconds": -1}, {"seconds": "1"}, {"secs": 1}):
+            r = c.post("/_sandbox/clock/advance", json=bad)
+            assert r.status_code == 400
+        assert c.post("/_sandbox/clock", json={"now": "soon"}).status_code == 400
+        info = c.get("/_sandbox").json()
+        assert info["variant"] == "B" and info["base_url"] == sb.base_url
+
+
+def test_following_clock_moves_with_real_time() -> None:
+    app = create_app("B")
+    gw = app.state.gateway
+    before = gw.clock.now()
+    gw.clock.advance(3600)
+    assert gw.clock.now() - before >= 3600 and gw.clock.frozen is False
+
+
+def test_reset_keeps_the_default_account_only() -> None:
+    with Sandbox("A", now=NOW) as sb, httpx.Client(base_url=sb.base_url, verify=False) as c:
+        other = c.post("/_sandbox/accounts").json()
+        auth = {"Authorization": f"Bearer {sb.secret_key}"}
+        body = {
+            "amount": 100,
+            "success_url": "https://x.example/a",
+            "cancel_url": "https://x.example/b",
+        }
+        assert c.post("/v1/payments", json=body, headers=auth).status_code == 201
+        c.put("/_sandbox/rate_limits", json={"all": 1})
+        assert c.post("/_sandbox/reset").json() == {"reset": True}
+        assert c.get("/v1/payments", headers=auth).json()["meta"]["total"] == 0
+        gone = c.get("/v1/payments", headers={"Authorization": f"Bearer {other['secret_key']}"})
+        assert gone.status_code == 401
+        assert c.get("/_sandbox/rate_limits").json()["all"] == 100
+
+
+def test_admin_calls_need_a_valid_key(payer: Payer) -> None:
+    for method, path in (
+        ("POST", "/_sandbox/keys/roll"),
+        ("PUT", "/_sandbox/keys/allowlist"),
+        ("POST", "/_sandbox/customers"),
+        ("POST", "/_sandbox/raw_records"),
+        ("POST", "/_sandbox/webhook_endpoints"),
+        ("GET", "/_sandbox/webhook_deliveries"),
+    ):
+        r = payer.http.request(method, path, headers={"Authorization": "Bearer sk_test_no"})
+        assert r.status_code == 401, path
+        assert error_of(r)["type"] == "authentication_error"
+    bad = payer.http.post("/_sandbox/raw_records", json={"resource": "customers", "object": {}})
+    assert bad.status_code == 400 and error_of(bad)["param"] == "resource"
+    bad = payer.http.put("/_sandbox/rate_limits", json={"all": 0})
+    assert bad.status_code == 400
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+def test_openapi_document(variant: str, sandbox_a: Sandbox, sandbox_b: Sandbox) -> None:
+    sb = sandbox_a if variant == "A" else sandbox_b
+    doc = LOOPBACK.get(f"{sb.base_url}/openapi.json").json()
+    validate(doc)
+    assert set(doc["paths"]) == {
+        "/v1/payments",
+        "/v1/payments/{id}",
+        "/v1/payments/{id}/capture",
+        "/v1/payments/{id}/void",
+        "/v1/refunds",
+        "/v1/refunds/{id}",
+        "/v1/events",
+        "/v1/events/{id}",
+    }
+    payment = doc["components"]["schemas"]["Payment"]["properties"]
+    assert ("created_at" in payment) == (variant == "A")
+    assert ("next_action" in payment) == (variant == "B")
+
+
+def test_pages_for_finished_and_unknown_payments(payer: Payer) -> None:
+    p = payer.pay()
+    page = payer.http.get(f"/pay/{p['id']}")
+    assert page.status_code == 200 and "nothing more to do" in page.text
+    assert payer.http.get("/pay/pay_unknown").status_code == 404
+    assert payer.act("pay_unknown", "complete").status_code == 404
+    receipt = payer.http.get(f"/receipts/{p['id']}")
+    assert receipt.status_code == 200 and p["id"] in receipt.text
+    if payer.variant == "B":
+        assert p["receipt_url"] == f"{payer.sb.base_url}/receipts/{p['id']}"
+
+
+def test_state_survives_a_restart_in_a_sqlite_file(tmp_path: Path) -> None:
+    db = tmp_path / "sandbox.sqlite"
+    with Sandbox("B", db=db, now=NOW) as first:
+        key = first.secret_key
+        auth = {"Authorization": f"Bearer {key}"}
+        card = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2030, "cvc": "123"}
+        created = LOOPBACK.post(
+            f"{first.base_url}/v1/payments",
+            headers=auth,
+            json={
+                "amount": 321,
+                "currency": "myr",
+                "return_url": "https://x.example/r",
+                "payment_method_data": {
+                    "type": "card",
+                    "card": {**card, "number": "4000002500003155"},
+                },
+            },
+        )
+        pid = created.json()["id"]
+    # reopened as variant A on another port: same account and data, re-rendered
+    with Sandbox("A", db=db, now=NOW) as second:
+        assert second.secret_key == key
+        got = LOOPBACK.get(f"{second.base_url}/v1/payments/{pid}", headers=auth).json()
+        assert got["status"] == "pending" and got["created_at"] == "2026-02-01T08:00:00Z"
+        assert got["redirect_url"] == f"{second.base_url}/pay/{pid}"
+
+
+def test_in_process_asgi_app() -> None:
+    app = create_app("A", now=NOW)
+    key = app.state.gateway.default_account["secret_key"]
+
+    async def main() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sandbox") as client:
+            return await client.get("/v1/payments", headers={"Authorization": f"Bearer {key}"})
+
+    r = asyncio.run(main())
+    assert r.status_code == 200 and r.json()["meta"]["total"] == 0
