@@ -290,9 +290,16 @@ def _write_index(report: Report) -> None:
         f'<li><a href="{html.escape(p.name)}">{html.escape(TITLES[p.name.replace(".html", ".ipynb")])}</a></li>'
         for p in report.html
     )
+    stems = sorted({p.stem for p in report.tables})
     tables = "\n".join(
-        f'<li><a href="tables/{html.escape(p.name)}">{html.escape(p.name)}</a></li>'
-        for p in report.tables
+        f"<li>{html.escape(stem)}: "
+        + " · ".join(
+            f'<a href="tables/{html.escape(p.name)}">{p.suffix[1:]}</a>'
+            for p in sorted(report.tables)
+            if p.stem == stem
+        )
+        + "</li>"
+        for stem in stems
     )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>gwtools report</title></head>
