@@ -1011,8 +1011,8 @@ def normalize_bodies(
         batch.frame, batch.rejects, batch.unknown_statuses
 
     Large inputs (tens of megabytes and more) are split across ``workers`` processes
-    (default: the usable CPUs; Linux only, where forking shares the bodies for free);
-    ``workers=1`` keeps everything in this process.
+    (default: the CPUs not busy with other work; Linux only, where forking shares the
+    bodies for free); ``workers=1`` keeps everything in this process.
     """
     return _normalize_bodies(resource, bodies, livemode, fast=True, workers=workers)
 
@@ -1072,11 +1072,20 @@ def _strict_share(
 _PARALLEL_MIN_BYTES = 24 * 2**20
 
 
-def _usable_cpus() -> int:
+def _idle_cpus() -> int:
+    """CPUs this process may use that are not busy already (the 1-minute load average).
+
+    On a machine busy with other work, more processes only add the cost of starting them.
+    """
     try:
-        return len(os.sched_getaffinity(0))
+        usable = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        usable = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(1, min(usable, round(usable - busy + 1)))  # + 1: this process itself
 
 
 def _strict_parallel(
@@ -1090,7 +1099,7 @@ def _strict_parallel(
     sizes = list(map(len, bodies))
     total = sum(sizes)
     if workers is None:
-        workers = _usable_cpus() if total >= _PARALLEL_MIN_BYTES else 1
+        workers = _idle_cpus() if total >= _PARALLEL_MIN_BYTES else 1
     workers = max(1, min(workers, len(bodies)))
     if workers == 1 or sys.platform != "linux":
         return _strict_share(resource, bodies, range(len(bodies)), livemode)
