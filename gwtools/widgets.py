@@ -200,8 +200,8 @@ class Dashboard(widgets.VBox):
         for control in [*self.filters.values(), self.chart, self.freq, *self.controls()]:
             control.observe(self.refresh, names="value")
         self.drill.observe(self.update_drilldown, names="value")
-        self.csv_button.on_click(lambda _: self.export("csv"))
-        self.parquet_button.on_click(lambda _: self.export("parquet"))
+        self.csv_button.on_click(lambda _: self._export_clicked("csv"))
+        self.parquet_button.on_click(lambda _: self._export_clicked("parquet"))
 
         hint = widgets.HTML("<small>select none to keep all; ctrl/cmd-click for several</small>")
         super().__init__(
@@ -308,6 +308,16 @@ class Dashboard(widgets.VBox):
         self.links.value = "exported: " + ", ".join(_link(p) for p in paths)
         return paths
 
+    def _export_clicked(self, fmt: str) -> None:
+        # A button callback's exception only reaches the browser console: say it on the page.
+        try:
+            self.export(fmt)
+        except OSError as exc:
+            self.links.value = (
+                f"<b>export failed</b>: {html.escape(exc.strerror or str(exc))} "
+                f"({html.escape(str(self.export_dir))}); set export_dir= or GW_EXPORT_DIR"
+            )
+
 
 class DeclinesDashboard(Dashboard):
     """Declines by code (Pareto) or the decline rate over time; drill into a code."""
@@ -347,7 +357,9 @@ class DeclinesDashboard(Dashboard):
 
 class RefundsDashboard(Dashboard):
     """Refund rate over time (count or amount, payment or refund cohort), reasons and
-    pending refunds; drill into the refunds of the matching payments by status."""
+    pending refunds; drill into the refunds of the matching payments by status.
+
+    The filters select payments; the refunds shown are those of the selected payments."""
 
     title = "Refunds"
     name = "refunds"

@@ -157,3 +157,12 @@ def test_dashboard_on_empty_payments(make_payments, tmp_path) -> None:
     assert d.result.empty and d.since.value is None
     assert "nothing matches" in d.table.value
     assert d.export("csv")[0].exists()
+
+
+def test_export_failure_is_shown_not_swallowed(payments, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=blocker / "sub")
+    d.csv_button.click()
+    assert "export failed" in d.links.value and "GW_EXPORT_DIR" in d.links.value
+    assert d.exported == []
