@@ -7,7 +7,6 @@ that Babel formats for people, e.g. ``RM1,234.50; JP¥5,000``.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 
@@ -29,12 +28,11 @@ def exponent(currency: str) -> int:
 
 def to_major(amount: pd.Series, currency: pd.Series) -> pd.Series:
     """Minor units (``Int64``) to major units (``float64``), currency by currency."""
-    scale = (
-        currency.astype("string")
-        .str.upper()
-        .map(lambda c: 10 ** exponent(c) if isinstance(c, str) else math.nan)
-    )
-    return (amount.astype("Float64") / scale.astype("Float64")).astype("float64")
+    codes = currency.astype("string").str.upper()
+    # One Babel lookup per distinct currency, not per row.
+    scales = {c: 10.0 ** exponent(c) for c in codes.dropna().unique()}
+    scale = codes.map(scales).astype("Float64")
+    return (amount.astype("Float64") / scale).astype("float64")
 
 
 def format_money(value: float | None, currency: str | None, locale: str | None = None) -> str:
