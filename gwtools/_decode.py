@@ -33,13 +33,6 @@ class _Meta(msgspec.Struct, gc=False):
     totalPages: Any = None
 
 
-class _Envelope(msgspec.Struct, gc=False):
-    data: Any = msgspec.UNSET
-    meta: Any = msgspec.UNSET
-    has_more: Any = msgspec.UNSET
-    object: Any = msgspec.UNSET
-
-
 class _RawEnvelope(msgspec.Struct, gc=False):
     """An envelope whose records stay undecoded (cheap: page_info needs only two of them)."""
 
@@ -49,7 +42,6 @@ class _RawEnvelope(msgspec.Struct, gc=False):
     object: Any = None
 
 
-_envelope_decoder = msgspec.json.Decoder(_Envelope)
 _raw_envelope_decoder = msgspec.json.Decoder(_RawEnvelope)
 _any_decoder = msgspec.json.Decoder()
 
@@ -96,22 +88,6 @@ def decode_raw_envelope(body: bytes) -> tuple[Variant, _RawEnvelope]:
     if variant is None:
         raise _not_envelope(body, "neither `meta` nor `has_more`/`object: list`")
     return variant, env
-
-
-def decode_records(body: bytes) -> tuple[Variant, list[Any]]:
-    """A list body's variant and its records as Python objects (dicts, or whatever was sent)."""
-    try:
-        env = _envelope_decoder.decode(body)
-    except msgspec.ValidationError as exc:
-        raise _not_envelope(body, str(exc)) from None
-    except msgspec.DecodeError as exc:
-        raise _not_json(body, exc) from None
-    if not isinstance(env.data, list):
-        raise _not_envelope(body, "no `data` list")
-    variant = _variant_of(env.meta, env.has_more, env.object)
-    if variant is None:
-        raise _not_envelope(body, "neither `meta` nor `has_more`/`object: list`")
-    return variant, env.data
 
 
 def decode_value(raw: bytes | msgspec.Raw) -> Any:

@@ -210,27 +210,6 @@ def _map_unique(arr: pa.Array, fn: Callable[[Any], Any], out_type: pa.DataType) 
     return mapped.take(enc.indices)
 
 
-def _strings(values: Sequence[Any]) -> pa.Array:
-    """Python strings -> Arrow; empty strings become null (the tables hold no empty strings)."""
-    arr = pa.array(values, _STR)
-    if pc.any(pc.equal(arr, "")).as_py():
-        arr = pc.if_else(pc.equal(arr, ""), pa.scalar(None, _STR), arr)
-    return arr
-
-
-def _present(values: Sequence[Any]) -> pa.Array | None:
-    """Which values are not None, or None when none is (the common, cheap case)."""
-    if values.count(None) == len(values):
-        return None
-    return pa.array([v is not None for v in values], pa.bool_())
-
-
-def _either(a: pa.Array | None, b: pa.Array | None) -> pa.Array | None:
-    if a is None or b is None:
-        return a if b is None else b
-    return pc.or_(a, b)
-
-
 # --------------------------------------------------------------------------- timestamps
 
 

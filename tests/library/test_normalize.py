@@ -424,6 +424,18 @@ def test_refund_payment_alias_and_expanded_payment() -> None:
     assert frame["payment_id"].tolist() == ["pay_1", "pay_2", "pay_3"]
     assert json.loads(frame["extra"].iloc[1]) == {"payment": {"amount": 9}}
     assert json.loads(frame["extra"].iloc[2]) == {"payment": "pay_other"}  # not lost
+    refund = {"amount": 5, "currency": "myr", "status": "pending", "created": 1767225600}
+    page = b_page([
+        {"id": "rf0", "payment": "pay_1", **refund},
+        {"id": "rf1", "payment_id": "pay_1", **refund},
+        {"id": "rf2", "payment_id": "pay_3", "payment": "pay_x", **refund},  # both: tolerant
+    ])  # fmt: skip
+    fast = _normalize_bodies("refunds", [page], None, fast=True).frame
+    pd.testing.assert_frame_equal(
+        fast, _normalize_bodies("refunds", [page], None, fast=False).frame
+    )
+    assert fast["payment_id"].tolist() == ["pay_1", "pay_1", "pay_3"]  # from bodies too
+    assert json.loads(fast["extra"].iloc[2]) == {"payment": "pay_x"}
     recorded = normalize_bodies("refunds", [body("tricky/refunds_mixed.json")]).frame
     assert recorded["payment_id"].tolist() == ["pay_a_offset", "pay_b_iso_capture"]
 
