@@ -200,20 +200,19 @@ class Gateway:
     def _emit(self, events: list[Event], *, deliver: bool = True) -> None:
         now = self.clock.now()
         for type_, rec in events:
-            self.emit_object(type_, rec, self._object_body(rec), now, deliver=deliver)
+            self.emit_object(
+                type_,
+                rec,
+                render.object_json(rec, self.variant, self.base_url),
+                now,
+                deliver=deliver,
+            )
 
     def emit_object(
         self, type_: str, rec: Mapping[str, Any], obj: bytes, now: float, *, deliver: bool = True
     ) -> None:
-        eid = self.ids.new("evt")
-        body = render.event(eid, type_, now, rec["livemode"], API_VERSION, obj)
-        evrec = {
-            "id": eid,
-            "account": rec["account"],
-            "livemode": rec["livemode"],
-            "created": int(now),
-            "type": type_,
-        }
+        evrec, body = render.event_row(self.ids.new("evt"), type_, rec, obj, now, API_VERSION)
+        eid = evrec["id"]
         self.store.insert("events", evrec, body, status=type_)
         if not deliver:
             return
@@ -224,11 +223,6 @@ class Gateway:
         self.deliveries.add(
             [(eid, rec["account"], rec["livemode"], url, secret, now) for url, secret in targets]
         )
-
-    def _object_body(self, rec: Record) -> bytes:
-        if rec["id"].startswith("pay_"):
-            return render.payment(rec, self.variant, self.base_url)
-        return render.refund(rec, self.variant)
 
     def take_due_deliveries(self) -> list[tuple[int, str, str, bytes]]:
         return self.deliveries.take_due(self.clock.now())

@@ -23,6 +23,7 @@ from gwtools.sandbox import domain, errors, render
 from gwtools.sandbox.cards import TEST_CARDS, brand
 from gwtools.sandbox.clock import iso
 from gwtools.sandbox.domain import Event, Ids, Method, Record
+from gwtools.sandbox.fpx import BANKS
 from gwtools.sandbox.gateway import API_VERSION, Gateway
 
 DAY: Final = 86_400
@@ -36,15 +37,7 @@ BANK_SUCCESS: Final = {
     "AMBB0209": 0.76,
     "BIMB0340": 0.70,
 }
-BANK_NAMES: Final = {
-    "MB2U0227": "Maybank2u",
-    "BCBB0235": "CIMB Clicks",
-    "PBB0233": "Public Bank",
-    "RHB0218": "RHB Now",
-    "HLB0224": "Hong Leong Connect",
-    "AMBB0209": "AmBank",
-    "BIMB0340": "Bank Islam",
-}
+#: how often customers pick each bank (same order as BANK_SUCCESS)
 BANK_WEIGHTS: Final = (34, 24, 14, 9, 8, 6, 5)
 BRANDS: Final = (
     ("4242424242424242", 55),
@@ -104,20 +97,8 @@ class _Builder:
 
     def emit(self, events: list[Event], when: float) -> None:
         for type_, rec in events:
-            obj = (
-                render.payment(rec, self.gw.variant, self.gw.base_url)
-                if rec["id"].startswith("pay_")
-                else render.refund(rec, self.gw.variant)
-            )
-            eid = self.ids.new("evt")
-            body = render.event(eid, type_, when, rec["livemode"], API_VERSION, obj)
-            evrec = {
-                "id": eid,
-                "account": rec["account"],
-                "livemode": rec["livemode"],
-                "created": int(when),
-                "type": type_,
-            }
+            obj = render.object_json(rec, self.gw.variant, self.gw.base_url)
+            evrec, body = render.event_row(self.ids.new("evt"), type_, rec, obj, when, API_VERSION)
             self.events.append((evrec, body, type_, None))
 
 
@@ -346,8 +327,8 @@ def _method(
     if plan in ("fpx_bank", "recent_fpx_refund") or (
         plan == "recent_action" and rng.random() < 0.5
     ):
-        code = _pick(rng, tuple(zip(BANK_NAMES, BANK_WEIGHTS, strict=True)))
-        method = Method("fpx", {"type": "fpx", "bank_code": code, "bank": BANK_NAMES[code]}, "bank")
+        code = _pick(rng, tuple(zip(BANK_SUCCESS, BANK_WEIGHTS, strict=True)))
+        method = Method("fpx", {"type": "fpx", "bank_code": code, "bank": BANKS[code]}, "bank")
     else:
         number = {
             "card_3ds": "4000002500003155",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -140,6 +141,27 @@ def refund(rec: Record, variant: str) -> bytes:
             "livemode": rec["livemode"],
         }
     )
+
+
+def object_json(rec: Record, variant: str, base_url: str) -> bytes:
+    """A payment or refund record as the served variant shows it."""
+    if rec["id"].startswith("pay_"):
+        return payment(rec, variant, base_url)
+    return refund(rec, variant)
+
+
+def event_row(
+    ident: str, type_: str, rec: Mapping[str, Any], obj: bytes, when: float, version: str
+) -> tuple[Record, bytes]:
+    """The stored record and the JSON of an event about ``rec`` (whose JSON is ``obj``)."""
+    evrec = {
+        "id": ident,
+        "account": rec["account"],
+        "livemode": rec["livemode"],
+        "created": int(when),
+        "type": type_,
+    }
+    return evrec, event(ident, type_, when, rec["livemode"], version, obj)
 
 
 def event(

@@ -199,40 +199,7 @@ class Store:
         status: str,
         due_at: float | None = None,
     ) -> None:
-        with self.lock:
-            if table == "refunds":
-                self.db.execute(
-                    "INSERT INTO refunds (id, account, livemode, created, status, due_at, "
-                    "payment_id, rec, body) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (
-                        rec["id"],
-                        rec["account"],
-                        int(rec["livemode"]),
-                        rec["created"],
-                        status,
-                        due_at,
-                        rec["payment_id"],
-                        orjson.dumps(rec),
-                        body,
-                    ),
-                )
-            else:
-                self.db.execute(
-                    f"INSERT INTO {table} (id, account, livemode, created, status, due_at, rec, "
-                    "body) VALUES (?,?,?,?,?,?,?,?)",
-                    (
-                        rec["id"],
-                        rec["account"],
-                        int(rec["livemode"]),
-                        rec["created"],
-                        status,
-                        due_at,
-                        orjson.dumps(rec),
-                        body,
-                    ),
-                )
-            self.touch(rec["account"], rec["livemode"])
-            self._note_due(due_at)
+        self.insert_many(table, [(rec, body, status, due_at)])
 
     def insert_many(
         self, table: str, rows: Sequence[tuple[dict[str, Any], bytes, str, float | None]]
