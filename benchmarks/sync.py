@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _peers import PEERS  # benchmarks/_peers.py (this script's directory is on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "sync.json"
 CEILING_ROWS_PER_S = 100 * 100  # 100 requests/s x 100 rows per page
@@ -182,6 +184,8 @@ CONTENDERS: dict[str, Callable[[str, str, str], dict[str, Any]]] = {
     "gwtools": run_gwtools,
     "sequential": run_sequential,
 }
+# dlt's rest_api source and gwtools' incremental sync (which changes the data: keep it last).
+CONTENDERS.update(PEERS)
 
 
 def _child(name: str, base_url: str, key: str, queue: Any) -> None:
