@@ -8,10 +8,11 @@ requests, never the ``/_sandbox/`` admin API, so a test can always turn them off
     GET /_sandbox/faults                                      # settings and what was injected
     DELETE /_sandbox/faults                                   # back to the start-up settings
 
-In Python, wrap the gateway's ASGI app and mount the admin router::
+``create_app`` mounts both, the middleware innermost so that the gateway's own middleware
+adds ``X-Request-Id``, ``Service-Version`` and the rate-limit headers to injected responses::
 
     app.include_router(faults.router)
-    asgi = FaultInjector(app, baseline=FaultSettings(latency_ms=20))
+    app.add_middleware(FaultInjector, baseline=FaultSettings(latency_ms=20))
 
 :class:`FaultInjector` is a pure ASGI middleware: with no fault set it costs one attribute
 check per request, so it never slows the sandbox down.
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
@@ -45,10 +45,6 @@ __all__ = [
 
 #: The scope key under which the middleware hands its state to the admin router.
 SCOPE_KEY = "gwtools.faults"
-
-#: Extra response headers for an injected response (X-Request-Id, rate-limit headers ...),
-#: computed by the sandbox for the request's scope.
-HeaderHook = Callable[[Scope], Iterable[tuple[bytes, bytes]]]
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 Millis = Annotated[int, Field(ge=0, le=120_000)]
@@ -238,9 +234,8 @@ _HTML = (b"content-type", b"text/html; charset=utf-8")
 class FaultInjector:
     """Pure ASGI middleware that injects the faults of a :class:`FaultState` into ``/v1/`` requests.
 
-    ``headers`` computes extra headers for an injected response (request id, rate-limit
-    headers), so that faults look like every other response; when the middleware sits inside
-    the sandbox's header middleware it is not needed.
+    Place it inside the middleware that adds the gateway's headers: injected responses carry
+    only their content type (and ``Retry-After`` on a 429).
 
     Example::
 
@@ -254,11 +249,9 @@ class FaultInjector:
         *,
         baseline: FaultSettings | None = None,
         state: FaultState | None = None,
-        headers: HeaderHook | None = None,
     ) -> None:
         self.app = app
         self.state = state if state is not None else FaultState(baseline or FaultSettings())
-        self.headers = headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state
@@ -286,20 +279,17 @@ class FaultInjector:
         elif fault == "drop":
             await _drop_connection(receive, send)
         elif fault == "error":
-            await self._respond(scope, send, 500, _BODY_500, _JSON)
+            await _respond(send, 500, _BODY_500, _JSON)
         elif fault == "rate_limit":
-            await self._respond(scope, send, 429, _BODY_429, _JSON, (b"retry-after", b"1"))
+            await _respond(send, 429, _BODY_429, _JSON, (b"retry-after", b"1"))
         else:
-            await self._respond(scope, send, 200, _BODY_HTML, _HTML)
+            await _respond(send, 200, _BODY_HTML, _HTML)
 
-    async def _respond(
-        self, scope: Scope, send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]
-    ) -> None:
-        all_headers = [*headers, (b"content-length", str(len(body)).encode())]
-        if self.headers is not None:
-            all_headers.extend(self.headers(scope))
-        await send({"type": "http.response.start", "status": status, "headers": all_headers})
-        await send({"type": "http.response.body", "body": body})
+
+async def _respond(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> None:
+    all_headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _strip_time_filters(query: bytes) -> bytes:
