@@ -25,6 +25,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ CHANGED_SHARE = 0.01  # payments changed between the full and the incremental sy
 NEW_SHARE = 0.005  # payments created between them
 CLOCK_ADVANCE_S = 8 * 86_400  # >= 5 business days: FPX refunds, processing, expiries settle
 SEED = 11
+REFUND_AGE_S = 7 * 86_400  # mean age of a payment when it is refunded
 
 
 def _variant(base_url: str) -> str:
@@ -125,7 +127,6 @@ def run_dlt(base_url: str, key: str, workdir: str) -> dict[str, Any]:
         destination=dlt.destinations.filesystem(bucket_url=bucket.as_uri()),
         dataset_name="gateway",
         pipelines_dir=str(Path(workdir) / "pipelines"),
-        progress=None,
     )
     started = time.perf_counter()
     pipeline.run(source, loader_file_format="parquet")
@@ -196,13 +197,15 @@ class _Merchant:
         raise AssertionError("unreachable")
 
     def spread(self, status: str, most: int, days: int = 90) -> list[dict[str, Any]]:
-        """Up to ``most`` payments in ``status`` from random points of the last ``days``."""
+        """Up to ``most`` payments in ``status``, not yet refunded, mostly recent ones: their
+        age is drawn from an exponential distribution (mean a week, at most ``days``), as
+        refunds mostly come within days or weeks of the payment."""
         now = int(self._ok(self.pages.get("/_sandbox/clock"))["unix"])
         picked: dict[str, dict[str, Any]] = {}
         for _ in range(most * 3):
             if len(picked) >= most:
                 break
-            until = now - self.rng.randrange(days * 86_400)
+            until = now - int(min(days * 86_400, self.rng.expovariate(1 / REFUND_AGE_S)))
             for p in self.listing(status=status, to=until)[: self.rng.randint(1, 5)]:
                 if not p.get("refunded_amount"):
                     picked.setdefault(p["id"], p)
@@ -290,15 +293,16 @@ def change_payments(base_url: str, key: str, payments: int) -> dict[str, int]:
         if shop.variant == "B":  # customers abandoned at 3-D Secure / the bank page
             void += shop.every("requires_action", max(0, want // 10 - len(void)))
         refund = shop.spread(shop.status_name("succeeded"), want - len(capture) - len(void))
-        jobs: list[Callable[[], None]] = [
-            *(lambda p=p: shop.capture(p) for p in capture),
-            *(lambda p=p: shop.void(p) for p in void),
-            *(lambda p=p, i=i: shop.refund(p, full=i % 3 == 0) for i, p in enumerate(refund)),
-        ]
-        _run_all(jobs)
+        _run_all(
+            [
+                *(partial(shop.capture, p) for p in capture),
+                *(partial(shop.void, p) for p in void),
+                *(partial(shop.refund, p, full=i % 3 == 0) for i, p in enumerate(refund)),
+            ]
+        )
         shop.advance(CLOCK_ADVANCE_S)
         new = max(1, round(payments * NEW_SHARE))
-        _run_all([lambda i=i: shop.new_payment(i) for i in range(new)])
+        _run_all([partial(shop.new_payment, i) for i in range(new)])
         shop.rate_limits(limits)
         return {"captured": len(capture), "voided": len(void), "refunded": len(refund), "new": new}
     finally:
@@ -342,7 +346,7 @@ def _frames(cache: str) -> Iterator[tuple[str, Any]]:
     from gwtools._cache import read_cache
 
     for resource in ("payments", "refunds"):
-        frame = read_cache(cache, resource, account=ACCOUNT)  # type: ignore[arg-type]
+        frame = read_cache(cache, resource, account=ACCOUNT)
         yield resource, frame.sort_values("id", ignore_index=True)
 
 
