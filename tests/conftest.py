@@ -44,6 +44,12 @@ class Account(dict[str, Any]):
             raise AttributeError(name) from None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_admin_client() -> Iterator[None]:
+    yield
+    _ADMIN.close()
+
+
 def _start(variant: str) -> Iterator[Sandbox]:
     sb = Sandbox(variant, now=FROZEN_NOW)  # type: ignore[arg-type]
     sb.start()

@@ -18,6 +18,12 @@ RETURN_URL = "https://shop.example/return"
 LOOPBACK = httpx.Client(verify=False, timeout=10)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_loopback() -> Iterator[None]:
+    yield
+    LOOPBACK.close()
+
+
 class Payer:
     """Creates payments the way a merchant and a customer would, in the sandbox's variant."""
 
