@@ -90,7 +90,7 @@ def decode_raw_envelope(body: bytes) -> tuple[Variant, _RawEnvelope]:
     return variant, env
 
 
-def decode_value(raw: bytes | msgspec.Raw) -> Any:
+def decode_value(raw: bytes | str | msgspec.Raw) -> Any:
     """Decode one JSON value (a record kept raw)."""
     return _any_decoder.decode(raw)
 
@@ -265,11 +265,55 @@ def _fast_envelope(kind: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
 _fast_decoders = {"payments": _fast_envelope(FastPayment), "refunds": _fast_envelope(FastRefund)}
 
 
-def decode_fast(resource: str, body: bytes) -> tuple[Variant, list[Any]] | None:
-    """A body's variant and strictly typed records, or None when it needs the tolerant path."""
+def _lenient(kind: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    """The same shape, ignoring unknown top-level fields (nested objects stay strict)."""
+    fields = msgspec.structs.fields(kind)
+    return msgspec.defstruct(
+        f"Lenient{kind.__name__}",
+        [(f.name, f.type, f.default) for f in fields],
+        gc=False,
+    )
+
+
+LenientPayment = _lenient(FastPayment)
+_lenient_decoder = _fast_envelope(LenientPayment)
+#: Top-level payment fields the strict shape knows; any other goes to ``extra``.
+PAYMENT_FIELDS = frozenset(FastPayment.__struct_fields__)
+
+
+def decode_fast(resource: str, body: bytes) -> tuple[Variant, list[Any], bool] | None:
+    """A body's variant, strictly typed records and whether some carry unknown top-level
+    fields (payments only); None when the body needs the tolerant path."""
+    lenient = False
     try:
         env = _fast_decoders[resource].decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except msgspec.ValidationError:
+        if resource != "payments":
+            return None
+        # New top-level fields are the likeliest difference of a real gateway: read the
+        # known ones fast and pick the others up separately (unknown_fields).
+        try:
+            env = _lenient_decoder.decode(body)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        lenient = True
+    except msgspec.DecodeError:
         return None
     variant = _variant_of(env.meta, env.has_more, env.object)
-    return None if variant is None else (variant, env.data)
+    return None if variant is None else (variant, env.data, lenient)
+
+
+class _DictEnvelope(msgspec.Struct, gc=False):
+    data: list[dict[str, Any]]
+
+
+_dict_envelope_decoder = msgspec.json.Decoder(_DictEnvelope)
+
+
+def unknown_fields(body: bytes) -> list[dict[str, Any] | None]:
+    """Per record of a body decode_fast read leniently: its non-null unknown top-level fields."""
+    out: list[dict[str, Any] | None] = []
+    for rec in _dict_envelope_decoder.decode(body).data:
+        extra = {k: v for k, v in rec.items() if k not in PAYMENT_FIELDS and v is not None}
+        out.append(extra or None)
+    return out

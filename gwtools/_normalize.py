@@ -81,6 +81,7 @@ from gwtools._decode import (
     payment_extras,
     raw_metadata,
     snippet,
+    unknown_fields,
 )
 
 __all__ = [
@@ -702,10 +703,12 @@ class _FastColumns:
         self.pages: list[int] = []
         self.bad_rows: list[int] = []
         self.pending: list[Any] = []
+        self.unknown: list[dict[str, Any] | None] = []  # unknown fields of pending records
         self.n = 0
 
-    def add(self, records: list[Any], page: int) -> None:
+    def add(self, records: list[Any], page: int, unknown: list[dict[str, Any] | None]) -> None:
         self.pending.extend(records)
+        self.unknown.extend(unknown or itertools.repeat(None, len(records)))
         self.pages.extend(itertools.repeat(page, len(records)))
         if len(self.pending) >= _CHUNK:
             self.flush()
@@ -715,13 +718,18 @@ class _FastColumns:
             n = len(self.pending)
             self._convert(_columns(self.pending, self.kind), self.spec, "", n)
             if self.resource == "payments":
-                extra = _lines_to_texts(payment_extras(self.pending), n)
+                lines = payment_extras(self.pending)
+                if self.unknown.count(None) < n:
+                    extra = _with_unknown(lines, self.unknown)
+                else:
+                    extra = _lines_to_texts(lines, n)
                 empty = pc.equal(extra, "{}")
                 self.arrays.setdefault("extra", []).append(
                     pc.if_else(empty, pa.scalar(None, _STR), extra)
                 )
             self.n += n
             self.pending = []
+            self.unknown = []
 
     def _convert(
         self, col: dict[str, tuple[Any, ...]] | None, spec: _Spec, prefix: str, n: int
@@ -758,6 +766,15 @@ class _FastColumns:
 
 
 _FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
+
+
+def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Array:
+    """Extra texts (one line each) merged with each record's unknown fields, keys sorted."""
+    texts: list[str] = lines.decode().split("\n")[:-1]
+    for i, fields in enumerate(unknown):
+        if fields is not None:
+            texts[i] = _json_text(decode_value(texts[i]) | fields)
+    return pa.array(texts, _STR)
 
 
 def _fast_table(
@@ -1037,7 +1054,8 @@ def _strict_share(
         if got is None:
             tolerant.append(i)
         else:
-            strict[got[0]].add(got[1], i)
+            variant, records, lenient = got
+            strict[variant].add(records, i, unknown_fields(bodies[i]) if lenient else [])
     tables: list[pa.Table] = []
     for acc in strict.values():
         if acc.pages:

@@ -181,3 +181,26 @@ def test_a_failing_worker_is_redone_in_this_process(monkeypatch: pytest.MonkeyPa
     ]  # fmt: skip
     batch = normalize.normalize_bodies("payments", pages, workers=2)
     assert batch.frame["id"].tolist() == [f"pay_{p}_{i}" for p in range(4) for i in range(3)]
+
+
+def test_unknown_top_level_fields_stay_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [
+        {"id": f"pay_{i}", "status": "succeeded", "created": 1767225600 + i, "livemode": False,
+         "statement_descriptor": f"SHOP {i}", "payment_method_types": ["card"],
+         "review": None, "receipt_url": "https://r.example/x"}
+        for i in range(5)
+    ]  # fmt: skip
+    page = json.dumps({"object": "list", "data": records, "has_more": False}).encode()
+    tolerant = _normalize_bodies("payments", [page], None, fast=False)
+
+    def no_tolerant_path(body: bytes) -> Any:
+        raise AssertionError("the page went to the tolerant path")
+
+    monkeypatch.setattr(normalize, "decode_raw_records", no_tolerant_path)
+    fast = _normalize_bodies("payments", [page], None, fast=True)
+    pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
+    assert json.loads(fast.frame["extra"].iloc[3]) == {
+        "payment_method_types": ["card"],
+        "receipt_url": "https://r.example/x",
+        "statement_descriptor": "SHOP 3",
+    }
