@@ -253,9 +253,19 @@ def _quiet_kernel_manager() -> type:
     return QuietKernelManager
 
 
+#: JupyterLab's HTML template without its CDN scripts (require.js, MathJax, Mermaid): the
+#: report opens offline and tells no third party that it was opened. Figures are inline PNGs.
+_OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
 def _run_one(
     name: str, out_dir: Path, parameters: dict[str, Any], kernel_name: str | None, workdir: Path
 ) -> tuple[Path, float]:
+    import jinja2
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
@@ -275,7 +285,11 @@ def _run_one(
     )
     notebook = nbformat.read(executed, as_version=4)
     exporter = HTMLExporter(
-        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
+        extra_loaders=[jinja2.DictLoader({"gwtools_report.html.j2": _OFFLINE_TEMPLATE})],
+        template_file="gwtools_report.html.j2",
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
     )
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": TITLES[name]}})
     target = out_dir / name.replace(".ipynb", ".html")

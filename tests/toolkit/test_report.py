@@ -146,6 +146,7 @@ def test_run_report_writes_html_and_tables_without_secrets(gateway_with_payments
     assert "Declines: which codes" in html and "insufficient_funds" in html
     assert "load_tables(" not in html  # code is hidden
     assert "<img" in html and "data:image/png;base64" in html  # self-contained figures
+    assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", html)  # nothing fetched
     # 6 payments, 3 failed: insufficient_funds 2 of 3, lost_card 1 of 3
     codes = pd.read_csv(out / "tables" / "decline_codes.csv")
     assert dict(zip(codes["decline_code"], codes["count"], strict=True)) == {
