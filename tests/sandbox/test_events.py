@@ -96,3 +96,32 @@ def test_callback_url_gets_the_payments_events(payer_a: Payer, receiver: Receive
     payer.http.post("/v1/refunds", json={"payment_id": p["id"]})
     types = [json.loads(b)["type"] for _, b in receiver.wait(2)]
     assert types == ["payment.succeeded", "refund.created"]
+
+
+def test_events_and_webhooks_stay_in_their_mode(payer_b: Payer, receiver: Receiver) -> None:
+    payer = payer_b
+    live = {"Authorization": f"Bearer {payer.account['live_secret_key']}"}
+    endpoint = payer.http.post(
+        "/_sandbox/webhook_endpoints", json={"url": receiver.url}, headers=live
+    ).json()
+    payer.pay()  # test mode: no delivery to the live endpoint
+    real = {"number": "4111111111111111", "exp_month": 1, "exp_year": 2031, "cvc": "999"}
+    r = payer.http.post(
+        "/v1/payments",
+        json={
+            "amount": 900,
+            "currency": "myr",
+            "payment_method_data": {"type": "card", "card": real},
+        },
+        headers=live,
+    )
+    assert r.status_code == 201
+    headers, body = receiver.wait(1)[0]
+    _verify(endpoint["secret"], headers, body)
+    event = json.loads(body)
+    assert event["livemode"] is True and event["data"]["object"]["id"] == r.json()["id"]
+    live_events = payer.http.get("/v1/events", headers=live).json()["data"]
+    test_events = payer.http.get("/v1/events").json()["data"]
+    assert [e["id"] for e in live_events] == [event["id"]]
+    assert event["id"] not in {e["id"] for e in test_events}
+    assert len(receiver.requests) == 1
