@@ -127,7 +127,23 @@ _T = int | float | str | None  # a timestamp: Unix seconds or ISO 8601
 _RAW_ABSENT = msgspec.Raw(b"")
 
 
+class FastCard(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    brand: _S = None
+    last4: _S = None
+    exp_month: _I = None
+    exp_year: _I = None
+    funding: _S = None
+    country: _S = None
+
+
+class FastFpx(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    bank_code: _S = None
+    bank: _S = None
+
+
 class FastDetails(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """Flat (the sandbox) or nested per method (``{"card": {...}}``), or both."""
+
     type: _S = None
     brand: _S = None
     last4: _S = None
@@ -137,6 +153,8 @@ class FastDetails(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     country: _S = None
     bank_code: _S = None
     bank: _S = None
+    card: FastCard | None = None
+    fpx: FastFpx | None = None
 
 
 class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
@@ -200,14 +218,19 @@ class FastRefund(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 # Views of the same records holding only the fields without a column: encoded with
 # omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
+# ``next_action`` (free-form, rarely set) is merged in by the caller, like unknown fields.
 
 
-class _ExtraDetails(msgspec.Struct, gc=False, omit_defaults=True):
+class _ExtraCard(msgspec.Struct, gc=False, omit_defaults=True):
     last4: _S = None
     exp_month: _I = None
     exp_year: _I = None
     funding: _S = None
     country: _S = None
+
+
+class _ExtraDetails(_ExtraCard, gc=False, omit_defaults=True):
+    card: _ExtraCard | None = None  # (an fpx sub-object has nothing without a column)
 
 
 class _ExtraError(msgspec.Struct, gc=False, omit_defaults=True):
@@ -223,7 +246,6 @@ class _ExtraPayment(msgspec.Struct, gc=False, omit_defaults=True):
     capture_method: _S = None
     failure_message: _S = None
     last_payment_error: _ExtraError | None = None
-    next_action: Any = None
     payment_method_details: _ExtraDetails | None = None
     receipt_url: _S = None
     redirect_url: _S = None
@@ -231,8 +253,9 @@ class _ExtraPayment(msgspec.Struct, gc=False, omit_defaults=True):
 
 
 _extra_encoder = msgspec.json.Encoder(order="sorted")
-#: Partly mapped objects whose unmapped rest can be empty; an empty rest is left out.
-_PARTLY_MAPPED = (b"last_payment_error", b"payment_method_details")
+#: Partly mapped objects whose unmapped rest can be empty; an empty rest is left out
+#: (inner ones first: a details object whose card rest was empty can become empty).
+_PARTLY_MAPPED = (b"card", b"last_payment_error", b"payment_method_details")
 
 
 def payment_extras(records: list[FastPayment]) -> bytes:

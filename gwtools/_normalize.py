@@ -68,8 +68,10 @@ from msgspec.structs import astuple
 
 from gwtools import _schema
 from gwtools._decode import (
+    FastCard,
     FastDetails,
     FastError,
+    FastFpx,
     FastPayment,
     FastRefund,
     MalformedResponseError,
@@ -647,8 +649,8 @@ def _columns(records: Sequence[Any], kind: type[msgspec.Struct]) -> dict[str, tu
 
 
 # How each field of the strict shapes becomes an Arrow column in stage 1 of the fast path:
-# s string, i int64, b bool, t timestamp (parsed), r raw JSON text as sent, and a nested
-# shape for sub-objects. Fields without a column are rendered into ``extra`` separately.
+# s string, i int64, b bool, t timestamp (parsed), r raw JSON text as sent, p whether the
+# sub-object named without the "?" is there, and a nested shape for sub-objects. Fields without a column are rendered into ``extra`` separately.
 _Spec = dict[str, "str | tuple[type[msgspec.Struct], _Spec]"]
 _FAST_SPEC: dict[str, tuple[type[msgspec.Struct], _Spec]] = {
     "payments": (
@@ -666,7 +668,14 @@ _FAST_SPEC: dict[str, tuple[type[msgspec.Struct], _Spec]] = {
             ),
             "metadata": "r",
             "payment_method_details": (
-                FastDetails, dict.fromkeys(("type", "brand", "bank_code", "bank"), "s")
+                FastDetails,
+                {
+                    **dict.fromkeys(("type", "brand", "bank_code", "bank"), "s"),
+                    "card": (FastCard, {"brand": "s"}),
+                    "fpx": (FastFpx, {"bank_code": "s", "bank": "s"}),
+                    "card?": "p",
+                    "fpx?": "p",
+                },
             ),
             "last_payment_error": (FastError, dict.fromkeys(("code", "decline_code"), "s")),
         },
@@ -685,6 +694,8 @@ _FAST_SPEC: dict[str, tuple[type[msgspec.Struct], _Spec]] = {
 _EMPTY: dict[type[msgspec.Struct], msgspec.Struct] = {
     FastDetails: FastDetails(),
     FastError: FastError(),
+    FastCard: FastCard(),
+    FastFpx: FastFpx(),
 }
 #: Records turned into Arrow per step: small enough that the Python objects of one step
 #: stay in the CPU caches and reuse freed memory (fresh pages are costly), large enough
@@ -716,11 +727,18 @@ class _FastColumns:
     def flush(self) -> None:
         if self.pending:
             n = len(self.pending)
-            self._convert(_columns(self.pending, self.kind), self.spec, "", n)
+            col = _columns(self.pending, self.kind)
+            self._convert(col, self.spec, "", n)
             if self.resource == "payments":
                 lines = payment_extras(self.pending)
-                if self.unknown.count(None) < n:
-                    extra = _with_unknown(lines, self.unknown)
+                more = self.unknown
+                if col["next_action"].count(None) < n:
+                    more = [
+                        u if a is None else (u or {}) | {"next_action": a}
+                        for u, a in zip(more, col["next_action"], strict=True)
+                    ]
+                if more.count(None) < n:
+                    extra = _with_unknown(lines, more)
                 else:
                     extra = _lines_to_texts(lines, n)
                 empty = pc.equal(extra, "{}")
@@ -736,7 +754,7 @@ class _FastColumns:
     ) -> None:
         """Append one chunk's arrays; ``col`` None: the (sub-)object is absent in the chunk."""
         for name, kind in spec.items():
-            values = col[name] if col is not None else None
+            values = col[name.rstrip("?")] if col is not None else None
             # values[0] first: a column that is usually there is rarely counted
             absent = values is None or (values[0] is None and values.count(None) == n)
             if isinstance(kind, tuple):
@@ -747,7 +765,13 @@ class _FastColumns:
                     subs = [v or _EMPTY[sub_kind] for v in values]
                     self._convert(_columns(subs, sub_kind), sub_spec, f"{prefix}{name}.", n)
                 continue
-            if absent or values is None:
+            if kind == "p":
+                arr = (
+                    pa.nulls(n, pa.bool_()).fill_null(False)
+                    if absent or values is None
+                    else pa.array([v is not None for v in values], pa.bool_())
+                )
+            elif absent or values is None:
                 arr = pa.nulls(n, _TS if kind == "t" else _FAST_TYPES.get(kind, _STR))
             elif kind == "t":
                 arr, bad = _to_timestamps(values)
@@ -769,7 +793,7 @@ _FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
 def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Array:
-    """Extra texts (one line each) merged with each record's unknown fields, keys sorted."""
+    """Extra texts (one line each) merged with more fields per record, keys sorted."""
     texts: list[str] = lines.decode().split("\n")[:-1]
     for i, fields in enumerate(unknown):
         if fields is not None:
@@ -840,16 +864,24 @@ def _fast_table(
         cols["payment_method_id"] = pc.if_else(is_id, pm, pa.scalar(None, _STR))
         pm_type = pc.utf8_lower(pc.if_else(is_id, pa.scalar(None, _STR), pm))
         d = "payment_method_details."
-        brand, bank_code = text(d + "brand"), text(d + "bank_code")
+        # Flat (the sandbox) or nested per method; given both ways, the tolerant path decides.
+        flat_or_nested = {}
+        for name, nested in (("brand", "card.brand"), ("bank_code", "fpx.bank_code"),
+                             ("bank", "fpx.bank")):  # fmt: skip
+            flag(pc.and_(pc.is_valid(col[d + name]), pc.is_valid(col[d + nested])))
+            flat_or_nested[name] = pc.coalesce(text(d + name), text(d + nested))
+        brand, bank_code = flat_or_nested["brand"], flat_or_nested["bank_code"]
         inferred = pc.if_else(
-            pc.is_valid(bank_code),
+            pc.or_(pc.is_valid(bank_code), col[d + "fpx?"]),
             _lit("fpx"),
-            pc.if_else(pc.is_valid(brand), _lit("card"), pa.scalar(None, _STR)),
+            pc.if_else(
+                pc.or_(pc.is_valid(brand), col[d + "card?"]), _lit("card"), pa.scalar(None, _STR)
+            ),
         )
         cols.update(
             method_type=pc.coalesce(pc.utf8_lower(text(d + "type")), inferred, pm_type),
             fpx_bank_code=bank_code,
-            fpx_bank=text(d + "bank"),
+            fpx_bank=flat_or_nested["bank"],
             card_brand=brand,
         )
         # Failure codes: top level (variant A) or the error object (variant B).

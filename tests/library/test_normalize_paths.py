@@ -47,7 +47,22 @@ DETAILS = st.one_of(
             "bank": MAYBE_TEXT,
         },
     ),
-    st.just({"card": {"brand": "visa", "last4": "4242"}}),  # nested: the tolerant path
+    st.fixed_dictionaries(  # nested per method, as some gateways send it
+        {},
+        optional={
+            "type": st.sampled_from(["card", "fpx"]),
+            "brand": MAYBE_TEXT,
+            "bank_code": MAYBE_TEXT,
+            "card": st.fixed_dictionaries(
+                {}, optional={"brand": MAYBE_TEXT, "last4": MAYBE_TEXT, "exp_year": st.integers()}
+            ),
+            "fpx": st.one_of(
+                st.none(),
+                st.fixed_dictionaries({}, optional={"bank_code": MAYBE_TEXT, "bank": MAYBE_TEXT}),
+            ),
+        },
+    ),
+    st.just({"card": {"brand": "visa", "wallet": "apple_pay"}}),  # unknown nested: tolerant
 )
 ERROR = st.one_of(
     st.none(),
