@@ -218,6 +218,10 @@ def save_tables(
     return names
 
 
+class ReportError(RuntimeError):
+    """A notebook of the report failed; the message names it, the cell and the error."""
+
+
 @dataclass
 class Report:
     """What :func:`run_report` wrote, and the headline figures of the data it covered."""
@@ -272,17 +276,26 @@ def _run_one(
 
     start = time.perf_counter()
     executed = workdir / name
-    papermill.execute_notebook(
-        str(notebooks_dir() / name),
-        str(executed),
-        parameters=parameters,
-        kernel_name=kernel_name,
-        progress_bar=False,
-        log_output=False,
-        kernel_manager_class=_quiet_kernel_manager(),
-        # No cwd=: papermill would os.chdir the whole process, which races between the
-        # worker threads. The notebooks write only to the absolute out_dir they are given.
-    )
+    try:
+        papermill.execute_notebook(
+            str(notebooks_dir() / name),
+            str(executed),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            progress_bar=False,
+            log_output=False,
+            kernel_manager_class=_quiet_kernel_manager(),
+            # No cwd=: papermill would os.chdir the whole process, which races between the
+            # worker threads. The notebooks write only to the absolute out_dir they are given.
+        )
+    except papermill.PapermillExecutionError as exc:
+        kept = out_dir / name.replace(".ipynb", ".failed.ipynb")
+        if executed.exists():
+            executed.replace(kept)
+        raise ReportError(
+            f"notebook {name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}. "
+            f"The executed notebook, with the traceback, is at {kept}."
+        ) from None
     notebook = nbformat.read(executed, as_version=4)
     exporter = HTMLExporter(
         extra_loaders=[jinja2.DictLoader({"gwtools_report.html.j2": _OFFLINE_TEMPLATE})],

@@ -98,12 +98,12 @@ def report(
 ) -> None:
     """Run the four analyst notebooks against the gateway; write HTML and CSV/Parquet tables."""
     from gwtools._errors import GatewayError
-    from gwtools.report import run_report
+    from gwtools.report import ReportError, run_report
 
     gw = _connect(api_key_file, base_url, cache_dir, account, progress=False)
     try:
         result = run_report(out, since=since, until=until, tz=tz, currency=currency, gateway=gw)
-    except GatewayError as exc:
+    except (GatewayError, ReportError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         gw.close()
@@ -129,7 +129,7 @@ def demo(out: Path, tz: str) -> None:
     """Start the embedded sandbox, sync its demo history, write the report and summarise it."""
     from gwtools._embedded import demo_history, embedded_settings
     from gwtools._gateway import Gateway
-    from gwtools.report import _quiet_embedded_notice, run_report
+    from gwtools.report import ReportError, _quiet_embedded_notice, run_report
 
     history = demo_history()
     click.echo(
@@ -142,6 +142,8 @@ def demo(out: Path, tz: str) -> None:
     try:
         click.echo("Syncing, then running the four notebooks (about half a minute on 2 cores)…")
         result = run_report(out, tz=tz, gateway=gw)
+    except ReportError as exc:
+        raise click.ClickException(str(exc)) from None
     finally:
         gw.close()
     _print_report(result)

@@ -219,3 +219,41 @@ def test_demo_command_end_to_end(tmp_path) -> None:
     ]
     assert (report_dir / "tables" / "payments.parquet").exists()
     assert len(pd.read_csv(report_dir / "tables" / "payments.csv")) == 400
+
+
+@pytest.mark.slow
+def test_report_on_a_selection_with_no_payments(gateway_with_payments, tmp_path) -> None:
+    gw, _ = gateway_with_payments
+    result = report.run_report(
+        tmp_path / "r", currency="EUR", gateway=gw, notebooks=["04_fpx_banks.ipynb"]
+    )
+    assert result.overview.payments == 0
+    assert "0 payments and 0 refunds" in result.html[0].read_text()  # ran through, said so
+    assert pd.read_csv(tmp_path / "r" / "tables" / "fpx_banks.csv").empty
+
+
+def test_a_failing_notebook_is_named_and_kept(gateway_with_payments, tmp_path, monkeypatch) -> None:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    broken = tmp_path / "notebooks"
+    broken.mkdir()
+    nb = new_notebook(
+        cells=[
+            new_code_cell("cache = None", metadata={"tags": ["parameters"]}),
+            new_code_cell("1 / 0"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, broken / "02_declines.ipynb")
+    monkeypatch.setattr(report, "notebooks_dir", lambda: broken)
+    gw, _ = gateway_with_payments
+    with pytest.raises(
+        report.ReportError, match=r"02_declines.ipynb failed in cell 3: ZeroDivisionError"
+    ):
+        report.run_report(tmp_path / "r", gateway=gw, notebooks=["02_declines.ipynb"])
+    assert (tmp_path / "r" / "02_declines.failed.ipynb").exists()
