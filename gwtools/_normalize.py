@@ -181,8 +181,8 @@ _JSON = msgspec.json.Encoder(enc_hook=str)
 def _json_text(obj: Any) -> str:
     """Compact JSON text with sorted keys: the form of ``extra``.
 
-    msgspec writes it on both paths, so the fast path's vectorised rendering of the
-    same values is byte for byte the same.
+    The fast path encodes its views of the records with the same msgspec settings
+    (:func:`gwtools._decode.payment_extras`), so both paths write the same bytes.
     """
     return _SORTED_JSON.encode(obj).decode()
 
