@@ -574,3 +574,18 @@ def test_recorded_error_bodies_are_not_envelopes() -> None:
                 page_info(raw)
             batch = normalize_bodies("payments", [raw])
             assert len(batch.frame) == 0 and len(batch.rejects) == 1
+
+
+def test_dict_api_takes_datetime_objects_and_odd_keys() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    plus8 = timezone(timedelta(hours=8))
+    frame = normalize_payments(
+        [pay_a(id="naive", created_at=datetime(2026, 1, 1)),
+         pay_a(id="aware", created_at=datetime(2026, 1, 1, 8, tzinfo=plus8))]
+    )  # fmt: skip
+    assert frame["created_at"].tolist() == [pd.Timestamp("2026-01-01", tz=UTC)] * 2
+    odd = normalize_payments([pay_a(metadata={1: "int key"})])
+    assert odd["id"].tolist() == ["pay_a"] and json.loads(odd["metadata"].iloc[0]) == {
+        "1": "int key"
+    }
