@@ -62,7 +62,7 @@ SCENARIOS: Final = {
     "card_3ds": 50,
     "card_processing": 15,
     "card_decline": 95,
-    "card_refund_fails": 5,
+    "card_refund_fails": 1,
     "fpx_bank": 240,
     "abandon": 35,
     "checkout_cancel": 15,
