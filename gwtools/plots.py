@@ -50,7 +50,7 @@ def _decline_label(row: pd.Series) -> str:
     if decline is not None and pd.notna(decline):
         return str(decline)
     if failure is not None and pd.notna(failure):
-        return f"{failure} (no decline code)"
+        return f"{failure}\n(no decline code)"
     return "(no code)"
 
 
@@ -122,7 +122,7 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
     ]
     x = np.arange(len(data))
     ax.bar(x, data["count"], color=colours)
-    ax.set_xticks(x, labels, rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_xticks(x, labels, rotation=45, ha="right", rotation_mode="anchor", fontsize="small")
     ax.set_ylabel("failed payments (count)")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("decline code")

@@ -26,7 +26,7 @@ def test_decline_pareto_plots_counts_and_cumulative_share(declines_frame) -> Non
     assert bars.get_ylabel() == "failed payments (count)"
     assert [p.get_height() for p in bars.patches] == [2, 1, 1, 1]
     assert [t.get_text() for t in bars.get_xticklabels()] == [
-        "insufficient_funds", "lost_card", "expired_card", "processing_error (no decline code)",
+        "insufficient_funds", "lost_card", "expired_card", "processing_error\n(no decline code)",
     ]  # fmt: skip
     assert share.lines[0].get_ydata().tolist() == pytest.approx([0.4, 0.6, 0.8, 1.0])
     assert "%" in share.get_ylabel()
