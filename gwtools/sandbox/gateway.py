@@ -504,6 +504,9 @@ class Gateway:
             allowed.add("type")
             allowed.discard("status")
         params.query(query, allowed)
+        for name in ("starting_after", "ending_before", "payment_id", "type"):
+            if query.get(name) == "":
+                raise errors.invalid(name, f"Invalid {name}: empty; leave it out instead.")
         q = ListQuery(
             auth.account,
             auth.livemode,

@@ -19,6 +19,7 @@ Schema = dict[str, Any]
 STR: Schema = {"type": "string"}
 INT: Schema = {"type": "integer"}
 BOOL: Schema = {"type": "boolean"}
+NONEMPTY: Schema = {"type": "string", "minLength": 1}
 
 
 def _null(schema: Schema) -> Schema:
@@ -420,16 +421,16 @@ def build_openapi(variant: str) -> dict[str, Any]:
                 {"type": "integer", "minimum": 1, "maximum": 100, "default": limit_default},
                 "page size",
             ),
-            _query("starting_after", STR, "id of the last object of the previous page"),
-            _query("ending_before", STR, "id of the first object of the next page"),
+            _query("starting_after", NONEMPTY, "id of the last object of the previous page"),
+            _query("ending_before", NONEMPTY, "id of the first object of the next page"),
         ]
     )
     cursor = [
         _query(
             "limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}, "page size"
         ),
-        _query("starting_after", STR, "cursor"),
-        _query("ending_before", STR, "cursor"),
+        _query("starting_after", NONEMPTY, "cursor"),
+        _query("ending_before", NONEMPTY, "cursor"),
     ]
     status_p = _query("status", {"enum": PAYMENT_STATUSES[variant]}, "payment status")
     refund_status = _query("status", {"enum": list(REFUND_STATUSES)}, "refund status")
@@ -548,7 +549,7 @@ def build_openapi(variant: str) -> dict[str, Any]:
                 "List refunds",
                 _responses(200, "RefundList"),
                 [
-                    _query("payment_id", STR, "refunds of this payment"),
+                    _query("payment_id", NONEMPTY, "refunds of this payment"),
                     refund_status,
                     *window,
                     *paging,
@@ -565,7 +566,7 @@ def build_openapi(variant: str) -> dict[str, Any]:
             "get": op(
                 "List events",
                 _responses(200, "EventList"),
-                [_query("type", STR, "event type"), *window, *cursor],
+                [_query("type", NONEMPTY, "event type"), *window, *cursor],
                 operation_id="listEvents",
             )
         },

@@ -136,3 +136,12 @@ def test_raw_records_are_served_verbatim(payer: Payer, resource: str) -> None:
     weird = payer.http.get(f"/v1/{resource}", params={"status": "weird"})
     if resource == "payments":
         assert weird.status_code == 400  # not the variant's vocabulary
+
+
+def test_empty_filter_values_are_400(payer: Payer) -> None:
+    names = ["from", "to", "status"] + (["ending_before"] if payer.variant == "B" else [])
+    for name in names:
+        r = payer.http.get("/v1/payments", params={name: ""})
+        assert r.status_code == 400 and error_of(r)["param"] == name
+    r = payer.http.get("/v1/refunds", params={"payment_id": ""})
+    assert r.status_code == 400 and error_of(r)["param"] == "payment_id"
