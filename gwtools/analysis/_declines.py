@@ -21,6 +21,8 @@ RETRY_ADVICE: Final[dict[str, str]] = {
     "stolen_card": "do not retry: ask for another card and review the order for fraud",
     "expired_card": "do not retry: ask the customer for updated card details",
     # Neither soft nor hard in the issuer's sense, but common enough to say what to do.
+    # Variant A reports only the error code, so its generic declines arrive as card_declined.
+    "card_declined": "declined without a reason (variant A gives none): retry once later, then ask for another card",
     "authentication_failed": "3-D Secure failed: let the customer try again and complete it",
     "payment_method_not_available": "the bank or method was unavailable: offer another bank or retry later",
 }
