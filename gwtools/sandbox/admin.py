@@ -6,6 +6,8 @@ See docs/sandbox.md for every endpoint.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from typing import Any
 
 import orjson
@@ -184,8 +186,17 @@ async def history(request: Request) -> Response:
     days = params.integer(body, "days", high=3650) or 90
     seed = params.integer(body, "seed", low=0, high=2**63) or 0
     assert payments is not None
-    summary = generate_history(
-        gw, payments=payments, days=days, seed=seed, account=auth.account, livemode=auth.livemode
+    # in a worker thread, so that the server keeps answering while a large history is built
+    summary = await asyncio.to_thread(
+        functools.partial(
+            generate_history,
+            gw,
+            payments=payments,
+            days=days,
+            seed=seed,
+            account=auth.account,
+            livemode=auth.livemode,
+        )
     )
     return _json(summary, 201)
 

@@ -9,11 +9,13 @@ Example::
 from __future__ import annotations
 
 import os
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 import click
+from tqdm import tqdm
 
 from gwtools.sandbox.auth import mask
 
@@ -108,6 +110,21 @@ def sandbox(
 
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
+    bar = tqdm(
+        total=seed_payments,
+        unit=" payments",
+        disable=not seed_payments,
+        leave=False,
+        desc=f"Generating a {days}-day history (seed {seed})",
+        file=sys.stderr,
+    )
+    done = 0
+
+    def progress(count: int) -> None:
+        nonlocal done
+        bar.update(count - done)
+        done = count
+
     sb = Sandbox(
         "A" if variant.upper() == "A" else "B",
         db=db,
@@ -119,13 +136,11 @@ def sandbox(
         days=days,
         seed=seed,
         now=now,
+        progress=progress,
     )
-    if seed_payments:
-        click.echo(
-            f"Generating {seed_payments:,} payments over {days} days (seed {seed})...", err=True
-        )
     try:
         sb.start()
+        bar.close()
     except OSError as exc:
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {exc.strerror}; pick "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +44,7 @@ class Sandbox:
         seed: int = 0,
         now: datetime | None = None,
         expiry_minutes: float | None = 60,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         self.variant = variant
         self.host = host
@@ -52,6 +54,7 @@ class Sandbox:
             variant, rate_limits=rate_limits, latency_ms=latency_ms, gateway=self.gateway
         )
         self._seed = (seed_payments, days, seed)
+        self._progress = progress
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -95,7 +98,9 @@ class Sandbox:
         if payments:
             from gwtools.sandbox.history import generate_history
 
-            generate_history(self.gateway, payments=payments, days=days, seed=seed)
+            generate_history(
+                self.gateway, payments=payments, days=days, seed=seed, progress=self._progress
+            )
         config = uvicorn.Config(
             self.app,
             loop="uvloop",
