@@ -15,7 +15,9 @@ Fixtures (names are stable; tests in tests/library and tests/toolkit use them):
   secret key (``http.get("/v1/payments")``); pass ``headers=`` to use another key.
 
 Tests share the session servers, so they never depend on other tests' data: use ``account``.
-A test that changes server-wide settings (rate limits, faults) restores them.
+A test that changes server-wide settings (rate limits, faults) restores them. The shared clock
+only moves forward (tests advance it by days): read ``GET /_sandbox/clock`` instead of assuming
+``FROZEN_NOW``, or start a private ``Sandbox(now=...)`` for absolute times.
 """
 
 from __future__ import annotations
