@@ -54,7 +54,9 @@ T = TypeVar("T")
 #: The documented limit (requests per second per key) and what we aim for: a little under
 #: it, so timing jitter between client and server never empties the server's bucket.
 DOCUMENTED_RPS = 100.0
-DEFAULT_MAX_RPS = 97.0
+DEFAULT_MAX_RPS = 98.0
+#: Share of the announced limit (X-RateLimit-Limit) to run at.
+RATE_SHARE = 0.98
 DEFAULT_BURST = 10
 DEFAULT_CONCURRENCY = 16
 
@@ -104,28 +106,36 @@ class _Retry(Exception):
 
 
 class _Pacer:
-    """Leaky buckets (all requests, plus tighter per-endpoint ones) and a shared pause.
+    """Leaky buckets (aiolimiter) sized from the gateway's rate-limit headers, and a shared pause.
 
-    The per-endpoint limit is the lowest ``X-RateLimit-Limit`` seen on that endpoint's
-    responses (the gateway reports its tightest bucket, e.g. 30/s for refunds).
+    Before any answer, requests go at ``max_rps`` after a small burst. The first answer's
+    ``X-RateLimit-Limit``/``-Remaining`` then size the bucket: a rate just under the limit and
+    a burst of what the gateway still allows, minus what may be in flight, so a sync starts
+    at full speed without ever emptying the gateway's bucket. An endpoint that reports a
+    lower limit than the rest (refunds: 30/s) gets a bucket of its own, on top of the shared one.
     """
 
-    def __init__(self, max_rps: float | None, burst: int) -> None:
+    def __init__(self, max_rps: float | None, burst: int, in_flight: int) -> None:
         self.max_rps = max_rps
         self.burst = max(1, burst)
-        self.limits: dict[str, float] = {}
+        self.margin = in_flight + 5
+        self.limits: dict[str, float] = {}  # bucket -> lowest limit seen
         self.limiters: dict[str, AsyncLimiter] = {}
         self.pause_until = 0.0
 
-    def _rate(self, group: str) -> float:
+    def _rate(self, bucket: str) -> float:
         assert self.max_rps is not None
-        return min(self.max_rps, self.limits.get(group, DOCUMENTED_RPS) * 0.97)
+        return min(self.max_rps, self.limits.get(bucket, DOCUMENTED_RPS) * RATE_SHARE)
 
-    def _limiter(self, group: str) -> AsyncLimiter:
-        limiter = self.limiters.get(group)
+    def _limiter(self, bucket: str) -> AsyncLimiter:
+        limiter = self.limiters.get(bucket)
         if limiter is None:
-            rate = self._rate(group)
-            limiter = self.limiters[group] = AsyncLimiter(self.burst, self.burst / rate)
+            limiter = self._size(bucket, self.burst)
+        return limiter
+
+    def _size(self, bucket: str, capacity: float) -> AsyncLimiter:
+        capacity = max(2.0, capacity)
+        limiter = self.limiters[bucket] = AsyncLimiter(capacity, capacity / self._rate(bucket))
         return limiter
 
     async def acquire(self, group: str) -> None:
@@ -134,23 +144,29 @@ class _Pacer:
         if self.max_rps is None:
             return
         await self._limiter("*").acquire()
-        if self._rate(group) < self._rate("*"):
+        if group in self.limits:
             await self._limiter(group).acquire()
 
     def observe(self, group: str, headers: Mapping[str, str]) -> None:
         try:
             limit = float(headers["X-RateLimit-Limit"])
-            remaining = float(headers.get("X-RateLimit-Remaining", "inf"))
+            remaining = float(headers.get("X-RateLimit-Remaining", limit))
         except (KeyError, ValueError):
             return
         if limit <= 0:
             return
-        if limit < self.limits.get(group, math.inf):
-            self.limits[group] = limit
-            self.limiters.pop(group, None)  # rebuilt at the new rate on next acquire
-            if limit < self.limits.get("*", math.inf) and group == "payments":
-                self.limits["*"] = limit
-                self.limiters.pop("*", None)
+        # A limit below the shared one belongs to this endpoint's own bucket.
+        bucket = group if limit < self.limits.get("*", DOCUMENTED_RPS) else "*"
+        if limit < self.limits.get(bucket, math.inf):
+            first = bucket not in self.limits
+            self.limits[bucket] = limit
+            old = self.limiters.get(bucket)
+            capacity = (
+                min(limit, remaining) - self.margin
+                if first
+                else (old.max_rate if old else self.burst)
+            )
+            self._size(bucket, min(capacity, limit))
         if remaining < 1:
             # Someone else is using this key too: wait for one token's worth of refill.
             self.pause(1.0 / limit)
@@ -183,7 +199,7 @@ class Client:
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self.max_429_attempts = max_429_attempts
-        self._pacer = _Pacer(max_rps, burst)
+        self._pacer = _Pacer(max_rps, burst, concurrency)
         self._slots = asyncio.Semaphore(concurrency)
         self._backoff = wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.2)
         self._http = httpx.AsyncClient(

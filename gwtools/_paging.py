@@ -41,8 +41,9 @@ PAGE_LIMIT = 100
 PageSink = Callable[[bytes, PageInfo], Awaitable[None]]
 OnMalformed = Callable[[MalformedBodyError], None]
 _SECOND = dt.timedelta(seconds=1)
-# Variant B probes for the oldest row: 1 day, 2 days, ... 4096 days before the newest.
-_PROBE_DAYS = tuple(2**k for k in range(13))
+# Variant B full syncs: windows reaching 1, 2, 4 ... 4096 days back, then one open-ended.
+_WINDOW_DAYS = tuple(2**k for k in range(13))
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass
@@ -190,18 +191,21 @@ class TimeWindows:
         if not self.first.has_more or lo is None or hi is None:
             await self.run.sink(self.first_body, self.first)
             return
-        lower = self.since if self.since is not None else await self._oldest_bound(hi)
-        if lower is None:
-            await Cursor(self.run, self.first_body, self.first, self.base, self.since)()
-            return
-        span = max((hi - lo).total_seconds(), 1.0)
-        est_pages = max(1.0, (hi - lower).total_seconds() / span)
-        self.run.on_estimate(int(est_pages * max(self.first.count, 1)))
-        n = max(1, min(self.windows_target, math.ceil(est_pages / 4)))
-        # The first page already covers [lo, hi]; the windows cover [lower, lo].
+        # The first page already covers [lo, hi]; the windows cover what is older.
         await self.run.sink(self.first_body, self.first)
-        edges = [lower + (lo - lower) * i / n for i in range(n + 1)]
-        edges = [e.replace(microsecond=0) for e in edges[:-1]] + [lo]
+        if self.since is not None:
+            # Incremental: the range is known; cut it evenly.
+            span = max((hi - lo).total_seconds(), 1.0)
+            est_pages = max(1.0, (lo - self.since).total_seconds() / span)
+            self.run.on_estimate(int((est_pages + 1) * max(self.first.count, 1)))
+            n = max(1, min(self.windows_target, math.ceil(est_pages / 4)))
+            edges = [self.since + (lo - self.since) * i / n for i in range(n + 1)]
+            edges = [e.replace(microsecond=0) for e in edges[:-1]] + [lo]
+        else:
+            # Full: the oldest row is unknown. Windows of 1, 2, 4 ... 4096 days back from the
+            # first page, the last one open-ended; windows that turn out big split themselves.
+            edges = [_EPOCH] + [lo - dt.timedelta(days=d) for d in reversed(_WINDOW_DAYS)] + [lo]
+            edges = [e.replace(microsecond=0) for e in edges[:-1]] + [lo]
         try:
             async with asyncio.TaskGroup() as tg:
                 self.tg = tg
@@ -261,36 +265,11 @@ class TimeWindows:
         bottom = w.stop_below or w.lo
         left = (lo - bottom).total_seconds()
         span = max((hi - lo).total_seconds(), 1.0)
-        if left / span < 4 or left < 4:
+        if left / span < 8 or left < 8:
             return
         mid = (bottom + (lo - bottom) / 2).replace(microsecond=0)
         w.stop_below = mid
         self._spawn(_Window(bottom, mid))
-
-    async def _oldest_bound(self, newest: dt.datetime) -> dt.datetime | None:
-        """A time at or before the oldest row: concurrent ``to=newest-2^k days`` probes."""
-
-        async def probe(days: int) -> tuple[int, bool]:
-            got = await self.run.fetch(
-                {**self.base, "limit": 1, "to": int((newest - dt.timedelta(days=days)).timestamp())}
-            )
-            if got is None:
-                return days, True
-            info = got[1]
-            _lo, hi = _bounds(info)
-            if hi is not None and hi > newest - dt.timedelta(days=days) + _SECOND:
-                raise _TimeFiltersIgnored
-            return days, info.count > 0
-
-        try:
-            results = await asyncio.gather(*(probe(d) for d in _PROBE_DAYS))
-        except _TimeFiltersIgnored:
-            self.run.outcome.time_filters_ignored = True
-            return None
-        for days, non_empty in results:
-            if not non_empty:
-                return newest - dt.timedelta(days=days)
-        return None
 
 
 async def list_pages(

@@ -213,7 +213,7 @@ def _envelope(objects: Sequence[tuple[bytes, str]]) -> list[bytes]:
 
 @dataclass
 class BatchOutcome:
-    """What writing one batch produced (returned from a worker thread or process)."""
+    """What writing one batch produced."""
 
     months: set[str] = field(default_factory=set)
     rejected: int = 0
@@ -225,7 +225,7 @@ class BatchOutcome:
 def write_batch(
     path: str, resource: Resource, livemode: bool, sync_id: str, bodies: list[bytes]
 ) -> BatchOutcome:
-    """Normalise raw bodies and write them as part files (runs in a worker thread or process)."""
+    """Normalise raw bodies and write them as part files (runs in the writer thread)."""
     ds = Dataset(path, resource)
     # workers=1: batches are small, and forking from a threaded process is unsafe.
     batch = normalize_bodies(resource, bodies, livemode=livemode, workers=1)
@@ -242,39 +242,21 @@ def write_batch(
     return out
 
 
-def _warm_up() -> None:
-    """Imported in a fresh worker process before the first batch arrives."""
-
-
 class Workers:
-    """Where batches are normalised and written: a thread for small syncs, a process for big ones.
+    """Where batches are normalised, written and compacted: one thread, off the event loop.
 
-    Normalising holds the GIL for a good part of its work; in a separate process it cannot
-    slow down the event loop that keeps requests flowing at the rate limit.
+    (A worker process would keep normalisation off the GIL entirely, but ``spawn`` re-runs an
+    unguarded user script in the child, and ``fork`` from this threaded process is unsafe.)
     """
-
-    BIG_ROWS = 20_000
 
     def __init__(self) -> None:
         self.thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gwtools-write")
-        self.process: concurrent.futures.ProcessPoolExecutor | None = None
-
-    def expect(self, rows: int) -> None:
-        if rows >= self.BIG_ROWS and self.process is None:
-            import multiprocessing
-
-            self.process = concurrent.futures.ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn")
-            )
-            self.process.submit(_warm_up)  # start it (and its imports) while pages arrive
 
     def pick(self) -> concurrent.futures.Executor:
-        return self.process or self.thread
+        return self.thread
 
     def shutdown(self) -> None:
         self.thread.shutdown(wait=True)
-        if self.process is not None:
-            self.process.shutdown(wait=True)
 
 
 class BatchWriter:
@@ -299,12 +281,14 @@ class BatchWriter:
         self.on_rows = on_rows
         self.bodies: list[bytes] = []
         self.months: set[str] = set()
+        self.pages = 0
         self.fetched = 0
         self.rejected = 0
         self.max_created: dt.datetime | None = None
         self.payment_ids: set[str] = set()
 
     async def add_page(self, body: bytes, info: PageInfo) -> None:
+        self.pages += 1
         self.fetched += info.count
         self.on_rows(info.count)
         self.bodies.append(body)
@@ -391,29 +375,45 @@ def _interactive() -> bool:
 
 
 class _Progress:
-    """A tqdm.auto bar (a widget in Jupyter) shown only when asked or when a sync is big."""
+    """A tqdm.auto bar (a widget in Jupyter): on when asked, or for big interactive syncs."""
+
+    BIG_ROWS = 20_000
 
     def __init__(self, enabled: bool | None, resource: str) -> None:
         self.enabled = enabled
         self.resource = resource
+        self.total: int | None = None
         self.bar: Any = None
         self.done = 0
 
-    def estimate(self, rows: int) -> None:
-        show = self.enabled if self.enabled is not None else (rows >= 20_000 and _interactive())
-        if show and self.bar is None:
-            from tqdm.auto import tqdm
+    def _open(self) -> None:
+        from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=rows, unit=" rows", desc=f"sync {self.resource}", unit_scale=True)
-            self.bar.update(self.done)
-        elif self.bar is not None:
+        self.bar = tqdm(
+            total=self.total, unit=" rows", desc=f"sync {self.resource}", unit_scale=True
+        )
+        self.bar.update(self.done)
+
+    def _wanted(self) -> bool:
+        if self.enabled is not None:
+            return self.enabled
+        big = max(self.done, self.total or 0) >= self.BIG_ROWS
+        return big and _interactive()
+
+    def estimate(self, rows: int) -> None:
+        self.total = rows
+        if self.bar is not None:
             self.bar.total = max(rows, self.done)
             self.bar.refresh()
+        elif self._wanted():
+            self._open()
 
     def update(self, n: int) -> None:
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
+        elif self._wanted():
+            self._open()
 
     def close(self) -> None:
         if self.bar is not None:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from tests.library._shop import CARD_DECLINE, Shop
 from click.testing import CliRunner
 
 from gwtools.cli import main
+from tests.library._shop import CARD_DECLINE, Shop
 
 
 def _env(shop: Shop, tmp_path: Path) -> dict[str, str]:

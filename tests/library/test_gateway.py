@@ -7,11 +7,11 @@ import logging
 from pathlib import Path
 
 import pytest
-from tests.library._shop import CARD_DECLINE, Shop
 
 import gwtools._gateway as gateway
 from gwtools._schema import columns
 from gwtools._sync import choose_cutoff
+from tests.library._shop import CARD_DECLINE, Shop
 
 
 def test_embedded_sandbox_when_nothing_is_configured(

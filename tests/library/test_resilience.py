@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 
 from gwtools._errors import APIConnectionError, AuthenticationError, ConfigurationError
 from gwtools._gateway import connect
+from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 
 
 def _seed(shop: Shop, n: int) -> None:
