@@ -350,39 +350,35 @@ class _Fields:
     def __init__(self, obj: Mapping[str, Any]) -> None:
         self.rest: dict[str, Any] = dict(obj)
 
-    def _take(self, key: str, ok: Callable[[Any], bool]) -> Any:
+    def _take(self, key: str, kinds: type | tuple[type, ...]) -> Any:
         rest = self.rest
-        if key not in rest:
+        v = rest.get(key)
+        if v is None or (v.__class__ is str and not v):  # absent, null or "": nothing to keep
+            rest.pop(key, None)
             return None
-        v = rest[key]
-        if v is None or (isinstance(v, str) and v == ""):
-            del rest[key]
-            return None
-        if ok(v):
+        if isinstance(v, kinds) and (v.__class__ is not bool or kinds is bool):
             del rest[key]
             return v
-        return None
+        return None  # the wrong type (a bool is no number here): left for extra
 
     def text(self, key: str) -> str | None:
-        return self._take(key, lambda v: isinstance(v, str))
+        return self._take(key, str)
 
     def integer(self, key: str) -> int | None:
-        return self._take(key, lambda v: isinstance(v, int) and not isinstance(v, bool))
+        return self._take(key, int)  # never a bool
 
     def flag(self, key: str) -> bool | None:
-        return self._take(key, lambda v: isinstance(v, bool))
+        return self._take(key, bool)
 
     def ts(self, key: str) -> Any:
         """A raw timestamp (parsed later, vectorised); the caller puts it back if unparsable."""
-        return self._take(
-            key, lambda v: isinstance(v, str | int | float | datetime) and not isinstance(v, bool)
-        )
+        return self._take(key, (str, int, float, datetime))
 
     def obj(self, key: str) -> _Fields | None:
         v = self.rest.get(key)
         if v is None and key in self.rest:
             del self.rest[key]
-        return _Fields(v) if isinstance(v, Mapping) else None
+        return _Fields(v) if v.__class__ is dict or isinstance(v, Mapping) else None
 
     def put_back(self, key: str, sub: _Fields | None) -> None:
         """Replace a partly read sub-object by its unread remainder (or drop it)."""
