@@ -71,7 +71,7 @@ def create_app(
         title=f"Payment gateway sandbox (variant {gateway.variant})",
         version="2024-01-01",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # Swagger UI would load its assets from a CDN: no run-time downloads
         redoc_url=None,
     )
     limiter = RateLimiter(enabled=rate_limits)

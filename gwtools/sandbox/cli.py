@@ -148,7 +148,7 @@ def sandbox(
         ) from None
     click.echo(
         f"Sandbox gateway, variant {sb.variant}: {sb.base_url}  (API under /v1, "
-        f"admin under /_sandbox, docs at /docs)"
+        f"admin under /_sandbox, OpenAPI at /openapi.json)"
     )
     if key_file is not None:
         key_file.parent.mkdir(parents=True, exist_ok=True)
