@@ -57,9 +57,11 @@ def create_app(
             Store(db), Clock(now), variant, expiry_minutes=expiry_minutes, base_url=base_url
         )
 
+    idempotency = Idempotency(gateway.store)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(_ticker(gateway))
+        task = asyncio.create_task(_ticker(gateway, idempotency))
         try:
             yield
         finally:
@@ -132,9 +134,7 @@ def create_app(
         app.add_middleware(
             faults.FaultInjector, baseline=faults.FaultSettings(latency_ms=int(latency_ms))
         )
-    app.add_middleware(
-        GatewayMiddleware, gateway=gateway, limiter=limiter, idempotency=Idempotency(gateway.store)
-    )
+    app.add_middleware(GatewayMiddleware, gateway=gateway, limiter=limiter, idempotency=idempotency)
     return app
 
 
@@ -155,12 +155,17 @@ def _allowed(app: FastAPI, scope: Any) -> list[str]:
     return sorted(methods - {"HEAD"})
 
 
-async def _ticker(gateway: Gateway) -> None:
-    """Apply due transitions and send due webhooks while the clock runs on its own."""
+async def _ticker(gateway: Gateway, idempotency: Idempotency) -> None:
+    """Apply due transitions and send due webhooks while the clock runs on its own; now and
+    then forget expired idempotency records (they are checked on use anyway)."""
+    ticks = 0
     while True:
         await asyncio.sleep(TICK_SECONDS)
+        ticks += 1
         try:
             gateway.apply_due()
+            if ticks % 120 == 0:
+                idempotency.purge(gateway.clock.now())
         except Exception:  # keep ticking: one bad record must not stop the sandbox
             log.exception("sandbox ticker failed")
 

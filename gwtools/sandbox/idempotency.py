@@ -50,6 +50,14 @@ class Idempotency:
             return None
         return row[0], row[1], orjson.loads(row[2]), row[3]
 
+    def purge(self, now: float) -> int:
+        """Forget records older than the retention; returns how many went."""
+        s = self.store
+        with s.lock:
+            return s.db.execute(
+                "DELETE FROM idempotency WHERE created <= ?", (now - RETENTION,)
+            ).rowcount
+
     def save(
         self, scope: str, fp: bytes, status: int, headers: list[list[str]], body: bytes, now: float
     ) -> None:

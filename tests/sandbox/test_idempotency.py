@@ -124,3 +124,15 @@ def test_concurrent_duplicates_wait_for_the_first(
 def test_bad_idempotency_key(payer: Payer) -> None:
     r = payer.http.post("/v1/payments", json=_body(payer), headers={"Idempotency-Key": "x" * 256})
     assert r.status_code == 400 and error_of(r)["param"] == "Idempotency-Key"
+
+
+def test_purge_forgets_only_expired_records(payer: Payer) -> None:
+    from gwtools.sandbox.idempotency import Idempotency
+
+    store = payer.sb.gateway.store
+    idem = Idempotency(store)
+    now = payer.sb.gateway.clock.now()
+    idem.save("old", b"fp", 201, [], b"{}", now - 24 * 3600)
+    idem.save("new", b"fp", 201, [], b"{}", now - 60)
+    assert idem.purge(now) >= 1
+    assert idem.lookup("old", now) is None and idem.lookup("new", now) is not None
