@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request, Response
 
-from gwtools.sandbox import errors, params
+from gwtools.sandbox import errors, faults, params
 from gwtools.sandbox.auth import Auth, parse_networks
 from gwtools.sandbox.clock import parse_instant
 from gwtools.sandbox.gateway import Gateway
@@ -206,4 +206,5 @@ async def reset(request: Request) -> Response:
     gw = _gw(request)
     gw.reset()
     request.app.state.limiter.reset()
+    faults.reset(request.scope)
     return _json({"reset": True})

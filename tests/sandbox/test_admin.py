@@ -60,7 +60,9 @@ def test_reset_keeps_the_default_account_only() -> None:
         }
         assert c.post("/v1/payments", json=body, headers=auth).status_code == 201
         c.put("/_sandbox/rate_limits", json={"all": 1})
+        assert c.put("/_sandbox/faults", json={"error_rate": 1.0}).status_code == 200
         assert c.post("/_sandbox/reset").json() == {"reset": True}
+        assert c.get("/_sandbox/faults").json()["active"] is False
         assert c.get("/v1/payments", headers=auth).json()["meta"]["total"] == 0
         gone = c.get("/v1/payments", headers={"Authorization": f"Bearer {other['secret_key']}"})
         assert gone.status_code == 401
