@@ -53,6 +53,7 @@ PARTITION = "created_month"
 _UNKNOWN_MONTH = "unknown"
 _SEQ = "__gw_seq"
 _IGNORE = [".", "_"]
+_ROW_GROUP = 64 * 1024
 
 _seq_lock = threading.Lock()
 _last_seq = 0
@@ -108,12 +109,14 @@ def _newest_rows(table: pa.Table) -> pa.Array:
 
 
 def _newest_per_id(table: pa.Table, *, by_time: bool = False) -> pa.Table:
-    """One row per id (newest ``_SEQ`` wins); ``by_time`` orders the result by creation time.
-
-    Only the key columns are sorted; the table itself is gathered once.
-    """
+    """One row per id (newest ``_SEQ`` wins); ``by_time`` orders the result by creation time."""
     if table.num_rows == 0:
         return table
+    return table.take(_keep_indices(table, by_time=by_time))
+
+
+def _keep_indices(table: pa.Table, *, by_time: bool) -> pa.Array:
+    """Indices of :func:`_newest_per_id`'s rows; only the key columns are sorted."""
     if pc.count_distinct(table.column("id")).as_py() == table.num_rows:
         keep = pa.array(np.arange(table.num_rows, dtype=np.uint64))  # no duplicates: no sort
     else:
@@ -123,7 +126,7 @@ def _newest_per_id(table: pa.Table, *, by_time: bool = False) -> pa.Table:
         keep = keep.take(
             pc.sort_indices(times, sort_keys=[("created_at", "ascending"), ("id", "ascending")])
         )
-    return table.take(keep)
+    return keep
 
 
 @dataclass
@@ -290,8 +293,11 @@ class Dataset:
             keep = new if replace else tables
             if not keep:
                 continue
-            merged = _newest_per_id(pa.concat_tables(keep), by_time=True).drop_columns([_SEQ])
-            self._write_part(month, merged)
+            source = pa.concat_tables(keep)
+            del tables, old, new, keep
+            rows = _keep_indices(source, by_time=True)
+            self._write_part(month, source.drop_columns([_SEQ]), rows)
+            del source
             for f in files:
                 f.unlink(missing_ok=True)
         return stats
@@ -410,12 +416,22 @@ class Dataset:
         t = pq.read_table(path, schema=self.schema)
         return t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
 
-    def _write_part(self, month: str, table: pa.Table) -> Path:
+    def _write_part(self, month: str, table: pa.Table, rows: pa.Array | None = None) -> Path:
+        """Write ``table`` (or its ``rows``, in that order) as one part file, atomically.
+
+        Rows are gathered one row group at a time, so a month being compacted is held once.
+        """
         directory = self.path / f"{PARTITION}={month}"
         directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = directory / f".tmp-{final.name}"
-        pq.write_table(table, tmp, compression="lz4", row_group_size=256 * 1024)
+        with pq.ParquetWriter(tmp, self.schema, compression="lz4") as writer:
+            n = table.num_rows if rows is None else len(rows)
+            for start in range(0, n, _ROW_GROUP):
+                if rows is None:
+                    writer.write_table(table.slice(start, _ROW_GROUP))
+                else:
+                    writer.write_table(table.take(rows.slice(start, _ROW_GROUP)))
         os.replace(tmp, final)
         return final
 

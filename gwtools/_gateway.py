@@ -121,6 +121,9 @@ class Gateway:
         self._sync_lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
         self.last_result: SyncResult | None = None
+        # Build the client now: httpx's first client imports its transport stack and makes
+        # an SSL context, about a second that should not count against the first sync.
+        self._ensure()
 
     def __repr__(self) -> str:
         s = self.settings

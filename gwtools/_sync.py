@@ -280,6 +280,9 @@ class BatchWriter:
         self.pages_per_batch = pages_per_batch
         self.on_rows = on_rows
         self.bodies: list[bytes] = []
+        # One batch written at a time: fetching waits when the writer falls behind, so
+        # pages never pile up in memory (backpressure).
+        self.writing = asyncio.Lock()
         self.months: set[str] = set()
         self.pages = 0
         self.fetched = 0
@@ -293,7 +296,7 @@ class BatchWriter:
         self.on_rows(info.count)
         self.bodies.append(body)
         if len(self.bodies) >= self.pages_per_batch:
-            await self.flush()
+            await self.flush(force=False)
 
     async def add_objects(self, objects: Sequence[tuple[bytes, str]]) -> None:
         self.fetched += len(objects)
@@ -304,10 +307,16 @@ class BatchWriter:
     def add_rejects(self, rejects: Sequence[Any]) -> None:
         self.rejected += self.dataset.append_rejects(rejects, sync_id=self.sync_id)
 
-    async def flush(self) -> None:
-        bodies, self.bodies = self.bodies, []
-        if not bodies:
-            return
+    async def flush(self, *, force: bool = True) -> None:
+        """Write what is collected (only a full batch unless ``force``)."""
+        async with self.writing:
+            if not force and len(self.bodies) < self.pages_per_batch:
+                return  # someone else wrote while we waited
+            bodies, self.bodies = self.bodies, []
+            if bodies:
+                await self._write(bodies)
+
+    async def _write(self, bodies: list[bytes]) -> None:
         out: BatchOutcome = await asyncio.get_running_loop().run_in_executor(
             self.workers.pick(),
             write_batch,

@@ -46,19 +46,22 @@ def test_sync_retries_each_kind_of_fault(seeded: Shop, tmp_path: Path, fault: st
 
 def test_sync_survives_a_mix_of_faults_with_latency(seeded: Shop, tmp_path: Path) -> None:
     expected = fresh(seeded, tmp_path)
-    seeded.faults(
-        error_rate=0.15,
-        drop_rate=0.1,
-        force_429_rate=0.05,
-        non_json_rate=0.1,
-        latency_ms=20,
-        latency_jitter_ms=30,
-        seed=11,
-    )
+    faults = {
+        "error_rate": 0.15,
+        "drop_rate": 0.1,
+        "force_429_rate": 0.05,
+        "non_json_rate": 0.1,
+        "latency_ms": 20,
+        "latency_jitter_ms": 30,
+        "seed": 11,
+    }
     try:
         with seeded.connect(tmp_path / "faulty", max_attempts=20) as gw:
+            seeded.faults(**faults)
             result = gw.sync()
-            seeded.card()
+            seeded.clear_faults()
+            seeded.card()  # a new payment between the syncs
+            seeded.faults(**faults)
             again = gw.sync()
     finally:
         seeded.clear_faults()
