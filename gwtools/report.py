@@ -140,6 +140,28 @@ def _select(
     return payments.reset_index(drop=True), refunds.reset_index(drop=True)
 
 
+_private_cache: tempfile.TemporaryDirectory[str] | None = None
+
+
+def _is_embedded(base_url: str | None) -> bool:
+    from gwtools._config import resolve_settings
+
+    return resolve_settings(None, base_url) is None
+
+
+def _private_cache_dir() -> str:
+    """A cache directory for this process only, removed at exit.
+
+    The embedded sandbox's demo history is re-synced in full by every new process anyway,
+    so keeping it in the shared user cache buys nothing, and notebooks run side by side
+    (nbval under xdist, a report's parallel kernels) would sync into one dataset at once.
+    """
+    global _private_cache
+    if _private_cache is None:
+        _private_cache = tempfile.TemporaryDirectory(prefix="gwtools-embedded-")
+    return _private_cache.name
+
+
 def load_tables(
     base_url: str | None = None,
     *,
@@ -176,6 +198,8 @@ def load_tables(
     else:
         from gwtools import connect
 
+        if cache_dir is None and not os.environ.get("GW_CACHE_DIR") and _is_embedded(base_url):
+            cache_dir = _private_cache_dir()
         with _quiet_embedded_notice():
             gw = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
             try:

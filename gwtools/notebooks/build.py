@@ -187,7 +187,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             "plots.decline_rate_over_time(weekly)"
         ),
         md("""
-        ## Explore
+        ## Explore (interactive runs; reports skip it)
 
         Filter by date, method, currency, status or bank; switch between the code ranking and
         the rate over time; drill into a code to see its payments; export what you see.
@@ -230,7 +230,12 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code("rate = analysis.refund_rate(payments, refunds)\nrate", check=True),
         code('analysis.refund_rate(payments, refunds, by="method_type")', check=True),
-        md("## Week by week: cohort versus refund date"),
+        md("""
+        ## Week by week: cohort versus refund date
+
+        The last cohorts look low because their refunds have not happened yet; the refund-date
+        view has no such lag but mixes refunds of older sales into each week.
+        """),
         code(
             'cohort = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz)\n'
             "plots.refund_rate_over_time(cohort)"
@@ -242,7 +247,12 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("## Why: reasons, and partial versus full refunds"),
         code("reasons = analysis.refunds_by_reason(refunds)\nreasons", check=True),
         code("kinds = analysis.partial_vs_full(payments, refunds)\nkinds", check=True),
-        md("## How long after capture"),
+        md("""
+        ## How long after capture
+
+        Refunds of payments outside the selected dates have no capture here: they appear under
+        an empty method with no timing.
+        """),
         code("timing = analysis.time_to_refund(payments, refunds)\ntiming", check=True),
         md("""
         ## Still pending
@@ -256,7 +266,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             'pending.sort_values("age_business_days", ascending=False).head(10)',
             check=True,
         ),
-        md("## Explore"),
+        md("## Explore (interactive runs; reports skip it)"),
         code("""
             if interactive:
                 display(refunds_dashboard(payments, refunds, tz=data.tz, now=data.as_of))
@@ -304,7 +314,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             'monthly = analysis.fpx_banks(payments, freq="month", tz=data.tz)\n'
             "plots.fpx_rate_over_time(monthly)"
         ),
-        md("## Explore"),
+        md("## Explore (interactive runs; reports skip it)"),
         code("""
             if interactive:
                 display(fpx_dashboard(payments, tz=data.tz))
