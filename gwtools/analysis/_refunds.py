@@ -190,7 +190,7 @@ def pending_refunds(
     payments: pd.DataFrame,
     refunds: pd.DataFrame,
     *,
-    now: dt.datetime | pd.Timestamp | None = None,
+    now: dt.datetime | pd.Timestamp | str | None = None,
     tz: str | None = None,
     holidays: list[dt.date] | None = None,
     locale: str | None = None,

@@ -7,12 +7,18 @@ Succeeded: pay_1 RM100, pay_2 RM50, pay_10 RM25 (FPX). Not decided: pay_8 cancel
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
 import pytest
 
 from gwtools import analysis as a
 
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
-def test_breakdown_counts_shares_amounts_in_pareto_order(declines_frame) -> None:
+
+def test_breakdown_counts_shares_amounts_in_pareto_order(declines_frame: pd.DataFrame) -> None:
     table = a.decline_breakdown(declines_frame, locale="en_MY")
     rows = list(
         zip(table["failure_code"], table["decline_code"].fillna("-"), table["count"], strict=True)
@@ -33,7 +39,7 @@ def test_breakdown_counts_shares_amounts_in_pareto_order(declines_frame) -> None
     assert table.loc[1, "advice"].startswith("do not retry")
 
 
-def test_decline_types_soft_vs_hard(declines_frame) -> None:
+def test_decline_types_soft_vs_hard(declines_frame: pd.DataFrame) -> None:
     types = a.decline_types(declines_frame, locale="en_MY").set_index("decline_type")
     # soft: 2 x insufficient_funds + processing_error = 3 of 5; hard: lost + expired = 2 of 5
     assert types["count"].to_dict() == {"soft": 3, "hard": 2}
@@ -44,7 +50,7 @@ def test_decline_types_soft_vs_hard(declines_frame) -> None:
     assert (types.loc["hard", "amount_MYR"], types.loc["hard", "amount_JPY"]) == (40.0, 1000.0)
 
 
-def test_classify_uses_failure_code_when_no_decline_code(declines_frame) -> None:
+def test_classify_uses_failure_code_when_no_decline_code(declines_frame: pd.DataFrame) -> None:
     failed = a.classify_declines(declines_frame).set_index("id")
     assert failed.loc["pay_7", "decline_reason"] == "processing_error"
     assert failed.loc["pay_7", "decline_type"] == "soft"
@@ -52,7 +58,7 @@ def test_classify_uses_failure_code_when_no_decline_code(declines_frame) -> None
     assert bool(failed.loc["pay_5", "retry"]) is False
 
 
-def test_unclassified_code_gets_no_retry_verdict(make_payments) -> None:
+def test_unclassified_code_gets_no_retry_verdict(make_payments: Build) -> None:
     p = make_payments([{"status": "failed", "amount": 1, "failure_code": "do_not_honor"}])
     failed = a.classify_declines(p)
     assert failed["decline_type"].tolist() == ["unclassified"]
@@ -60,7 +66,7 @@ def test_unclassified_code_gets_no_retry_verdict(make_payments) -> None:
     assert a.decline_types(p)["retry"].tolist() == ["check the code"]
 
 
-def test_decline_rate_counts_only_decided_payments(declines_frame) -> None:
+def test_decline_rate_counts_only_decided_payments(declines_frame: pd.DataFrame) -> None:
     total = a.decline_rate(declines_frame).iloc[0]
     # decided = 3 succeeded + 5 failed = 8 (canceled and requires_action left out) -> 5/8
     assert (total["attempts"], total["n"], total["failed"]) == (10, 8, 5)
@@ -73,7 +79,7 @@ def test_decline_rate_counts_only_decided_payments(declines_frame) -> None:
     assert (by_method["rate"] <= by_method["ci_high"]).all()
 
 
-def test_decline_rate_by_brand_keeps_null_brand(declines_frame) -> None:
+def test_decline_rate_by_brand_keeps_null_brand(declines_frame: pd.DataFrame) -> None:
     brands = a.decline_rate(declines_frame, by="card_brand")
     rate = {
         (b if isinstance(b, str) else None): r
@@ -83,7 +89,7 @@ def test_decline_rate_by_brand_keeps_null_brand(declines_frame) -> None:
     assert rate == {"visa": 0.5, "mastercard": 1.0, None: 0.5}
 
 
-def test_decline_rate_by_amount_band_is_per_currency(declines_frame) -> None:
+def test_decline_rate_by_amount_band_is_per_currency(declines_frame: pd.DataFrame) -> None:
     bands = a.decline_rate(declines_frame, by="amount_band")
     got = {
         (c, str(b)): (n, r)
@@ -100,7 +106,7 @@ def test_decline_rate_by_amount_band_is_per_currency(declines_frame) -> None:
     }
 
 
-def test_declines_on_empty_and_all_succeeded(make_payments) -> None:
+def test_declines_on_empty_and_all_succeeded(make_payments: Build) -> None:
     empty = make_payments([])
     assert a.decline_breakdown(empty).empty
     assert a.decline_types(empty).empty

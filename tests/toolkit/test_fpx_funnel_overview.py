@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
+import pandas as pd
 import pytest
 
 from gwtools import analysis as a
+
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
 Z2 = 1.959963984540054**2
 
 
 @pytest.fixture
-def fpx(make_payments):
+def fpx(make_payments: Build) -> pd.DataFrame:
     bank = {"method_type": "fpx", "amount": 1000}
     may = {**bank, "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"}
     cimb = {**bank, "fpx_bank_code": "BCBB0235", "fpx_bank": "CIMB Clicks"}
@@ -39,7 +44,7 @@ def fpx(make_payments):
     return make_payments(rows)
 
 
-def test_fpx_banks_counts_rates_and_times(fpx) -> None:
+def test_fpx_banks_counts_rates_and_times(fpx: pd.DataFrame) -> None:
     banks = a.fpx_banks(fpx).set_index("fpx_bank_code")
     assert sorted(banks.index) == ["BCBB0235", "MB2U0227", "TEST0004"]
     may = banks.loc["MB2U0227"]
@@ -55,7 +60,7 @@ def test_fpx_banks_counts_rates_and_times(fpx) -> None:
     assert t4["ci_high"] == pytest.approx(Z2 / (2 + Z2))
 
 
-def test_bank_with_three_payments_has_a_wide_interval(fpx) -> None:
+def test_bank_with_three_payments_has_a_wide_interval(fpx: pd.DataFrame) -> None:
     cimb = a.fpx_banks(fpx).set_index("fpx_bank_code").loc["BCBB0235"]
     # 2 of 3 (expired counts as finished, not succeeded): 0.667, interval 0.208–0.939
     assert cimb["rate"] == pytest.approx(2 / 3)
@@ -64,7 +69,7 @@ def test_bank_with_three_payments_has_a_wide_interval(fpx) -> None:
     assert cimb["ci_high"] - cimb["ci_low"] > 0.7
 
 
-def test_fpx_banks_sorted_worst_first_and_over_time(fpx) -> None:
+def test_fpx_banks_sorted_worst_first_and_over_time(fpx: pd.DataFrame) -> None:
     assert a.fpx_banks(fpx)["fpx_bank_code"].tolist() == ["TEST0004", "BCBB0235", "MB2U0227"]
     daily = a.fpx_banks(fpx, freq="day", tz="Asia/Kuala_Lumpur")
     assert set(daily.columns) >= {"period", "rate", "ci_low", "n"}
@@ -73,7 +78,7 @@ def test_fpx_banks_sorted_worst_first_and_over_time(fpx) -> None:
     }  # fmt: skip
 
 
-def test_outcome_shares_rows_sum_to_one(fpx) -> None:
+def test_outcome_shares_rows_sum_to_one(fpx: pd.DataFrame) -> None:
     shares = a.fpx_outcome_shares(fpx)
     outcome_cols = list(a.FPX_OUTCOMES)
     assert shares[outcome_cols].sum(axis=1).tolist() == pytest.approx([1.0, 1.0, 1.0])
@@ -83,13 +88,13 @@ def test_outcome_shares_rows_sum_to_one(fpx) -> None:
     assert shares.loc["Test Bank 4 (TEST0004)", "attempts"] == 2
 
 
-def test_fpx_on_frames_without_fpx(make_payments) -> None:
+def test_fpx_on_frames_without_fpx(make_payments: Build) -> None:
     cards = make_payments([{"status": "succeeded", "amount": 1}])
     assert a.fpx_banks(cards).empty
     assert a.fpx_outcome_shares(cards).empty
 
 
-def test_funnel_reached_is_cumulative(make_payments) -> None:
+def test_funnel_reached_is_cumulative(make_payments: Build) -> None:
     p = make_payments(
         [
             {"status": "pending", "amount": 1},
@@ -113,14 +118,14 @@ def test_funnel_reached_is_cumulative(make_payments) -> None:
     assert math.isnan(f.loc["created", "step_conversion"])
 
 
-def test_status_counts_lists_every_status(make_payments) -> None:
+def test_status_counts_lists_every_status(make_payments: Build) -> None:
     p = make_payments([{"status": "succeeded", "amount": 1}, {"status": "expired", "amount": 1}])
     counts = a.status_counts(p).set_index("status")
     assert len(counts) == 9 and counts["count"].sum() == 2
     assert counts.loc["expired", ["outcome", "count", "share"]].tolist() == ["abandoned", 1, 0.5]
 
 
-def test_overview_headlines(fpx, make_refunds) -> None:
+def test_overview_headlines(fpx: pd.DataFrame, make_refunds: Build) -> None:
     refunds = make_refunds([{"payment_id": "pay_1", "amount": 1000}])
     o = a.overview(fpx, refunds, min_attempts=3)
     # decided: 8 succeeded; failed: Maybank 1, TEST0004 2, card 1 = 4 -> 8/12
@@ -139,6 +144,6 @@ def test_overview_headlines(fpx, make_refunds) -> None:
     assert "worst FPX bank   Maybank2u (MB2U0227): 75.0% of 8 finished" in text
 
 
-def test_overview_of_nothing(make_payments, make_refunds) -> None:
+def test_overview_of_nothing(make_payments: Build, make_refunds: Build) -> None:
     text = str(a.overview(make_payments([]), make_refunds([])))
     assert "payments         0" in text and "n/a" in text and "nan" not in text

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import re
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 import pytest
@@ -26,7 +27,7 @@ LEAKS = [
 PARAMETERS = {"base_url", "since", "until", "tz", "currency"}
 
 
-def _build_module():
+def _build_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("build_notebooks", notebooks_dir() / "build.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
 from gwtools import analysis as a
 from gwtools import plots
+
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
 
 def _texts(fig: Figure) -> str:
@@ -19,7 +25,7 @@ def test_backend_is_agg() -> None:
     assert matplotlib.get_backend().lower() == "agg"
 
 
-def test_decline_pareto_plots_counts_and_cumulative_share(declines_frame) -> None:
+def test_decline_pareto_plots_counts_and_cumulative_share(declines_frame: pd.DataFrame) -> None:
     fig = plots.decline_pareto(a.decline_breakdown(declines_frame))
     bars, share = fig.axes[0], fig.axes[1]
     assert bars.get_title() == "Declines by code (Pareto)"
@@ -33,7 +39,9 @@ def test_decline_pareto_plots_counts_and_cumulative_share(declines_frame) -> Non
     assert all(t.get_rotation() > 0 for t in bars.get_xticklabels())  # long codes do not collide
 
 
-def test_decline_rate_over_time_has_interval_band(declines_frame, make_payments) -> None:
+def test_decline_rate_over_time_has_interval_band(
+    declines_frame: pd.DataFrame, make_payments: Build
+) -> None:
     p = make_payments(
         [
             {"status": "failed", "amount": 1, "created_at": "2026-11-01T15:00:00Z"},
@@ -55,7 +63,9 @@ def test_decline_rate_over_time_has_interval_band(declines_frame, make_payments)
     assert sorted(t.get_text() for t in grouped.legends[0].get_texts()) == ["card", "fpx"]
 
 
-def test_refund_rate_over_time_one_line_per_currency(make_payments, make_refunds) -> None:
+def test_refund_rate_over_time_one_line_per_currency(
+    make_payments: Build, make_refunds: Build
+) -> None:
     p = make_payments(
         [
             {"status": "succeeded", "amount": 100},
@@ -75,7 +85,7 @@ def test_refund_rate_over_time_one_line_per_currency(make_payments, make_refunds
 
 
 @pytest.fixture
-def banks(make_payments):
+def banks(make_payments: Build) -> pd.DataFrame:
     rows = [
         *[{"status": "succeeded", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"}] * 9,
         {"status": "failed", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"},
@@ -86,7 +96,7 @@ def banks(make_payments):
     return make_payments([{**r, "method_type": "fpx", "amount": 100} for r in rows])
 
 
-def test_fpx_heatmap_cells_and_labels(banks) -> None:
+def test_fpx_heatmap_cells_and_labels(banks: pd.DataFrame) -> None:
     fig = plots.fpx_outcome_heatmap(a.fpx_outcome_shares(banks))
     ax = fig.axes[0]
     image = ax.images[0].get_array()
@@ -100,7 +110,7 @@ def test_fpx_heatmap_cells_and_labels(banks) -> None:
     assert "90%" in _texts(fig)
 
 
-def test_fpx_success_rates_whiskers(banks) -> None:
+def test_fpx_success_rates_whiskers(banks: pd.DataFrame) -> None:
     fig = plots.fpx_success_rates(a.fpx_banks(banks))
     ax = fig.axes[0]
     xs = ax.lines[0].get_xdata().tolist()
@@ -109,7 +119,7 @@ def test_fpx_success_rates_whiskers(banks) -> None:
     assert ax.get_yticklabels()[0].get_text() == "Public Bank (PBB0233)  n=3"
 
 
-def test_funnel_bars(make_payments) -> None:
+def test_funnel_bars(make_payments: Build) -> None:
     p = make_payments([{"status": "succeeded", "amount": 1}, {"status": "pending", "amount": 1}])
     fig = plots.funnel(a.funnel(p))
     widths = [bar.get_width() for bar in fig.axes[0].patches]
@@ -117,7 +127,9 @@ def test_funnel_bars(make_payments) -> None:
     assert "50% of created" in _texts(fig)
 
 
-def test_empty_inputs_give_a_message_not_an_error(make_payments, make_refunds) -> None:
+def test_empty_inputs_give_a_message_not_an_error(
+    make_payments: Build, make_refunds: Build
+) -> None:
     p, r = make_payments([]), make_refunds([])
     figures = [
         plots.decline_pareto(a.decline_breakdown(p)),
@@ -133,7 +145,7 @@ def test_empty_inputs_give_a_message_not_an_error(make_payments, make_refunds) -
         assert "no " in _texts(fig) and "in this selection" in _texts(fig)
 
 
-def test_figures_do_not_touch_pyplot_state(declines_frame) -> None:
+def test_figures_do_not_touch_pyplot_state(declines_frame: pd.DataFrame) -> None:
     import matplotlib.pyplot as plt
 
     before = plt.get_fignums()
@@ -144,7 +156,7 @@ def test_figures_do_not_touch_pyplot_state(declines_frame) -> None:
     assert a_fig is not b_fig and np.isclose(a_fig.get_figwidth(), 9.0)
 
 
-def test_bands_are_dropped_beyond_three_series(make_payments) -> None:
+def test_bands_are_dropped_beyond_three_series(make_payments: Build) -> None:
     rows = [
         {
             "status": s,

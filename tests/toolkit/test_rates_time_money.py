@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from gwtools import analysis as a
+
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
 Z2 = 1.959963984540054**2  # z² of the 95% interval = 3.841459
 
@@ -44,7 +48,7 @@ def test_wilson_zero_n_is_nan_and_bad_input_raises() -> None:
         a.wilson_interval(1, 2, confidence=1.5)
 
 
-def test_success_rate_denominators(make_payments) -> None:
+def test_success_rate_denominators(make_payments: Build) -> None:
     p = make_payments(
         [
             {"status": "succeeded", "amount": 100},
@@ -71,14 +75,14 @@ def test_success_rate_denominators(make_payments) -> None:
         a.success_rate(p, denominator="all")  # type: ignore[arg-type]
 
 
-def test_rates_on_empty_frame(make_payments) -> None:
+def test_rates_on_empty_frame(make_payments: Build) -> None:
     empty = make_payments([])
     total = a.success_rate(empty)
     assert total.loc[0, "n"] == 0 and math.isnan(total.loc[0, "rate"])
     assert a.success_rate(empty, by="method_type", freq="day").empty
 
 
-def test_day_buckets_across_midnight_in_kuala_lumpur(make_payments) -> None:
+def test_day_buckets_across_midnight_in_kuala_lumpur(make_payments: Build) -> None:
     # 15:59:59 UTC is 23:59:59 on 1 Nov in Kuala Lumpur (UTC+8); 16:00:00 UTC is 00:00 on 2 Nov.
     p = make_payments(
         [
@@ -96,7 +100,7 @@ def test_day_buckets_across_midnight_in_kuala_lumpur(make_payments) -> None:
     assert len(utc) == 1 and utc.loc[0, "n"] == 2
 
 
-def test_tz_defaults_to_gw_timezone(make_payments, monkeypatch) -> None:
+def test_tz_defaults_to_gw_timezone(make_payments: Build, monkeypatch: pytest.MonkeyPatch) -> None:
     p = make_payments([{"status": "failed", "amount": 1, "created_at": "2026-11-01T16:30:00Z"}])
     monkeypatch.setenv("GW_TIMEZONE", "Asia/Kuala_Lumpur")
     assert str(a.bucket(p["created_at"], "day").iloc[0]) == "2026-11-02 00:00:00+08:00"
@@ -104,7 +108,7 @@ def test_tz_defaults_to_gw_timezone(make_payments, monkeypatch) -> None:
     assert str(a.bucket(p["created_at"], "day").iloc[0]) == "2026-11-01 00:00:00+00:00"
 
 
-def test_week_and_month_buckets_and_gaps(make_payments) -> None:
+def test_week_and_month_buckets_and_gaps(make_payments: Build) -> None:
     # Wed 4 Nov and Mon 16 Nov 2026: ISO weeks start Monday 2 Nov and 16 Nov; the quiet
     # week of 9 Nov is a row of zeros, not a gap.
     p = make_payments(
@@ -121,7 +125,7 @@ def test_week_and_month_buckets_and_gaps(make_payments) -> None:
     assert len(months) == 1 and months.loc[0, "n"] == 2
 
 
-def test_bad_tz_freq_and_naive_timestamps_are_refused(make_payments) -> None:
+def test_bad_tz_freq_and_naive_timestamps_are_refused(make_payments: Build) -> None:
     p = make_payments([{"status": "failed", "amount": 1}])
     with pytest.raises(ValueError, match="unknown time zone 'Mars/Base'"):
         a.success_rate(p, freq="day", tz="Mars/Base")
@@ -134,7 +138,7 @@ def test_bad_tz_freq_and_naive_timestamps_are_refused(make_payments) -> None:
         a.success_rate(p, by="colour")
 
 
-def test_between_reads_dates_as_whole_local_days(make_payments) -> None:
+def test_between_reads_dates_as_whole_local_days(make_payments: Build) -> None:
     p = make_payments(
         [
             {
@@ -185,7 +189,9 @@ def test_major_units_per_currency_exponent() -> None:
     assert a.exponent("JPY") == 0 and a.exponent("myr") == 2
 
 
-def test_money_is_formatted_by_babel_and_never_summed_across_currencies(make_payments) -> None:
+def test_money_is_formatted_by_babel_and_never_summed_across_currencies(
+    make_payments: Build,
+) -> None:
     assert a.format_money(1234.5, "MYR", "en_MY") == "RM1,234.50"
     assert a.format_money(1234, "JPY", "en_MY") == "JP¥1,234"
     assert a.format_money(None, "MYR") == ""

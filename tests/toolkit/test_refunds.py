@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from gwtools import analysis as a
 
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
+
 
 @pytest.fixture
-def frames(make_payments, make_refunds):
+def frames(make_payments: Build, make_refunds: Build) -> tuple[pd.DataFrame, pd.DataFrame]:
     payments = make_payments(
         [
             # week of Mon 2 Nov (MYT)
@@ -43,7 +47,7 @@ def frames(make_payments, make_refunds):
     return payments, refunds
 
 
-def test_refund_rate_payment_cohort(frames) -> None:
+def test_refund_rate_payment_cohort(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     total = a.refund_rate(payments, refunds).iloc[0]
     # succeeded: pay_1, pay_2, pay_3, pay_5 = 4; refunded (failed refunds excluded): pay_1, pay_2 = 2
@@ -54,7 +58,7 @@ def test_refund_rate_payment_cohort(frames) -> None:
     assert 0 < total["ci_low"] < 0.5 < total["ci_high"] < 1
 
 
-def test_refund_rate_cohorts_differ_by_week(frames) -> None:
+def test_refund_rate_cohorts_differ_by_week(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     tz = "Asia/Kuala_Lumpur"
     cohort = a.refund_rate(payments, refunds, freq="week", tz=tz)
@@ -72,7 +76,7 @@ def test_refund_rate_cohorts_differ_by_week(frames) -> None:
     assert by_refund["ci_low"].isna().all()  # a ratio, not a proportion: no interval
 
 
-def test_refund_rate_by_method_and_bad_cohort(frames) -> None:
+def test_refund_rate_by_method_and_bad_cohort(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     by = a.refund_rate(payments, refunds, by="method_type").set_index("method_type")
     # card: pay_1, pay_3, pay_5 -> 1 of 3; fpx: pay_2 -> 1 of 1
@@ -82,7 +86,7 @@ def test_refund_rate_by_method_and_bad_cohort(frames) -> None:
         a.refund_rate(payments, refunds, cohort="capture")  # type: ignore[arg-type]
 
 
-def test_refunds_by_reason_and_partial_vs_full(frames) -> None:
+def test_refunds_by_reason_and_partial_vs_full(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     reasons = a.refunds_by_reason(refunds, locale="en_MY").set_index("reason")
     # non-failed: requested_by_customer 2 (RM60 + RM10), duplicate 1 (RM40); fraudulent: 1 failed
@@ -104,7 +108,7 @@ def test_refunds_by_reason_and_partial_vs_full(frames) -> None:
     assert kinds.loc["full", "amount_MYR"] == 100.0
 
 
-def test_time_to_refund_from_capture(frames) -> None:
+def test_time_to_refund_from_capture(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     times = a.time_to_refund(payments, refunds).set_index("method_type")
     # card refunds: 1 day and 9 days -> median 5, p90 = 1 + 0.9·8 = 8.2, max 9
@@ -116,7 +120,7 @@ def test_time_to_refund_from_capture(frames) -> None:
     assert times.loc["fpx", "median_days"] == pytest.approx(3 + 1 / 24)
 
 
-def test_pending_refund_age_in_business_days(frames) -> None:
+def test_pending_refund_age_in_business_days(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     pending = a.pending_refunds(
         payments, refunds, now="2026-11-10T00:00:00Z", tz="Asia/Kuala_Lumpur"
@@ -133,14 +137,14 @@ def test_pending_refund_age_in_business_days(frames) -> None:
     assert late.loc[0, "age_business_days"] == 6 and bool(late.loc[0, "overdue"])
 
 
-def test_card_refunds_have_no_overdue_verdict(make_payments, make_refunds) -> None:
+def test_card_refunds_have_no_overdue_verdict(make_payments: Build, make_refunds: Build) -> None:
     p = make_payments([{"status": "succeeded", "amount": 100}])
     r = make_refunds([{"payment_id": "pay_1", "amount": 100, "status": "pending"}])
     row = a.pending_refunds(p, r, now=pd.Timestamp("2026-12-01", tz="UTC")).iloc[0]
     assert pd.isna(row["overdue"]) and pd.isna(row["expected_business_days"])
 
 
-def test_refunds_on_empty_frames(make_payments, make_refunds) -> None:
+def test_refunds_on_empty_frames(make_payments: Build, make_refunds: Build) -> None:
     p, r = make_payments([]), make_refunds([])
     total = a.refund_rate(p, r)
     assert total.empty or math.isnan(total["rate"].iloc[0])
@@ -154,7 +158,7 @@ def test_refunds_on_empty_frames(make_payments, make_refunds) -> None:
     assert ok["rate"].tolist() == [0.0]
 
 
-def test_refund_of_unknown_payment_is_kept(make_payments, make_refunds) -> None:
+def test_refund_of_unknown_payment_is_kept(make_payments: Build, make_refunds: Build) -> None:
     p = make_payments([{"status": "succeeded", "amount": 100}])
     r = make_refunds([{"payment_id": "pay_elsewhere", "amount": 50}])
     details = a.refund_details(p, r)

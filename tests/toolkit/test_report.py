@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pandas as pd
@@ -11,6 +13,12 @@ import pytest
 
 from gwtools import report
 from gwtools._cache import Dataset
+
+if TYPE_CHECKING:
+    from gwtools import Gateway
+    from gwtools.sandbox import Sandbox
+
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
 
 def _cache(tmp_path: Path, payments: pd.DataFrame, refunds: pd.DataFrame) -> Path:
@@ -20,7 +28,7 @@ def _cache(tmp_path: Path, payments: pd.DataFrame, refunds: pd.DataFrame) -> Pat
     return root
 
 
-def test_save_tables_writes_csv_and_parquet(tmp_path) -> None:
+def test_save_tables_writes_csv_and_parquet(tmp_path: Path) -> None:
     frame = pd.DataFrame({"code": ["a", "b"], "count": [2, 1]})
     names = report.save_tables({"codes": frame}, tmp_path / "t")
     assert names == ["codes.csv", "codes.parquet"]  # names only: outputs never show a path
@@ -30,7 +38,7 @@ def test_save_tables_writes_csv_and_parquet(tmp_path) -> None:
 
 
 def test_load_tables_from_a_cache_filters_local_days_and_currency(
-    tmp_path, make_payments, make_refunds
+    tmp_path: Path, make_payments: Build, make_refunds: Build
 ) -> None:
     payments = make_payments(
         [
@@ -108,7 +116,7 @@ CARDS = {
 
 
 @pytest.fixture
-def gateway_with_payments(sandbox_b, tmp_path):
+def gateway_with_payments(sandbox_b: Sandbox, tmp_path: Path) -> Iterator[tuple[Gateway, str]]:
     from gwtools._gateway import connect
 
     account = httpx.post(f"{sandbox_b.base_url}/_sandbox/accounts", timeout=10).json()
@@ -134,7 +142,9 @@ def gateway_with_payments(sandbox_b, tmp_path):
 
 
 @pytest.mark.slow
-def test_run_report_writes_html_and_tables_without_secrets(gateway_with_payments, tmp_path) -> None:
+def test_run_report_writes_html_and_tables_without_secrets(
+    gateway_with_payments: tuple[Gateway, str], tmp_path: Path
+) -> None:
     gw, key = gateway_with_payments
     out = tmp_path / "report"
     result = report.run_report(
@@ -171,7 +181,9 @@ def test_run_report_writes_html_and_tables_without_secrets(gateway_with_payments
         (["--since", "yesterday"], "cannot read 'yesterday' as a date"),
     ],
 )
-def test_report_command_refuses_bad_options_before_connecting(args, message, tmp_path) -> None:
+def test_report_command_refuses_bad_options_before_connecting(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
     from click.testing import CliRunner
 
     from gwtools.cli import main
@@ -181,7 +193,7 @@ def test_report_command_refuses_bad_options_before_connecting(args, message, tmp
 
 
 @pytest.mark.slow
-def test_demo_command_end_to_end(tmp_path) -> None:
+def test_demo_command_end_to_end(tmp_path: Path) -> None:
     """`gwtools demo` as the README runs it, in a subprocess (its sandbox ends with it);
     a smaller seeded history keeps it quick."""
     import os
@@ -222,7 +234,9 @@ def test_demo_command_end_to_end(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_report_on_a_selection_with_no_payments(gateway_with_payments, tmp_path) -> None:
+def test_report_on_a_selection_with_no_payments(
+    gateway_with_payments: tuple[Gateway, str], tmp_path: Path
+) -> None:
     gw, _ = gateway_with_payments
     result = report.run_report(
         tmp_path / "r", currency="EUR", gateway=gw, notebooks=["04_fpx_banks.ipynb"]
@@ -232,7 +246,9 @@ def test_report_on_a_selection_with_no_payments(gateway_with_payments, tmp_path)
     assert pd.read_csv(tmp_path / "r" / "tables" / "fpx_banks.csv").empty
 
 
-def test_a_failing_notebook_is_named_and_kept(gateway_with_payments, tmp_path, monkeypatch) -> None:
+def test_a_failing_notebook_is_named_and_kept(
+    gateway_with_payments: tuple[Gateway, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 

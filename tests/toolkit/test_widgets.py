@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from gwtools import widgets as w
 
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
+
 
 @pytest.fixture
-def payments(make_payments):
+def payments(make_payments: Build) -> pd.DataFrame:
     return make_payments(
         [
             {"status": "failed", "amount": 1000, "failure_code": "card_declined",
@@ -36,7 +41,7 @@ def payments(make_payments):
 
 
 @pytest.fixture
-def refunds(make_refunds):
+def refunds(make_refunds: Build) -> pd.DataFrame:
     return make_refunds(
         [
             {"payment_id": "pay_3", "amount": 1000, "reason": "duplicate"},
@@ -46,7 +51,9 @@ def refunds(make_refunds):
     )  # fmt: skip
 
 
-def test_declines_dashboard_filters_update_table_plot_and_drilldown(payments, tmp_path) -> None:
+def test_declines_dashboard_filters_update_table_plot_and_drilldown(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
     d = w.declines_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
     assert (d.since.value, d.until.value) == (dt.date(2026, 11, 1), dt.date(2026, 11, 4))
     assert d.result["count"].sum() == 4 and len(d.drilled) == 4
@@ -66,7 +73,7 @@ def test_declines_dashboard_filters_update_table_plot_and_drilldown(payments, tm
     assert d.result["amount_JPY"].tolist() == [500.0]
 
 
-def test_date_filter_uses_local_days(payments, tmp_path) -> None:
+def test_date_filter_uses_local_days(payments: pd.DataFrame, tmp_path: Path) -> None:
     d = w.declines_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
     d.until.value = dt.date(2026, 11, 1)
     # only pay_1 falls on 1 Nov in Kuala Lumpur (pay_2 is 00:30 on 2 Nov there)
@@ -75,7 +82,7 @@ def test_date_filter_uses_local_days(payments, tmp_path) -> None:
     assert d.view["id"].tolist() == ["pay_2", "pay_3"]
 
 
-def test_drill_into_one_code_and_switch_view(payments, tmp_path) -> None:
+def test_drill_into_one_code_and_switch_view(payments: pd.DataFrame, tmp_path: Path) -> None:
     d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
     assert [v for _, v in d.drill.options] == [
         None,
@@ -95,7 +102,9 @@ def test_drill_into_one_code_and_switch_view(payments, tmp_path) -> None:
     assert d.image.layout.display == "none" and "method_type" in d.result.columns
 
 
-def test_export_writes_csv_and_parquet_of_the_current_view(payments, tmp_path) -> None:
+def test_export_writes_csv_and_parquet_of_the_current_view(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
     d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path / "out")
     d.status.value = ("failed",)
     d.method.value = ("card",)
@@ -114,13 +123,17 @@ def test_export_writes_csv_and_parquet_of_the_current_view(payments, tmp_path) -
         d.export("xlsx")
 
 
-def test_export_dir_from_environment(payments, tmp_path, monkeypatch) -> None:
+def test_export_dir_from_environment(
+    payments: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GW_EXPORT_DIR", str(tmp_path / "env"))
     d = w.declines_dashboard(payments, tz="UTC")
     assert d.export_dir == tmp_path / "env"
 
 
-def test_refunds_dashboard_cohort_and_pending(payments, refunds, tmp_path) -> None:
+def test_refunds_dashboard_cohort_and_pending(
+    payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
+) -> None:
     d = w.refunds_dashboard(
         payments, refunds, tz="UTC", export_dir=tmp_path, now="2026-11-10T00:00:00Z"
     )
@@ -139,7 +152,7 @@ def test_refunds_dashboard_cohort_and_pending(payments, refunds, tmp_path) -> No
     assert d.result.empty and "nothing matches" in d.table.value
 
 
-def test_fpx_dashboard_bank_filter_and_drilldown(payments, tmp_path) -> None:
+def test_fpx_dashboard_bank_filter_and_drilldown(payments: pd.DataFrame, tmp_path: Path) -> None:
     d = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path)
     assert d.method.options == ("fpx",)
     assert d.result["fpx_bank_code"].tolist() == ["TEST0004", "MB2U0227"]
@@ -152,14 +165,14 @@ def test_fpx_dashboard_bank_filter_and_drilldown(payments, tmp_path) -> None:
     assert d.result["bank"].tolist()[0] == "Maybank2u (MB2U0227)"
 
 
-def test_dashboard_on_empty_payments(make_payments, tmp_path) -> None:
+def test_dashboard_on_empty_payments(make_payments: Build, tmp_path: Path) -> None:
     d = w.declines_dashboard(make_payments([]), tz="UTC", export_dir=tmp_path)
     assert d.result.empty and d.since.value is None
     assert "nothing matches" in d.table.value
     assert d.export("csv")[0].exists()
 
 
-def test_export_failure_is_shown_not_swallowed(payments, tmp_path) -> None:
+def test_export_failure_is_shown_not_swallowed(payments: pd.DataFrame, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     d = w.declines_dashboard(payments, tz="UTC", export_dir=blocker / "sub")
