@@ -22,8 +22,11 @@ only moves forward (tests advance it by days): read ``GET /_sandbox/clock`` inst
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -34,6 +37,25 @@ from gwtools.sandbox import Sandbox
 FROZEN_NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 # Loopback HTTP needs no TLS: verify=False skips loading the CA bundle (~0.2 s per client).
 _ADMIN = httpx.Client(timeout=10, verify=False)
+
+
+#: Variables that would point the suite at a real gateway, or at the user's own cache.
+_USER_SETTINGS = ("GW_API_KEY", "GW_BASE_URL", "GW_CACHE_DIR", "GW_EXPORT_DIR", "GW_TIMEZONE")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the suite hermetic: no real gateway, no user cache, no stray exports.
+
+    Runs in the xdist controller before the workers start, so they (and the notebook kernels
+    nbval and Voila start) inherit the same private directories.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for name in _USER_SETTINGS:
+        os.environ.pop(name, None)
+    root = Path(tempfile.mkdtemp(prefix="gwtools-tests-"))
+    os.environ["GW_CACHE_DIR"] = str(root / "cache")
+    os.environ["GW_EXPORT_DIR"] = str(root / "exports")
 
 
 class Account(dict[str, Any]):

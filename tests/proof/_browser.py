@@ -63,7 +63,7 @@ def write_notebook(path: Path, *cells: str) -> Path:
 
 @contextmanager
 def voila(
-    notebook: Path, *, env: Mapping[str, str | None] | None = None, timeout: float = 40.0
+    notebook: Path, *, env: Mapping[str, str | None] | None = None, timeout: float = 120.0
 ) -> Iterator[str]:
     """Serve ``notebook`` with Voila on a free loopback port; yield its URL; always stop it.
 
@@ -101,7 +101,7 @@ def voila(
         f"--Voila.connection_dir_root={workdir}",  # kernel connection files stay in tmp_path
         # A cell that runs longer than this fails the page instead of hanging the test.
         f"--NotebookClient.timeout={int(timeout)}",
-        "--NotebookClient.startup_timeout=30",
+        "--NotebookClient.startup_timeout=60",
     ]
     url = f"http://127.0.0.1:{port}/"
     with log_path.open("wb") as log:
