@@ -278,28 +278,30 @@ class Dataset:
                         f.unlink(missing_ok=True)
                     with contextlib.suppress(OSError):
                         p.rmdir()
-        for month in sorted(months):
-            files = self._files(month)
-            if not files:
-                continue
-            seqs = [self._file_seq(f) for f in files]
-            if len(files) == 1 and seqs[0] < since_seq:
-                continue
-            tables = [self._read_file_with_seq(f, i) for i, f in enumerate(files)]
-            old = [t for t, s in zip(tables, seqs, strict=True) if s < since_seq]
-            new = [t for t, s in zip(tables, seqs, strict=True) if s >= since_seq]
-            if new:
-                stats += self._merge_stats(old, new)
-            keep = new if replace else tables
-            if not keep:
-                continue
+        for month in sorted(months):  # one month at a time: memory stays flat
+            stats += self._compact_month(month, since_seq, replace)
+        return stats
+
+    def _compact_month(self, month: str, since_seq: int, replace: bool) -> MergeStats:
+        files = self._files(month)
+        if not files:
+            return MergeStats()
+        seqs = [self._file_seq(f) for f in files]
+        if len(files) == 1 and seqs[0] < since_seq:
+            return MergeStats()
+        tables = [self._read_file_with_seq(f, i) for i, f in enumerate(files)]
+        old = [t for t, s in zip(tables, seqs, strict=True) if s < since_seq]
+        new = [t for t, s in zip(tables, seqs, strict=True) if s >= since_seq]
+        stats = self._merge_stats(old, new) if new else MergeStats()
+        keep = new if replace else tables
+        if keep:
             source = pa.concat_tables(keep)
             del tables, old, new, keep
             rows = _keep_indices(source, by_time=True)
             self._write_part(month, source.drop_columns([_SEQ]), rows)
             del source
-            for f in files:
-                f.unlink(missing_ok=True)
+        for f in files:
+            f.unlink(missing_ok=True)
         return stats
 
     def _merge_stats(self, old: Sequence[pa.Table], new: Sequence[pa.Table]) -> MergeStats:
