@@ -54,9 +54,9 @@ T = TypeVar("T")
 #: The documented limit (requests per second per key) and what we aim for: a little under
 #: it, so timing jitter between client and server never empties the server's bucket.
 DOCUMENTED_RPS = 100.0
-DEFAULT_MAX_RPS = 98.0
+DEFAULT_MAX_RPS = 99.0
 #: Share of the announced limit (X-RateLimit-Limit) to run at.
-RATE_SHARE = 0.98
+RATE_SHARE = 0.99
 DEFAULT_BURST = 10
 DEFAULT_CONCURRENCY = 16
 

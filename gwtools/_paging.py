@@ -310,7 +310,10 @@ async def list_pages(
         outcome.strategy = "cursor"
         await Cursor(run, body, info, base, since)()
         return outcome
-    await TimeWindows(run, body, info, base, since, windows_target=windows or client.concurrency)()
+    # Enough windows to keep the rate limit busy (about rate x round trip requests in flight)
+    # without many more: every window and every split costs a partly filled page.
+    target = windows or max(1, min(client.concurrency, 12))
+    await TimeWindows(run, body, info, base, since, windows_target=target)()
     if outcome.time_filters_ignored:
         outcome.strategy = "cursor (server ignores from/to)"
     return outcome
