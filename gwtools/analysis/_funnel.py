@@ -7,6 +7,8 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from gwtools._schema import PAYMENT_OUTCOME
+
 #: Funnel stages and the canonical statuses that sit at each.
 STAGES: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("created", ()),
@@ -68,8 +70,6 @@ def funnel(payments: pd.DataFrame) -> pd.DataFrame:
 
 def status_counts(payments: pd.DataFrame) -> pd.DataFrame:
     """Payments per canonical status (all nine, zeros included) with their outcome and share."""
-    from gwtools._schema import PAYMENT_OUTCOME
-
     counts = payments["status"].value_counts(dropna=False)
     out = pd.DataFrame({"status": list(PAYMENT_OUTCOME)})
     out["outcome"] = out["status"].map(PAYMENT_OUTCOME)
