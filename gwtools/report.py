@@ -153,8 +153,9 @@ def _private_cache_dir() -> str:
     """A cache directory for this process only, removed at exit.
 
     The embedded sandbox's demo history is re-synced in full by every new process anyway,
-    so keeping it in the shared user cache buys nothing, and notebooks run side by side
-    (nbval under xdist, a report's parallel kernels) would sync into one dataset at once.
+    so keeping it in the shared cache (the user's, or ``GW_CACHE_DIR``) buys nothing, and
+    notebooks run side by side (nbval under xdist) would sync into one dataset at once,
+    racing a reader against the other's compaction.
     """
     global _private_cache
     if _private_cache is None:
@@ -178,7 +179,7 @@ def load_tables(
 
     From ``cache`` (a synced cache directory; no network) if given, else synced from the
     gateway: ``base_url``/``GW_BASE_URL`` with ``GW_API_KEY``, or with neither the embedded
-    sandbox. ``since``/``until`` are local days in ``tz`` (inclusive); ``currency`` keeps
+    sandbox (synced into a private cache of this process unless ``cache_dir`` is given). ``since``/``until`` are local days in ``tz`` (inclusive); ``currency`` keeps
     one currency; ``as_of`` is when pending ages are measured (default: the sandbox clock on
     the embedded sandbox, else now); ``source`` overrides the data's description. Example::
 
@@ -198,7 +199,7 @@ def load_tables(
     else:
         from gwtools import connect
 
-        if cache_dir is None and not os.environ.get("GW_CACHE_DIR") and _is_embedded(base_url):
+        if cache_dir is None and _is_embedded(base_url):
             cache_dir = _private_cache_dir()
         with _quiet_embedded_notice():
             gw = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
