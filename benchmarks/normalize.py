@@ -144,6 +144,17 @@ def gwtools_normalize(bodies: list[bytes], workers: int | None) -> Any:
 
 
 def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak RSS of this process (or of its forked workers) in MB.
+
+    ``ru_maxrss`` of a process survives ``execve``, so a child started by this driver
+    would report the driver's own peak (it made all the bodies); the kernel's VmHWM
+    is this process's own high-water mark.
+    """
+    if who == resource.RUSAGE_SELF:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
     return resource.getrusage(who).ru_maxrss / 1024  # kilobytes on Linux
 
 
