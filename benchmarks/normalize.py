@@ -6,9 +6,7 @@ runs in a fresh child process on the same bytes, so its peak memory is its own:
 
 - baseline: ``json.loads`` + ``pandas.json_normalize`` + ``pandas.to_datetime``, the
   hand-written way (measured on ``--baseline-rows``, as it is slow);
-- gwtools, 1 process: ``normalize_bodies(..., workers=1)``;
-- gwtools, all CPUs: ``normalize_bodies(..., workers=<CPUs>)``, the input split over
-  forked processes (by default gwtools does that only with CPUs left idle).
+- gwtools: ``normalize_bodies(...)``, in one process as the sync runs it.
 
 Rates are rows per second of wall time, and per CPU second (all processes of a
 contender together), which a machine busy with other work disturbs less. Memory is the
@@ -135,16 +133,16 @@ def baseline(bodies: list[bytes], variant: str) -> Any:
     return frame
 
 
-def gwtools_normalize(bodies: list[bytes], workers: int | None) -> Any:
+def gwtools_normalize(bodies: list[bytes]) -> Any:
     from gwtools._normalize import normalize_bodies
 
-    batch = normalize_bodies("payments", bodies, livemode=False, workers=workers)
+    batch = normalize_bodies("payments", bodies, livemode=False)
     assert not batch.rejects, batch.rejects[:3]
     return batch.frame
 
 
 def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
-    """Peak RSS of this process (or of its forked workers) in MB.
+    """Peak RSS of this process (or of its children) in MB.
 
     ``ru_maxrss`` of a process survives ``execve``, so a child started by this driver
     would report the driver's own peak (it made all the bodies); the kernel's VmHWM
@@ -173,10 +171,7 @@ def child(contender: str, variant: str, path: Path, rows: int) -> dict[str, Any]
     before = _current_rss_mb()
     wall, cpu = time.perf_counter(), time.process_time()
     children_cpu = _children_cpu()
-    if contender == "baseline":
-        frame = baseline(bodies, variant)
-    else:
-        frame = gwtools_normalize(bodies, 1 if contender == "gwtools_1" else os.cpu_count())
+    frame = baseline(bodies, variant) if contender == "baseline" else gwtools_normalize(bodies)
     wall = time.perf_counter() - wall
     cpu = time.process_time() - cpu + _children_cpu() - children_cpu
     assert len(frame) == rows, (len(frame), rows)
@@ -251,8 +246,7 @@ def main() -> None:
             t0 = time.perf_counter()
             write_bodies(make_bodies(variant, args.rows), path)
             made = time.perf_counter() - t0
-            rows = {"baseline": results["baseline_rows"], "gwtools_1": args.rows,
-                    "gwtools_all": args.rows}  # fmt: skip
+            rows = {"baseline": results["baseline_rows"], "gwtools": args.rows}
             runs: dict[str, dict[str, Any]] = {}
             for _ in range(args.repeat):  # interleaved; the best run of each is kept
                 for name, count in rows.items():
@@ -261,8 +255,7 @@ def main() -> None:
                         runs[name] = run
             base = runs["baseline"]
             for name, run in runs.items():
-                label = {"baseline": "baseline (pandas)", "gwtools_1": "gwtools, 1 process",
-                         "gwtools_all": "gwtools, all CPUs"}[name]  # fmt: skip
+                label = {"baseline": "baseline (pandas)", "gwtools": "gwtools"}[name]
                 print(f"{variant:<8}{label:<20}{run['rows']:>10,}{run['seconds']:>9.2f}"
                       f"{run['rows_per_s']:>11,}{run['rows_per_cpu_s']:>12,}"
                       f"{run['peak_rss_mb']:>13,}{run['peak_over_bodies_mb']:>15,}")  # fmt: skip
@@ -272,7 +265,7 @@ def main() -> None:
                         run["rows_per_cpu_s"] / base["rows_per_cpu_s"], 1
                     )
             results["variants"][variant] = {"bodies_made_seconds": round(made, 1), **runs}
-            for name in ("gwtools_1", "gwtools_all"):
+            for name in ("gwtools",):
                 run = runs[name]
                 print(f"{'':<8}{name}: {run['speedup']}x the baseline's rows/s "
                       f"({run['speedup_per_cpu']}x per CPU second); target {TARGET_SPEEDUP}x")  # fmt: skip

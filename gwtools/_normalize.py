@@ -36,21 +36,16 @@ fields (:mod:`gwtools._decode`), turned into Arrow arrays a few thousand records
 time, and finished column-wise with pyarrow.compute. A body the strict shapes reject,
 or a page holding a record that needs a judgement (no id, an unparsable time, two
 sources for one column), is read record by record by the tolerant path, which gives
-the same rows for the same input (tests compare the two on generated pages). Large
-inputs are split over forked processes.
+the same rows for the same input (tests compare the two on generated pages). It runs
+in the calling process: no forking, so it is safe in a Jupyter kernel and in the sync's
+threads.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import itertools
-import json
-import multiprocessing
-import os
-import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1022,7 +1017,6 @@ def normalize_bodies(
     bodies: Sequence[bytes],
     *,
     livemode: bool | None = None,
-    workers: int | None = None,
 ) -> NormalizedBatch:
     """List response bodies, as received, of either variant -> one canonical frame.
 
@@ -1033,12 +1027,8 @@ def normalize_bodies(
 
         batch = normalize_bodies("payments", [r.content for r in responses], livemode=False)
         batch.frame, batch.rejects, batch.unknown_statuses
-
-    Large inputs (tens of megabytes and more) are split across ``workers`` processes
-    (default: the CPUs not busy with other work; Linux only, where forking shares the
-    bodies for free); ``workers=1`` keeps everything in this process.
     """
-    return _normalize_bodies(resource, bodies, livemode, fast=True, workers=workers)
+    return _normalize_bodies(resource, bodies, livemode, fast=True)
 
 
 def _normalize_bodies(
@@ -1047,7 +1037,6 @@ def _normalize_bodies(
     livemode: bool | None,
     *,
     fast: bool,
-    workers: int | None = 1,
 ) -> NormalizedBatch:
     """normalize_bodies; ``fast=False`` reads every body with the tolerant path (tests compare)."""
     _schema.columns(resource)  # a clear error for a bad resource name
@@ -1056,7 +1045,7 @@ def _normalize_bodies(
             tables: list[pa.Table] = []
             tolerant = list(range(len(bodies)))
         else:
-            tables, tolerant = _strict_parallel(resource, bodies, livemode, workers)
+            tables, tolerant = _strict_share(resource, bodies, range(len(bodies)), livemode)
         collector = _Collector(resource, livemode)
         for i in sorted(tolerant):
             try:
@@ -1091,109 +1080,6 @@ def _strict_share(
             tables.append(table)
             tolerant.extend(redo)
     return tables, tolerant
-
-
-#: Below this many bytes of bodies one process is quicker than starting others.
-_PARALLEL_MIN_BYTES = 24 * 2**20
-
-
-def _idle_cpus() -> int:
-    """CPUs this process may use that are not busy already (the 1-minute load average).
-
-    On a machine busy with other work, more processes only add the cost of starting them.
-    """
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        usable = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:
-        busy = 0.0
-    return max(1, min(usable, round(usable - busy + 1)))  # + 1: this process itself
-
-
-def _strict_parallel(
-    resource: Resource, bodies: Sequence[bytes], livemode: bool | None, workers: int | None
-) -> tuple[list[pa.Table], list[int]]:
-    """The fast path, split over forked processes when the input is large.
-
-    Forked workers see the bodies without copying them and hand their Arrow tables
-    back through a file (in /dev/shm when it has room); a worker that fails is redone here.
-    """
-    sizes = list(map(len, bodies))
-    total = sum(sizes)
-    if workers is None:
-        workers = _idle_cpus() if total >= _PARALLEL_MIN_BYTES else 1
-    workers = max(1, min(workers, len(bodies)))
-    if workers == 1 or sys.platform != "linux":
-        return _strict_share(resource, bodies, range(len(bodies)), livemode)
-    # Contiguous shares of about equal bytes, so that page order is easy to restore.
-    bounds = [0]
-    running = 0
-    for i, size in enumerate(sizes):
-        running += size
-        if running >= total * len(bounds) / workers and len(bounds) < workers:
-            bounds.append(i + 1)
-    bounds.append(len(bodies))
-    shares = [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
-    context = multiprocessing.get_context("fork")
-    tmp = _scratch_dir(2 * total)
-    jobs = []
-    for share in shares[1:]:
-        fd, path = tempfile.mkstemp(prefix="gwtools-normalize-", suffix=".arrow", dir=tmp)
-        os.close(fd)
-        proc = context.Process(
-            target=_share_to_file,
-            args=(resource, bodies, share, livemode, path),
-            name="gwtools-normalize",
-            daemon=True,
-        )
-        proc.start()
-        jobs.append((share, proc, path))
-    tables, tolerant = _strict_share(resource, bodies, shares[0], livemode)
-    for share, proc, path in jobs:
-        proc.join()
-        try:
-            if proc.exitcode != 0:
-                raise OSError(f"worker exited with {proc.exitcode}")
-            got, redo = _read_share(path)
-        except (OSError, pa.ArrowException):
-            got, redo = _strict_share(resource, bodies, share, livemode)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        tables += got
-        tolerant += redo
-    return tables, tolerant
-
-
-def _scratch_dir(needed: int) -> str | None:
-    """/dev/shm when it has room (containers often give it 64 MB), else the temp directory."""
-    try:
-        stat = os.statvfs("/dev/shm")
-    except OSError:
-        return None
-    return "/dev/shm" if stat.f_bavail * stat.f_frsize > needed else None
-
-
-def _share_to_file(
-    resource: Resource, bodies: Sequence[bytes], share: range, livemode: bool | None, path: str
-) -> None:
-    """In a worker: the fast path over one share, written as an Arrow IPC file."""
-    gc.disable()
-    tables, tolerant = _strict_share(resource, bodies, share, livemode)
-    schema = _pre_schema(resource).with_metadata({"tolerant": json.dumps(tolerant)})
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-        writer.write_table(table.replace_schema_metadata(schema.metadata))
-
-
-def _read_share(path: str) -> tuple[list[pa.Table], list[int]]:
-    # Memory-mapped: the columns are not copied, and unlinking the file keeps the mapping.
-    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
-    tolerant = json.loads((table.schema.metadata or {})[b"tolerant"])
-    return [table.replace_schema_metadata(None)], tolerant
 
 
 def _as_bodies(records: list[Any]) -> list[bytes] | None:
@@ -1235,7 +1121,7 @@ def _normalize_objects(
     records = list(records)
     bodies = _as_bodies(records)
     if bodies is not None:
-        batch = _normalize_bodies(resource, bodies, livemode, fast=True, workers=1)
+        batch = _normalize_bodies(resource, bodies, livemode, fast=True)
     else:  # not JSON-encodable (say, non-string keys): read them one by one
         with _NoGC():
             collector = _Collector(resource, livemode)

@@ -227,8 +227,7 @@ def write_batch(
 ) -> BatchOutcome:
     """Normalise raw bodies and write them as part files (runs in the writer thread)."""
     ds = Dataset(path, resource)
-    # workers=1: batches are small, and forking from a threaded process is unsafe.
-    batch = normalize_bodies(resource, bodies, livemode=livemode, workers=1)
+    batch = normalize_bodies(resource, bodies, livemode=livemode)
     del bodies
     out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
     if batch.rejects:

@@ -163,41 +163,6 @@ def test_pages_redone_across_chunks_keep_their_place(monkeypatch: pytest.MonkeyP
     assert json.loads(fast.frame.set_index("id").loc["pay_16", "extra"]) == {"weird": 1}
 
 
-def test_worker_processes_give_the_same_batch() -> None:
-    from pathlib import Path
-
-    recorded = Path(__file__).resolve().parents[2] / "data" / "recorded"
-    bodies = [
-        (recorded / name).read_bytes()
-        for name in (
-            "sandbox/A/payments_page1.json", "tricky/payments_A.json",
-            "sandbox/B/payments_page1.json", "tricky/not_json.html",
-            "sandbox/A/payments_page2.json", "tricky/payments_B.json",
-            "sandbox/B/payments_page2.json",
-        )
-    ]  # fmt: skip
-    one = normalize.normalize_bodies("payments", bodies, livemode=False, workers=1)
-    three = normalize.normalize_bodies("payments", bodies, livemode=False, workers=3)
-    pd.testing.assert_frame_equal(one.frame, three.frame)
-    assert one.rejects == three.rejects and one.unknown_statuses == three.unknown_statuses
-    assert len(one.frame) == 400 + 3 + 2
-
-
-def test_a_failing_worker_is_redone_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    def crash(*args: Any) -> None:
-        raise SystemExit(3)  # the worker dies without writing its share
-
-    monkeypatch.setattr(normalize, "_share_to_file", crash)
-    pages = [
-        json.dumps({"data": [{"id": f"pay_{p}_{i}", "status": "captured",
-                              "created_at": "2026-01-01T00:00:00Z"} for i in range(3)],
-                    "meta": {"totalPages": 4}}).encode()
-        for p in range(4)
-    ]  # fmt: skip
-    batch = normalize.normalize_bodies("payments", pages, workers=2)
-    assert batch.frame["id"].tolist() == [f"pay_{p}_{i}" for p in range(4) for i in range(3)]
-
-
 def test_unknown_top_level_fields_stay_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     records = [
         {"id": f"pay_{i}", "status": "succeeded", "created": 1767225600 + i, "livemode": False,
