@@ -160,3 +160,29 @@ def test_errors_map_to_exceptions(shop: Shop, tmp_path: Path) -> None:
         gw.sync()
     assert shop.key not in str(info.value)
     gw.close()
+
+
+def test_body_that_stays_unusable_is_rejected_and_retried_next_sync(
+    seeded: Shop, tmp_path: Path
+) -> None:
+    seeded.faults(non_json_rate=1.0, count=2)  # the first list request fails both attempts
+    try:
+        with seeded.connect(tmp_path, max_attempts=2) as gw:
+            broken = gw.sync(["payments"])
+            assert not broken.complete and broken.rejected == 1
+            assert "incomplete" in str(broken)
+            reject = gw.dataset("payments").rejects().iloc[0]
+            assert (
+                "unusable response body" in reject["reason"] and "<html" in reject["record"].lower()
+            )
+            assert (
+                "high_water" not in gw.dataset("payments").state()
+                or gw.dataset("payments").state()["high_water"] is None
+            )
+            seeded.clear_faults()
+            fixed = gw.sync()
+            assert fixed.complete
+            expected = fresh(seeded, tmp_path)
+            assert_same(gw.payments(refresh=False), expected["payments"])
+    finally:
+        seeded.clear_faults()
