@@ -78,8 +78,11 @@ class _Run:
     on_malformed: OnMalformed
     outcome: ListOutcome
     on_estimate: Callable[[int], None] = lambda _n: None
+    ready: Callable[[], Awaitable[None]] | None = None
 
     async def fetch(self, params: dict[str, Any]) -> tuple[bytes, PageInfo] | None:
+        if self.ready is not None:
+            await self.ready()  # the sink is behind: fetch no more until it catches up
         try:
             return await self.client.get(self.resource, params, parse=_page)
         except MalformedBodyError as exc:
@@ -280,11 +283,16 @@ async def list_pages(
     since: dt.datetime | None = None,
     on_malformed: OnMalformed,
     on_estimate: Callable[[int], None] = lambda _n: None,
+    ready: Callable[[], Awaitable[None]] | None = None,
     windows: int | None = None,
 ) -> ListOutcome:
-    """Hand every page of ``resource`` created at or after ``since`` to ``sink``."""
+    """Hand every page of ``resource`` created at or after ``since`` to ``sink``.
+
+    ``ready`` is awaited before every request: a sink that falls behind makes fetching wait,
+    so pages never pile up in memory.
+    """
     outcome = ListOutcome()
-    run = _Run(client, resource, sink, on_malformed, outcome, on_estimate)
+    run = _Run(client, resource, sink, on_malformed, outcome, on_estimate, ready)
     base: dict[str, Any] = {"limit": PAGE_LIMIT}
     first_params = dict(base)
     if since is not None:

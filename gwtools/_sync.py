@@ -282,6 +282,8 @@ class BatchWriter:
         # One batch written at a time: fetching waits when the writer falls behind, so
         # pages never pile up in memory (backpressure).
         self.writing = asyncio.Lock()
+        self.room = asyncio.Event()
+        self.room.set()
         self.months: set[str] = set()
         self.pages = 0
         self.fetched = 0
@@ -294,8 +296,14 @@ class BatchWriter:
         self.fetched += info.count
         self.on_rows(info.count)
         self.bodies.append(body)
+        if len(self.bodies) >= 2 * self.pages_per_batch:
+            self.room.clear()  # a batch is being written and another is full: stop fetching
         if len(self.bodies) >= self.pages_per_batch:
             await self.flush(force=False)
+
+    async def ready(self) -> None:
+        """Wait until there is room for more pages (see :func:`list_pages`'s ``ready``)."""
+        await self.room.wait()
 
     async def add_objects(self, objects: Sequence[tuple[bytes, str]]) -> None:
         self.fetched += len(objects)
@@ -312,6 +320,7 @@ class BatchWriter:
             if not force and len(self.bodies) < self.pages_per_batch:
                 return  # someone else wrote while we waited
             bodies, self.bodies = self.bodies, []
+            self.room.set()
             if bodies:
                 await self._write(bodies)
 
@@ -541,6 +550,7 @@ async def _sync_one(
             since=since,
             on_malformed=on_malformed,
             on_estimate=progress.estimate,
+            ready=writer.ready,
             windows=ctx.windows,
         )
         if by_id:
