@@ -152,7 +152,7 @@ def sync(
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), required=True)
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, writable=True),
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True),
     required=True,
     help="File to write ('-' for standard output, CSV only).",
 )
