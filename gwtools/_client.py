@@ -148,6 +148,8 @@ class _Pacer:
             await self._limiter(group).acquire()
 
     def observe(self, group: str, headers: Mapping[str, str]) -> None:
+        if self.max_rps is None:  # pacing is off: nothing to size
+            return
         try:
             limit = float(headers["X-RateLimit-Limit"])
             remaining = float(headers.get("X-RateLimit-Remaining", limit))

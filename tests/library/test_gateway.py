@@ -70,3 +70,10 @@ def test_choose_cutoff_minimises_requests() -> None:
     assert choose_cutoff(cached, cands, default=995, page_limit=1) == 995
     # Nothing open: list from the high-water mark.
     assert choose_cutoff(cached, np.array([], dtype=int), default=995) == 995
+
+
+def test_pacing_off_still_reads_rate_limit_headers(shop: Shop, tmp_path: Path) -> None:
+    """max_rps=None (a server without limits) must not trip over X-RateLimit-* headers."""
+    ids = {shop.card(), shop.card(CARD_DECLINE)}
+    with shop.connect(tmp_path, max_rps=None) as gw:
+        assert set(gw.payments()["id"]) == ids
