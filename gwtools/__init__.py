@@ -67,4 +67,4 @@ __all__ = [
 __locals = locals()
 for __name in __all__:
     if not __name.startswith("__"):
-        setattr(__locals[__name], "__module__", "gwtools")
+        __locals[__name].__module__ = "gwtools"

@@ -125,9 +125,7 @@ def columns(resource: Resource) -> dict[str, object]:
     try:
         return COLUMNS[resource]
     except KeyError:
-        raise ValueError(
-            f"unknown resource {resource!r}: use 'payments' or 'refunds'"
-        ) from None
+        raise ValueError(f"unknown resource {resource!r}: use 'payments' or 'refunds'") from None
 
 
 def empty(resource: Resource) -> pd.DataFrame:

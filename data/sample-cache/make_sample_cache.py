@@ -29,9 +29,12 @@ DAYS = 90
 
 def main() -> None:
     shutil.rmtree(HERE / "sandbox", ignore_errors=True)
-    with Sandbox(
-        "B", seed_payments=PAYMENTS, days=DAYS, seed=DEMO.seed, now=DEMO.now, rate_limits=False
-    ) as sb, gateway.connect(sb.secret_key, sb.base_url, cache_dir=HERE, account="sandbox") as gw:
+    with (
+        Sandbox(
+            "B", seed_payments=PAYMENTS, days=DAYS, seed=DEMO.seed, now=DEMO.now, rate_limits=False
+        ) as sb,
+        gateway.connect(sb.secret_key, sb.base_url, cache_dir=HERE, account="sandbox") as gw,
+    ):
         result = gw.sync(full=True)
     assert result.complete and result.rejected == 0, result
     for lock in HERE.rglob("_sync.lock"):  # a lock file is not part of the sample
