@@ -285,15 +285,17 @@ async def list_pages(
     on_estimate: Callable[[int], None] = lambda _n: None,
     ready: Callable[[], Awaitable[None]] | None = None,
     windows: int | None = None,
+    filters: dict[str, str] | None = None,
 ) -> ListOutcome:
     """Hand every page of ``resource`` created at or after ``since`` to ``sink``.
 
-    ``ready`` is awaited before every request: a sink that falls behind makes fetching wait,
+    ``filters`` are sent with every request (e.g. ``{"status": "pending"}``). ``ready`` is
+    awaited before every request: a sink that falls behind makes fetching wait,
     so pages never pile up in memory.
     """
     outcome = ListOutcome()
     run = _Run(client, resource, sink, on_malformed, outcome, on_estimate, ready)
-    base: dict[str, Any] = {"limit": PAGE_LIMIT}
+    base: dict[str, Any] = {"limit": PAGE_LIMIT, **(filters or {})}
     first_params = dict(base)
     if since is not None:
         first_params["from"] = _iso(since)

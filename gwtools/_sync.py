@@ -35,7 +35,7 @@ from gwtools import _schema
 from gwtools._cache import Dataset, MergeStats, _next_seq
 from gwtools._client import Client, MalformedBodyError, RequestStats
 from gwtools._config import Settings
-from gwtools._errors import NotFoundError
+from gwtools._errors import InvalidRequestError, NotFoundError
 from gwtools._normalize import PageInfo, Reject, normalize_bodies
 from gwtools._paging import PAGE_LIMIT, ListOutcome, list_pages
 from gwtools._schema import Resource
@@ -349,20 +349,25 @@ def choose_cutoff(
     candidate_created: np.ndarray,
     default: np.int64 | int,
     page_limit: int = PAGE_LIMIT,
+    open_created: np.ndarray | None = None,
 ) -> int:
-    """The creation time to list from so that re-reading candidates costs fewest requests.
+    """The creation time to list from so that re-reading what may have changed costs fewest requests.
 
     Listing from ``c`` costs one request per ``page_limit`` cached rows created at or after
-    ``c``; every candidate created before ``c`` costs one retrieve by id. ``c`` is at most
-    ``default`` (the high-water mark minus the overlap). Times are integers (microseconds).
+    ``c``. Before ``c``, every candidate costs one retrieve by id, and every row in an open
+    state (``open_created``) a ``1/page_limit`` share of a status-filtered list. ``c`` is at
+    most ``default`` (the high-water mark minus the overlap). Times are integers.
     """
     cached = np.sort(cached_created)
     cands = np.sort(candidate_created[candidate_created < default])
-    options = np.append(cands, default)
+    opens = np.sort(open_created[open_created < default]) if open_created is not None else cands[:0]
+    options = np.unique(np.concatenate([cands, opens, [default]]))
     listed = len(cached) - np.searchsorted(cached, options, side="left")
     by_id = np.searchsorted(cands, options, side="left")
-    cost = np.ceil(listed / page_limit) + by_id
-    return int(options[int(np.argmin(cost))])
+    by_status = np.ceil(np.searchsorted(opens, options, side="left") / page_limit)
+    cost = np.ceil(listed / page_limit) + by_id + by_status
+    best = len(cost) - 1 - int(np.argmin(cost[::-1]))  # on a tie, the latest: fewer rows listed
+    return int(options[best])
 
 
 def _us(t: dt.datetime) -> int:
@@ -538,10 +543,8 @@ async def _sync_one(
             [Reject(resource, f"unusable response body from {exc.url}: {exc.message}", exc.snippet)]
         )
 
-    since: dt.datetime | None = None
-    by_id: list[str] = []
-    if incremental:
-        since, by_id = _plan_incremental(ctx, ds, str(high_water), extra_ids)
+    plan = _plan_incremental(ctx, ds, str(high_water), extra_ids) if incremental else None
+    since = plan.since if plan is not None else None
     try:
         outcome: ListOutcome = await list_pages(
             ctx.client,
@@ -553,9 +556,13 @@ async def _sync_one(
             ready=writer.ready,
             windows=ctx.windows,
         )
-        if by_id:
+        if plan is not None:
+            left, listed_all = await _reread_open(ctx, plan, writer, on_malformed)
+            outcome.complete = outcome.complete and listed_all
+            by_id = plan.by_id + left
             res.reread_by_id = len(by_id)
-            await _retrieve(ctx.client, resource, by_id, writer)
+            if by_id:
+                await _retrieve(ctx.client, resource, by_id, writer)
         await writer.flush()
     finally:
         progress.close()
@@ -593,34 +600,87 @@ async def _sync_one(
     return _OneResult(res, writer.payment_ids)
 
 
-def _plan_incremental(
-    ctx: SyncContext, ds: Dataset, high_water: str, extra_ids: set[str]
-) -> tuple[dt.datetime, list[str]]:
-    """(list from this creation time, ids to retrieve one by one)."""
+@dataclass
+class _Plan:
+    """What an incremental sync re-reads besides the rows created since ``since``."""
+
+    since: dt.datetime
+    by_id: list[str]
+    #: raw status -> (ids cached in it and created before ``since``, earliest creation)
+    open_before: dict[str, tuple[set[str], dt.datetime]]
+
+
+def _plan_incremental(ctx: SyncContext, ds: Dataset, high_water: str, extra_ids: set[str]) -> _Plan:
+    """List from the cheapest cutoff; older open rows by status lists, the rest by id."""
     default = dt.datetime.fromisoformat(high_water) - ctx.overlap
-    cached = ds.read_table(columns=["id", "status", "created_at"])
+    # Refunds have no status_raw: their raw and canonical statuses are the same words.
+    raw = "status_raw" if ds.resource == "payments" else "status"
+    cached = ds.read_table(columns=list(dict.fromkeys(["id", "status", raw, "created_at"])))
     open_statuses = (
         _schema.OPEN_PAYMENT_STATUSES if ds.resource == "payments" else _schema.OPEN_REFUND_STATUSES
     )
     is_open = pc.is_in(
         cached.column("status"), value_set=pa.array(sorted(open_statuses), pa.large_string())
     )
-    if extra_ids:
-        is_open = pc.or_(
-            is_open,
-            pc.is_in(cached.column("id"), value_set=pa.array(sorted(extra_ids), pa.large_string())),
-        )
-    cands = cached.filter(is_open)
-    created_all = cached.column("created_at").cast(pa.int64()).to_numpy()
-    cand_created = cands.column("created_at").cast(pa.int64()).to_numpy()
-    cutoff = choose_cutoff(created_all, cand_created, _us(default))
-    keep = pc.less(cands.column("created_at").cast(pa.int64()), cutoff)
-    by_id = cands.filter(keep).column("id").to_pylist()
+    opens = cached.filter(is_open)
+    extra = cached.filter(
+        pc.is_in(cached.column("id"), value_set=pa.array(sorted(extra_ids), pa.large_string()))
+    )
+    as_int = lambda t: t.column("created_at").cast(pa.int64()).to_numpy()  # noqa: E731
+    cutoff = choose_cutoff(as_int(cached), as_int(extra), _us(default), open_created=as_int(opens))
+    older = pc.less(opens.column("created_at").cast(pa.int64()), cutoff)
+    open_before: dict[str, tuple[set[str], dt.datetime]] = {}
+    for row in opens.filter(older).to_pylist():
+        ids, first = open_before.get(row[raw], (set(), row["created_at"]))
+        ids.add(row["id"])
+        open_before[row[raw]] = (ids, min(first, row["created_at"]))
+    by_id = extra.filter(pc.less(extra.column("created_at").cast(pa.int64()), cutoff))
+    ids = by_id.column("id").to_pylist()
     # Refunded payments not in the cache at all: only their id is known.
-    if extra_ids:
-        known = set(cached.column("id").to_pylist()) if cached.num_rows < 2_000_000 else set()
-        by_id += sorted(i for i in extra_ids if i not in known)
-    return _from_us(cutoff), by_id
+    known = set(extra.column("id").to_pylist())
+    ids += sorted(i for i in extra_ids if i not in known)
+    return _Plan(_from_us(cutoff), ids, open_before)
+
+
+async def _reread_open(
+    ctx: SyncContext,
+    plan: _Plan,
+    writer: BatchWriter,
+    on_malformed: Callable[[MalformedBodyError], None],
+) -> tuple[list[str], bool]:
+    """List each open status from its earliest cached row; rows that left it go by id.
+
+    Returns the ids to retrieve one by one, and whether every list was complete.
+    """
+    left: list[str] = []
+    complete = True
+    for status, (ids, first) in sorted(plan.open_before.items()):
+        seen: set[str] = set()
+
+        async def sink(body: bytes, info: PageInfo, seen: set[str] = seen) -> None:
+            seen.update(
+                r["id"]
+                for r in orjson.loads(body).get("data", [])
+                if isinstance(r, dict) and "id" in r
+            )
+            await writer.add_page(body, info)
+
+        try:
+            outcome = await list_pages(
+                ctx.client,
+                writer.resource,
+                sink,
+                since=first,
+                on_malformed=on_malformed,
+                ready=writer.ready,
+                filters={"status": status},
+            )
+        except InvalidRequestError:
+            outcome = None  # the gateway does not filter on this status: retrieve by id
+        if outcome is not None and not outcome.complete:
+            complete = False
+        left += sorted(ids - seen) if outcome is not None else sorted(ids)
+    return left, complete
 
 
 def _object(body: bytes) -> tuple[bytes, str]:

@@ -68,6 +68,10 @@ def test_choose_cutoff_minimises_requests() -> None:
     assert choose_cutoff(cached, cands, default=995, page_limit=100) == 950
     # With few rows per page, retrieving every candidate by id is cheaper.
     assert choose_cutoff(cached, cands, default=995, page_limit=1) == 995
+    # Open rows are re-read by status-filtered lists (100 per request), not one by one:
+    # listing from the high-water mark plus one status page costs what relisting from 950
+    # costs, and lists fewer rows.
+    assert choose_cutoff(cached, np.array([], dtype=int), 995, 100, open_created=cands) == 995
     # Nothing open: list from the high-water mark.
     assert choose_cutoff(cached, np.array([], dtype=int), default=995) == 995
 

@@ -124,3 +124,35 @@ def test_refund_synced_alone_still_updates_its_payment_later(shop: Shop, tmp_pat
         row = gw.payments(refresh=False).set_index("id").loc[paid]
         assert row["refunded_amount"] == 300
         assert gw.dataset("refunds").state()["payments_to_reread"] == []
+
+
+def test_open_rows_reread_through_status_lists(
+    shop: Shop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Old open rows are re-read by status-filtered lists; those that moved on, by id."""
+    # Always list from the high-water mark, so that old open rows take the status-list path.
+    monkeypatch.setattr(
+        "gwtools._sync.choose_cutoff", lambda cached, cands, default, *a, **k: int(default)
+    )
+    waiting = shop.open_payment()  # A: at checkout; B: waiting for 3-D Secure
+    still_waiting = shop.open_payment()
+    held = shop.card(manual=True)
+    shop.advance(86400)
+    shop.card()
+    with shop.connect(tmp_path) as gw:
+        gw.sync()
+        shop.capture(held)
+        if shop.variant == "B":
+            shop.complete(waiting)
+        shop.advance(600)
+        shop.card()
+        result = gw.sync()
+        assert result.resources["payments"].mode == "incremental"
+        # What left its open state is retrieved by id; what stayed comes back in the list.
+        # (In A the checkouts expired during the first day, so only the held payment is open.)
+        assert result.resources["payments"].reread_by_id == (2 if shop.variant == "B" else 1)
+        status = gw.payments(refresh=False).set_index("id")["status"]
+        assert status[held] == "succeeded"
+        assert status[waiting] == ("succeeded" if shop.variant == "B" else status[still_waiting])
+        expected = fresh(shop, tmp_path)
+        assert_same(gw.payments(refresh=False), expected["payments"])
