@@ -52,11 +52,14 @@ SCHEMA_VERSION = 1
 PARTITION = "created_month"
 _UNKNOWN_MONTH = "unknown"
 _SEQ = "__gw_seq"
-_IGNORE = [".", "_"]
 _ROW_GROUP = 64 * 1024
 
 _seq_lock = threading.Lock()
 _last_seq = 0
+
+
+#: A reader racing a compaction re-lists this many times before giving up.
+READ_ATTEMPTS = 8
 
 
 def _next_seq() -> int:
@@ -332,36 +335,52 @@ class Dataset:
         status: str | Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        """The cached rows (one per id, newest version) as Arrow, filtered and projected."""
+        """The cached rows (one per id, newest version) as Arrow, filtered and projected.
+
+        Safe while another process syncs: compaction writes a month's new file before it
+        removes the old ones, so when a listed file has gone, listing again finds a
+        complete set.
+        """
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return self._read_table_once(since, until, status, columns)
+            except FileNotFoundError:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _read_table_once(
+        self,
+        since: Any,
+        until: Any,
+        status: str | Sequence[str] | None,
+        columns: Sequence[str] | None,
+    ) -> pa.Table:
         cols = list(columns) if columns is not None else list(_schema.columns(self.resource))
         need = list(dict.fromkeys([*cols, "id", *(["status"] if status is not None else [])]))
-        parts = list(self._partitions())
-        if not parts:
+        # One listing decides both the files and whether they need deduplicating: a batch
+        # written after it is simply not part of this read.
+        listed = [self._files_in(p) for p in self._partitions()]
+        files = [f for month in listed for f in month]
+        if not files:
             return self.schema.empty_table().select(cols)
         time_filter = _time_filter(since, until)
-        multi = [p for p in parts if len(self._files_in(p)) > 1]
-        if not multi:
+        if all(len(month) <= 1 for month in listed):
             dataset = ds.dataset(
-                str(self.path),
-                schema=self.schema,
-                format="parquet",
-                partitioning=None,
-                ignore_prefixes=_IGNORE,
+                [str(f) for f in files], schema=self.schema, format="parquet", partitioning=None
             )
             table = dataset.to_table(columns=need, filter=time_filter)
         else:
             # Interrupted sync: several versions of an id can coexist; newest file wins.
             pieces = []
-            seq = 0
-            for p in parts:
-                for f in self._files_in(p):
-                    t = pq.read_table(f, schema=self.schema, columns=need)
-                    if time_filter is not None:
-                        t = t.filter(time_filter)
-                    pieces.append(
-                        t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
-                    )
-                    seq += 1
+            for seq, f in enumerate(files):
+                t = pq.read_table(f, schema=self.schema, columns=need)
+                if time_filter is not None:
+                    t = t.filter(time_filter)
+                pieces.append(
+                    t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
+                )
             table = _newest_per_id(pa.concat_tables(pieces)).drop_columns([_SEQ])
             table = (
                 table.sort_by([("created_at", "ascending"), ("id", "ascending")])

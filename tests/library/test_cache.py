@@ -181,3 +181,40 @@ def test_state_and_rejects(ds: Dataset) -> None:
     assert rejects[["reason", "record", "sync_id"]].values.tolist() == [
         ["record has no id", '{"amount": 5}', "s1"]
     ]
+
+
+def test_reading_while_another_sync_compacts(ds: Dataset, tmp_path: Path) -> None:
+    """A reader never fails or loses rows while a writer rewrites and compacts the months."""
+    ids = [f"pay_{i}" for i in range(200)]
+    rows = [(i, "succeeded", f"2024-0{1 + n % 6}-15T00:00:00Z") for n, i in enumerate(ids)]
+    with ds.lock():
+        ds.write_batch(frame(rows))
+        ds.compact({f"2024-0{m}" for m in range(1, 7)})
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    reads = 0
+
+    def writer() -> None:
+        months = {f"2024-0{m}" for m in range(1, 7)}
+        while not stop.is_set():
+            with ds.lock():
+                since = _next_seq()
+                ds.write_batch(frame(rows))
+                ds.compact(months, since_seq=since)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                got = read_cache(tmp_path, "payments")
+            except BaseException as exc:  # any failure is the finding
+                failures.append(exc)
+                break
+            assert sorted(got["id"]) == sorted(ids)
+            reads += 1
+    finally:
+        stop.set()
+        thread.join(10)
+    assert failures == [] and reads > 10
