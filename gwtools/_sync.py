@@ -546,7 +546,7 @@ async def _sync_one(
     plan = _plan_incremental(ctx, ds, str(high_water), extra_ids) if incremental else None
     since = plan.since if plan is not None else None
     try:
-        outcome: ListOutcome = await list_pages(
+        listing = list_pages(
             ctx.client,
             resource,
             writer.add_page,
@@ -556,8 +556,13 @@ async def _sync_one(
             ready=writer.ready,
             windows=ctx.windows,
         )
-        if plan is not None:
-            left, listed_all = await _reread_open(ctx, plan, writer, on_malformed)
+        if plan is None:
+            outcome: ListOutcome = await listing
+        else:
+            # The new rows and the open ones are listed at the same time.
+            outcome, (left, listed_all) = await asyncio.gather(
+                listing, _reread_open(ctx, plan, writer, on_malformed)
+            )
             outcome.complete = outcome.complete and listed_all
             by_id = plan.by_id + left
             res.reread_by_id = len(by_id)
@@ -652,12 +657,11 @@ async def _reread_open(
 
     Returns the ids to retrieve one by one, and whether every list was complete.
     """
-    left: list[str] = []
-    complete = True
-    for status, (ids, first) in sorted(plan.open_before.items()):
+
+    async def one(status: str, ids: set[str], first: dt.datetime) -> tuple[list[str], bool]:
         seen: set[str] = set()
 
-        async def sink(body: bytes, info: PageInfo, seen: set[str] = seen) -> None:
+        async def sink(body: bytes, info: PageInfo) -> None:
             seen.update(
                 r["id"]
                 for r in orjson.loads(body).get("data", [])
@@ -676,11 +680,14 @@ async def _reread_open(
                 filters={"status": status},
             )
         except InvalidRequestError:
-            outcome = None  # the gateway does not filter on this status: retrieve by id
-        if outcome is not None and not outcome.complete:
-            complete = False
-        left += sorted(ids - seen) if outcome is not None else sorted(ids)
-    return left, complete
+            return sorted(ids), True  # the gateway does not filter on this status: by id
+        return sorted(ids - seen), outcome.complete
+
+    # All statuses at once: the client's pacing, not round trips, sets the speed.
+    done = await asyncio.gather(
+        *(one(status, ids, first) for status, (ids, first) in sorted(plan.open_before.items()))
+    )
+    return [i for left, _ in done for i in left], all(ok for _, ok in done)
 
 
 def _object(body: bytes) -> tuple[bytes, str]:
