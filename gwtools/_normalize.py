@@ -784,12 +784,17 @@ _FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
 def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Array:
-    """Extra texts (one line each) merged with more fields per record, keys sorted."""
-    texts: list[str] = lines.decode().split("\n")[:-1]
-    for i, fields in enumerate(unknown):
-        if fields is not None:
-            texts[i] = _json_text(decode_value(texts[i]) | fields)
-    return pa.array(texts, _STR)
+    """Extra texts (one line each) merged with more fields per record, keys sorted.
+
+    Few records carry more fields (``next_action`` is set only while a payment waits for
+    its customer), so only theirs are decoded and re-encoded.
+    """
+    texts = _lines_to_texts(lines, len(unknown))
+    where = [i for i, fields in enumerate(unknown) if fields is not None]
+    merged = [_json_text(decode_value(texts[i].as_py()) | unknown[i]) for i in where]  # type: ignore[operator]
+    mask = np.zeros(len(unknown), np.bool_)
+    mask[where] = True
+    return pc.replace_with_mask(texts, pa.array(mask), pa.array(merged, texts.type))
 
 
 def _fast_table(
