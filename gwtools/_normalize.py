@@ -791,7 +791,7 @@ def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Arra
     """
     texts = _lines_to_texts(lines, len(unknown))
     where = [i for i, fields in enumerate(unknown) if fields is not None]
-    merged = [_json_text(decode_value(texts[i].as_py()) | unknown[i]) for i in where]  # type: ignore[operator]
+    merged = [_json_text(decode_value(texts[i].as_py()) | unknown[i]) for i in where]
     mask = np.zeros(len(unknown), np.bool_)
     mask[where] = True
     return pc.replace_with_mask(texts, pa.array(mask), pa.array(merged, texts.type))
