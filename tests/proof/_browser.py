@@ -17,9 +17,13 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import nbformat
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page, WebSocket
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -80,6 +84,10 @@ def voila(
         "JUPYTER_PLATFORM_DIRS": "1",
         "PYTHONUNBUFFERED": "1",
     }
+    # ipykernel makes matplotlib's inline backend the default only when MPLBACKEND is unset:
+    # an inherited MPLBACKEND=Agg (tests/toolkit/conftest.py sets it in every xdist worker
+    # that collects it) turns plt.show() into a no-op and the page gets no plot.
+    environ.pop("MPLBACKEND", None)
     for name, value in (env or {}).items():
         if value is None:
             environ.pop(name, None)
@@ -145,3 +153,62 @@ def _wait_until_serving(
     raise TimeoutError(
         f"voila did not listen on {url} within 20 s:\n{log_path.read_text()[-3000:]}"
     )
+
+
+class PageLog:
+    """What a page did, for the message of a test that timed out: its console, its failed
+    requests and responses, its WebSocket traffic (the kernel's), and where Voila stopped."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.events: list[str] = []
+        self.errors: list[str] = []
+        started = time.monotonic()
+
+        def note(text: str) -> None:
+            self.events.append(f"{time.monotonic() - started:6.1f}s {text}")
+
+        def on_error(exc: object) -> None:
+            self.errors.append(str(exc))
+            note(f"pageerror {exc}")
+
+        page.on("pageerror", on_error)
+        page.on("console", lambda msg: note(f"console.{msg.type} {msg.text[:300]}"))
+        page.on("requestfailed", lambda req: note(f"failed {req.url[:200]} {req.failure}"))
+        page.on(
+            "response",
+            lambda resp: (
+                note(f"HTTP {resp.status} {resp.url[:200]}") if resp.status >= 400 else None
+            ),
+        )
+        page.on("load", lambda _: note("load"))
+        page.on("domcontentloaded", lambda _: note("domcontentloaded"))
+
+        def on_websocket(ws: WebSocket) -> None:
+            note(f"websocket {ws.url[:120]}")
+            counts = {"sent": 0, "received": 0}
+
+            def count(kind: str) -> None:
+                counts[kind] += 1
+                if counts[kind] in (1, 10, 100, 1000):
+                    note(f"websocket {kind} {counts[kind]} frames")
+
+            ws.on("framesent", lambda _: count("sent"))
+            ws.on("framereceived", lambda _: count("received"))
+            ws.on("close", lambda _: note("websocket closed"))
+
+        page.on("websocket", on_websocket)
+
+    def report(self) -> str:
+        state = self.page.evaluate(
+            """() => ({
+                readyState: document.readyState,
+                loading: document.getElementById("loading_text")?.innerText ?? null,
+                cellsShown: document.getElementById("rendered_cells")?.style.display ?? null,
+                cellOutputs: document.querySelectorAll(
+                    "script[type='application/vnd.voila.cell-output+json']").length,
+                widgetViews: document.querySelectorAll(".jupyter-widgets").length,
+                text: document.body ? document.body.innerText.slice(0, 500) : null,
+            })"""
+        )
+        return f"page state: {state}\npage events:\n" + "\n".join(self.events[-60:])
