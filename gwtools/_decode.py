@@ -304,26 +304,29 @@ _lenient_decoder = _fast_envelope(LenientPayment)
 PAYMENT_FIELDS = frozenset(FastPayment.__struct_fields__)
 
 
-def decode_fast(resource: str, body: bytes) -> tuple[Variant, list[Any], bool] | None:
-    """A body's variant, strictly typed records and whether some carry unknown top-level
-    fields (payments only); None when the body needs the tolerant path."""
-    lenient = False
+def decode_fast(
+    resource: str, body: bytes
+) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
+    """A body's variant, strictly typed records and, when some records carry unknown
+    top-level fields (payments only), those fields per record (else an empty list);
+    None when the body needs the tolerant path."""
+    unknown: list[dict[str, Any] | None] = []
     try:
         env = _fast_decoders[resource].decode(body)
     except msgspec.ValidationError:
         if resource != "payments":
             return None
         # New top-level fields are the likeliest difference of a real gateway: read the
-        # known ones fast and pick the others up separately (unknown_fields).
+        # known ones fast and pick the others up separately.
         try:
             env = _lenient_decoder.decode(body)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return None
-        lenient = True
-    except msgspec.DecodeError:
+            unknown = unknown_fields(body)
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            return None  # (unknown_fields: e.g. a number out of range in an unknown field)
+    except (msgspec.DecodeError, UnicodeDecodeError):  # (a string that is not UTF-8)
         return None
     variant = _variant_of(env.meta, env.has_more, env.object)
-    return None if variant is None else (variant, env.data, lenient)
+    return None if variant is None else (variant, env.data, unknown)
 
 
 class _DictEnvelope(msgspec.Struct, gc=False):
@@ -333,10 +336,25 @@ class _DictEnvelope(msgspec.Struct, gc=False):
 _dict_envelope_decoder = msgspec.json.Decoder(_DictEnvelope)
 
 
+def _unknown_of(rec: dict[str, Any]) -> dict[str, Any] | None:
+    extra = {k: v for k, v in rec.items() if k not in PAYMENT_FIELDS and v is not None}
+    return extra or None
+
+
 def unknown_fields(body: bytes) -> list[dict[str, Any] | None]:
     """Per record of a body decode_fast read leniently: its non-null unknown top-level fields."""
-    out: list[dict[str, Any] | None] = []
-    for rec in _dict_envelope_decoder.decode(body).data:
-        extra = {k: v for k, v in rec.items() if k not in PAYMENT_FIELDS and v is not None}
-        out.append(extra or None)
-    return out
+    return [_unknown_of(rec) for rec in _dict_envelope_decoder.decode(body).data]
+
+
+_lenient_payment_decoder = msgspec.json.Decoder(LenientPayment)
+_dict_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def decode_payment_records(
+    raws: list[bytes],
+) -> tuple[list[Any], list[dict[str, Any] | None]]:
+    """Payment records, each as its JSON text, read as decode_fast reads them leniently:
+    (typed records, their unknown top-level fields). For the rows whose ``extra`` the C
+    scanner leaves to Python; it has checked that each is an object of the strict shape."""
+    records = [_lenient_payment_decoder.decode(raw) for raw in raws]
+    return records, [_unknown_of(_dict_decoder.decode(raw)) for raw in raws]

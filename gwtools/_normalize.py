@@ -72,14 +72,26 @@ from gwtools._decode import (
     MalformedResponseError,
     Variant,
     decode_fast,
+    decode_payment_records,
     decode_raw_envelope,
     decode_raw_records,
     decode_value,
     payment_extras,
     raw_metadata,
     snippet,
-    unknown_fields,
 )
+
+
+def _load_scanner() -> Any:
+    """The C scanner, or None if it was not compiled (the msgspec path then reads all)."""
+    try:
+        from gwtools import _fastjson
+    except ImportError:
+        return None
+    return _fastjson
+
+
+_fastjson = _load_scanner()
 
 __all__ = [
     "MalformedResponseError",
@@ -721,21 +733,8 @@ class _FastColumns:
             col = _columns(self.pending, self.kind)
             self._convert(col, self.spec, "", n)
             if self.resource == "payments":
-                lines = payment_extras(self.pending)
-                more = self.unknown
-                if col["next_action"].count(None) < n:
-                    more = [
-                        u if a is None else (u or {}) | {"next_action": a}
-                        for u, a in zip(more, col["next_action"], strict=True)
-                    ]
-                if more.count(None) < n:
-                    extra = _with_unknown(lines, more)
-                else:
-                    extra = _lines_to_texts(lines, n)
-                empty = pc.equal(extra, "{}")
-                self.arrays.setdefault("extra", []).append(
-                    pc.if_else(empty, pa.scalar(None, _STR), extra)
-                )
+                extra = _payment_extra(self.pending, self.unknown, col["next_action"])
+                self.arrays.setdefault("extra", []).append(extra)
             self.n += n
             self.pending = []
             self.unknown = []
@@ -783,6 +782,23 @@ class _FastColumns:
 _FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
+def _payment_extra(
+    records: list[Any], unknown: list[dict[str, Any] | None], actions: Sequence[Any]
+) -> pa.Array:
+    """The ``extra`` column of strictly decoded payments, given their unknown top-level
+    fields and their ``next_action`` values."""
+    n = len(records)
+    lines = payment_extras(records)
+    more = unknown
+    if actions.count(None) < n:
+        more = [
+            u if a is None else (u or {}) | {"next_action": a}
+            for u, a in zip(more, actions, strict=True)
+        ]
+    extra = _with_unknown(lines, more) if more.count(None) < n else _lines_to_texts(lines, n)
+    return pc.if_else(pc.equal(extra, "{}"), pa.scalar(None, _STR), extra)
+
+
 def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Array:
     """Extra texts (one line each) merged with more fields per record, keys sorted.
 
@@ -797,11 +813,71 @@ def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Arra
     return pc.replace_with_mask(texts, pa.array(mask), pa.array(merged, texts.type))
 
 
+class _ScannedColumns:
+    """Stage 1 of the fast path done by the C scanner: the columns _FastColumns makes."""
+
+    def __init__(
+        self, variant: Variant, arrays: dict[str, pa.ChunkedArray], pages: np.ndarray
+    ) -> None:
+        self.variant = variant
+        self.arrays = arrays
+        self.pages = pages
+        self.bad_rows: list[int] = []  # the scanner refuses bodies with unparsable times
+        self.n = len(pages)
+
+
+def _scanned_array(kind: str, buffers: tuple[Any, ...], n: int) -> pa.Array:
+    bufs = [pa.py_buffer(b) for b in buffers]
+    arrow_type = {"s": _STR, "i": pa.int64(), "t": _TS}.get(kind, pa.bool_())
+    return pa.Array.from_buffers(arrow_type, n, bufs)
+
+
+def _scan_payments(
+    bodies: Sequence[bytes], share: Sequence[int]
+) -> tuple[list[_ScannedColumns], list[int]]:
+    """Stage 1 of the payments fast path in C (gwtools/_fastjson.c), per variant; and the
+    bodies it left to the msgspec path (anything unusual: see the C file's header)."""
+    assert _fastjson is not None
+    index = [i for i in share if type(bodies[i]) is bytes]
+    left = sorted(set(share) - set(index)) if len(index) < len(share) else []
+    if not index:
+        return [], left
+    variants, counts, n, buffers, patch = _fastjson.scan_payments([bodies[i] for i in index])
+    kinds = np.frombuffer(variants, np.uint8)
+    left = sorted([*left, *(index[k] for k in np.flatnonzero(kinds == 0))])
+    per_body = np.frombuffer(counts, np.int64)
+    pages = np.repeat(np.asarray(index, np.int64), per_body)
+    arrays = {name: _scanned_array(kind, bufs, n) for name, (kind, *bufs) in buffers.items()}
+    where = np.frombuffer(patch, np.int64).reshape(-1, 4)
+    if len(where):
+        # Rows whose extra the scanner cannot write byte for byte (unknown fields,
+        # next_action, unusual escapes): rendered here as the msgspec path renders them.
+        raws = [bodies[index[b]][start:end] for _, b, start, end in where.tolist()]
+        records, unknown = decode_payment_records(raws)
+        texts = _payment_extra(records, unknown, [r.next_action for r in records])
+        mask = np.zeros(n, np.bool_)
+        mask[where[:, 0]] = True
+        arrays["extra"] = pc.replace_with_mask(arrays["extra"], pa.array(mask), texts)
+    scanned = []
+    for code in sorted({int(k) for k in kinds if k}):
+        rows = np.repeat(kinds[kinds != 0] == code, per_body[kinds != 0])
+        if rows.all():
+            part, part_pages = arrays, pages
+        else:  # bodies of both variants in one call: rare
+            keep = pa.array(rows)
+            part = {name: arr.filter(keep) for name, arr in arrays.items()}
+            part_pages = pages[rows]
+        variant: Variant = "A" if code == ord("A") else "B"
+        chunked = {name: pa.chunked_array([arr]) for name, arr in part.items()}
+        scanned.append(_ScannedColumns(variant, chunked, part_pages))
+    return scanned, left
+
+
 def _fast_table(
     resource: Resource,
     variant: Variant,
     col: dict[str, pa.ChunkedArray],
-    acc: _FastColumns,
+    acc: _FastColumns | _ScannedColumns,
     livemode: bool | None,
 ) -> tuple[pa.Table, set[int]]:
     """Stage 2 of the fast path: whole Arrow columns -> (intermediate table, pages to redo).
@@ -891,7 +967,7 @@ def _fast_table(
     bad_rows = set(acc.bad_rows)
     if bad is not None:
         bad_rows.update(pc.indices_nonzero(pc.fill_null(bad, False)).to_pylist())
-    redo = {acc.pages[i] for i in bad_rows}
+    redo = {int(acc.pages[i]) for i in bad_rows}
     if redo:
         table = table.filter(pc.invert(pc.is_in(table["_page"], pa.array(sorted(redo)))))
     return table, redo
@@ -917,7 +993,8 @@ def _complete(resource: Resource, tables: list[pa.Table]) -> tuple[pd.DataFrame,
     scale = pc.power(pa.scalar(10.0), pc.cast(exponent, pa.float64()))
     cols.update(
         currency=currency,
-        amount_major=pc.divide(pc.cast(amount, pa.float64()), scale),
+        # unsafe: an amount beyond 2**53 becomes the nearest float rather than an error
+        amount_major=pc.divide(pc.cast(amount, pa.float64(), safe=False), scale),
     )
     if resource == "payments":
         status = pc.fill_null(_map_unique(status_raw, _canonical_status, _STR), "unknown")
@@ -1059,26 +1136,37 @@ def _normalize_bodies(
                 collector.reject(exc.why, snippet(bodies[i], 1000))
                 continue
             for raw in raws:
-                collector.add(decode_value(raw), variant, i, raw)
+                try:
+                    obj = decode_value(raw)
+                except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+                    collector.reject(f"record is not valid JSON ({exc})", raw)
+                    continue
+                collector.add(obj, variant, i, raw)
         tables.append(collector.table())
         frame, unknown = _complete(resource, tables)
     return NormalizedBatch(frame, collector.rejects, unknown)
 
 
 def _strict_share(
-    resource: Resource, bodies: Sequence[bytes], share: range, livemode: bool | None
+    resource: Resource, bodies: Sequence[bytes], share: Sequence[int], livemode: bool | None
 ) -> tuple[list[pa.Table], list[int]]:
     """The fast path over ``bodies[share]``: tables, and the bodies left to the tolerant path."""
     strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
     tolerant: list[int] = []
+    tables: list[pa.Table] = []
+    if resource == "payments" and _fastjson is not None:
+        scanned, share = _scan_payments(bodies, share)
+        for part in scanned:
+            table, redo = _fast_table(resource, part.variant, part.arrays, part, livemode)
+            tables.append(table)
+            tolerant.extend(redo)
     for i in share:
         got = decode_fast(resource, bodies[i])
         if got is None:
             tolerant.append(i)
         else:
-            variant, records, lenient = got
-            strict[variant].add(records, i, unknown_fields(bodies[i]) if lenient else [])
-    tables: list[pa.Table] = []
+            variant, records, unknown = got
+            strict[variant].add(records, i, unknown)
     for acc in strict.values():
         if acc.pages:
             table, redo = acc.table(livemode)

@@ -1,0 +1,9 @@
+# Stub of the C extension gwtools/_fastjson.c (see its header).
+from typing import Any
+
+class Buffer:
+    """Memory the scanner wrote, exposed through the buffer protocol (read-only)."""
+
+def scan_payments(
+    bodies: list[bytes], /
+) -> tuple[bytes, Buffer, int, dict[str, tuple[Any, ...]], Buffer]: ...
