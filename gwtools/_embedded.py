@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from gwtools._config import Settings, default_cache_dir, normalize_base_url
+from gwtools._config import Settings, account_name, default_cache_dir, normalize_base_url
 from gwtools._errors import ConfigurationError
 
-__all__ = ["DEMO", "DemoHistory", "embedded_settings"]
+__all__ = ["ACCOUNT", "DEMO", "DemoHistory", "embedded_cache", "embedded_settings"]
+
+#: The cache account of the embedded sandbox's data.
+ACCOUNT = "sandbox"
 
 log = logging.getLogger("gwtools")
 
@@ -96,6 +99,15 @@ def _start(history: DemoHistory) -> Any:
         return sandbox
 
 
+def embedded_cache(
+    cache_dir: str | os.PathLike[str] | None, account: str | None
+) -> tuple[Path, str, Literal["test"]]:
+    """Where the embedded sandbox's data is cached, ``(cache_dir, account, mode)``, without
+    starting it: reading that cache needs no sandbox."""
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return root, account_name("", account or ACCOUNT), "test"
+
+
 def embedded_settings(
     *,
     cache_dir: str | os.PathLike[str] | None,
@@ -103,14 +115,15 @@ def embedded_settings(
     account: str | None,
 ) -> Settings:
     """Start (or reuse) the embedded sandbox and return settings pointing at it."""
+    root, account, mode = embedded_cache(cache_dir, account)
     history = demo_history()
     sandbox = _start(history)
     return Settings(
         api_key=sandbox.secret_key,
         base_url=normalize_base_url(sandbox.base_url),
-        cache_dir=Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(),
-        account=account or "sandbox",
-        mode="test",
+        cache_dir=root,
+        account=account,
+        mode=mode,
         service_version=service_version,
         embedded=True,
     )

@@ -14,9 +14,14 @@ import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gwtools._schema import Resource
 
 _RESOURCES = ("payments", "refunds")
 
@@ -147,6 +152,44 @@ def sync(
         raise SystemExit(3)
 
 
+def _read_cache(
+    resource: Resource,
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+    **where: Any,
+) -> pd.DataFrame:
+    """The cached rows of the dataset a sync with the same options fills, with no connection:
+    without a key that is the embedded sandbox's cache, and nothing is started to read it."""
+    from gwtools._cache import Dataset
+    from gwtools._config import resolve_settings
+    from gwtools._embedded import embedded_cache
+    from gwtools._errors import GatewayError
+
+    mode: str
+    try:
+        settings = resolve_settings(
+            _read_key_file(api_key_file), base_url, cache_dir=cache_dir, account=account
+        )
+        if settings is None:
+            root, name, mode = embedded_cache(cache_dir, account)
+            source = "the embedded sandbox (no GW_API_KEY/GW_BASE_URL)"
+        else:
+            root, name, mode = settings.cache_dir, settings.account, settings.mode
+            source = f"account {name!r} in {mode} mode"
+    except GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+    dataset = Dataset.at(root, name, mode, resource)
+    if not dataset.exists():
+        raise click.ClickException(
+            f"nothing cached yet for {source}: no {resource} under {dataset.path}. Run "
+            "`gwtools sync` with the same options first, or export without --no-refresh "
+            "(which syncs before exporting)."
+        )
+    return dataset.read(**where)
+
+
 @click.command()
 @click.argument("resource", type=click.Choice(_RESOURCES))
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), required=True)
@@ -162,7 +205,8 @@ def sync(
 @click.option(
     "--refresh/--no-refresh",
     default=True,
-    help="Sync before exporting (default) or use the cache as it is.",
+    help="Sync before exporting (default), or read the cache as it is: nothing is contacted "
+    "or started.",
 )
 @connection_options
 def export(
@@ -191,16 +235,18 @@ def export(
         )
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
-    gw = _connect(api_key_file, base_url, cache_dir, account)
+    where = {"since": since, "until": until, "status": list(status) or None}
     try:
-        reader = gw.payments if resource == "payments" else gw.refunds
-        frame = reader(since=since, until=until, status=list(status) or None, refresh=refresh)
-    except GatewayError as exc:
+        if refresh:
+            with _connect(api_key_file, base_url, cache_dir, account) as gw:
+                reader = gw.payments if resource == "payments" else gw.refunds
+                frame = reader(**where)
+        else:
+            frame = _read_cache(
+                cast("Resource", resource), api_key_file, base_url, cache_dir, account, **where
+            )
+    except (GatewayError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        gw.close()
     if out == "-":
         click.echo(frame.to_csv(index=False), nl=False)
         return

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
-from click.testing import CliRunner
+import pytest
+from click.testing import CliRunner, Result
 
+import gwtools
 from gwtools.cli import main
 from tests.library._shop import CARD_DECLINE, Shop
 
@@ -120,3 +125,67 @@ def test_cli_runs_as_a_process(shop: Shop, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert shop.key not in proc.stdout + proc.stderr
     assert "cache:" in proc.stdout
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample-cache"
+#: No key or URL, so the embedded sandbox is meant; its variant setting is invalid, so that
+#: starting it (or reusing one this process already runs) would fail the command.
+NO_KEY = {"GW_API_KEY": "", "GW_BASE_URL": "", "GW_SANDBOX_VARIANT": "none"}
+
+
+def _sandbox_threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("gwtools-sandbox")}
+
+
+def _export(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[Path, Result]:
+    out = tmp_path / "out.csv"
+    result = CliRunner().invoke(
+        main, ["export", "payments", "--format", "csv", "--out", str(out), *args], env=env
+    )
+    return out, result
+
+
+def test_export_no_refresh_without_a_key_reads_the_embedded_cache_and_starts_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the shipped sample is what a keyless `gwtools sync` leaves: the embedded sandbox's cache
+    shutil.copytree(SAMPLE / "sandbox", tmp_path / "cache" / "sandbox")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(tmp_path / "cache")}
+    before = _sandbox_threads()
+    with caplog.at_level(logging.INFO, logger="gwtools"):
+        out, result = _export(tmp_path, env, "--status", "failed", "--no-refresh")
+    assert result.exit_code == 0, result.output
+    expected = gwtools.read_cache(SAMPLE, "payments", status="failed")
+    assert len(expected) > 0
+    assert sorted(pd.read_csv(out)["id"]) == sorted(expected["id"])
+    assert _sandbox_threads() == before
+    assert "embedded sandbox" not in caplog.text
+
+
+def test_export_no_refresh_with_an_empty_cache_says_what_to_do(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = _sandbox_threads()
+    env = {**NO_KEY, "GW_CACHE_DIR": str(tmp_path / "empty")}
+    with caplog.at_level(logging.INFO, logger="gwtools"):
+        out, result = _export(tmp_path, env, "--no-refresh")
+    output = result.output
+    assert result.exit_code == 1, output
+    assert "nothing cached yet for the embedded sandbox" in output
+    assert "gwtools sync" in output and str(tmp_path / "empty") in output
+    assert not out.exists()
+    assert _sandbox_threads() == before and "embedded sandbox" not in caplog.text
+
+    # with a key: the key's account and mode name the dataset; nothing is contacted
+    # (nothing listens on port 9)
+    key = "sk_test_" + "k" * 28
+    keyed = {
+        "GW_API_KEY": key,
+        "GW_BASE_URL": "http://127.0.0.1:9",
+        "GW_CACHE_DIR": env["GW_CACHE_DIR"],
+    }
+    out, result = _export(tmp_path, keyed, "--no-refresh", "--account", "shop-my")
+    output = result.output
+    assert result.exit_code == 1, output
+    assert "account 'shop-my' in test mode" in output and "gwtools sync" in output
+    assert key not in output
