@@ -140,12 +140,13 @@ enum {
     X_E_DOC_URL, X_E_MESSAGE, X_E_PARAM, X_E_TYPE,
     X_D_COUNTRY, X_D_EXP_MONTH, X_D_EXP_YEAR, X_D_FUNDING, X_D_LAST4,
     X_C_COUNTRY, X_C_EXP_MONTH, X_C_EXP_YEAR, X_C_FUNDING, X_C_LAST4,
-    NO_SLOT, /* fields read and dropped: object, client_secret, next_action */
+    P_NEXT_ACTION, /* next_action is an object (its members are in Rec.next) */
+    NO_SLOT,       /* fields read and dropped: object, client_secret */
     N_SLOTS
 };
 
 /* How a field's value is read. */
-enum { K_STR, K_INT, K_BOOL, K_TS, K_RAW, K_SUB, K_STR_DROP, K_RAW_DROP, K_OBJ_PATCH };
+enum { K_STR, K_INT, K_BOOL, K_TS, K_RAW, K_SUB, K_STR_DROP, K_RAW_DROP, K_FREE_OBJ };
 
 typedef struct Table Table;
 typedef struct {
@@ -221,7 +222,7 @@ static const Field payment_fields[] = {
     F("receipt_email", K_STR, S_RECEIPT_EMAIL),
     F("receipt_url", K_STR, X_RECEIPT_URL),
     F("client_secret", K_RAW_DROP, NO_SLOT),
-    F("next_action", K_OBJ_PATCH, NO_SLOT),
+    F("next_action", K_FREE_OBJ, P_NEXT_ACTION),
     F("redirect_url", K_STR, X_REDIRECT_URL),
     F("success_url", K_STR, X_SUCCESS_URL),
     F("cancel_url", K_STR, X_CANCEL_URL),
@@ -273,10 +274,19 @@ typedef struct {
     int64_t i; /* ints, bools, timestamps (microseconds) */
 } Val;
 
+/* A member of a free-form object: its key (between the quotes) and its value's text. */
+#define MAX_MEMBERS 16
+typedef struct {
+    const uint8_t *key, *value;
+    uint32_t klen, vlen;
+} Member;
+
 typedef struct {
     Val v[N_SLOTS];
     const uint8_t *start, *end; /* the record's text */
     int patch;                  /* extra must be rendered by Python */
+    int n_next;                 /* next_action's members, sorted by key */
+    Member next[MAX_MEMBERS];
 } Rec;
 
 /* ------------------------------------------------------------------ JSON scanning */
@@ -665,6 +675,81 @@ static int parse_iso(const uint8_t *p, size_t n, int64_t *out) {
 
 /* ------------------------------------------------------------------ records */
 
+/* next_action, a free-form object msgspec re-encodes with sorted keys: its members are kept
+ * for write_extra when their text is what msgspec writes (keys without escapes; strings with
+ * msgspec's escapes, ints other than -0, true, false, null), else the row is a patch row. */
+static int read_free_object(Cur *c, Rec *r, int depth) {
+    const uint8_t *start = c->p;
+    int n = 0, plain = 1;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        r->n_next = 0;
+        return 0;
+    }
+    for (;;) {
+        skip_ws(c);
+        const uint8_t *key, *s;
+        size_t klen, slen;
+        uint8_t fl;
+        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key, &klen, &fl)) return -1;
+        if (fl) plain = 0;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        skip_ws(c);
+        if (c->p >= c->end) return -1;
+        const uint8_t *value = c->p;
+        uint8_t ch = *c->p;
+        if (ch == '"') {
+            if (scan_string(c, &s, &slen, &fl)) return -1;
+            if (fl & V_ODD_ESCAPE) plain = 0;
+        } else if (ch == '-' || is_digit(ch)) {
+            int is_int;
+            if (skip_number(c, &is_int, 1)) return -1;
+            if (!is_int || (c->p - value == 2 && value[0] == '-' && value[1] == '0')) plain = 0;
+        } else if (ch == 't' || ch == 'f' || ch == 'n') {
+            if (skip_value(c, depth + 1, 1)) return -1;
+        } else { /* nested: msgspec sorts inside it too; left to Python */
+            if (skip_value(c, depth + 1, 1)) return -1;
+            plain = 0;
+        }
+        if (n < MAX_MEMBERS) {
+            Member m = {key, value, (uint32_t)klen, (uint32_t)(c->p - value)};
+            /* insertion by key: bytewise order of UTF-8 is code point order, Python's */
+            int k = n++;
+            while (k > 0) {
+                const Member *o = &r->next[k - 1];
+                size_t common = o->klen < m.klen ? o->klen : m.klen;
+                int cmp = memcmp(o->key, m.key, common);
+                if (cmp == 0 && o->klen == m.klen) plain = 0; /* a duplicate key */
+                if (cmp < 0 || (cmp == 0 && o->klen <= m.klen)) break;
+                r->next[k] = *o;
+                k--;
+            }
+            r->next[k] = m;
+        } else {
+            plain = 0;
+        }
+        skip_ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            break;
+        }
+        return -1;
+    }
+    if ((size_t)(c->p - start) > UINT32_MAX) return -1;
+    r->n_next = n;
+    if (!plain) r->patch = 1;
+    return 0;
+}
+
 /* The value of one known field into its slot. 0: fine; -1: refuse the body. */
 static int read_field(Cur *c, const Field *f, Rec *r, int depth) {
     Val *v = &r->v[f->slot];
@@ -728,10 +813,10 @@ static int read_field(Cur *c, const Field *f, Rec *r, int depth) {
         }
         return 0;
     }
-    case K_OBJ_PATCH: /* next_action: a free-form object, re-encoded by Python */
-        if (ch != '{' || skip_value(c, depth, 1)) return -1;
-        r->patch = 1;
-        return 0;
+    case K_FREE_OBJ:
+        if (ch != '{') return -1;
+        v->present = 1;
+        return read_free_object(c, r, depth);
     default:
         return -1;
     }
@@ -922,6 +1007,16 @@ static int write_extra(Buf *b, const Rec *r) {
             put_str(&e, "param", &v[X_E_PARAM]) || put_str(&e, "type", &v[X_E_TYPE]) ||
             buf_byte(b, '}'))
             return -1;
+    }
+    if (v[P_NEXT_ACTION].present) { /* (an empty one too: it is not a partly mapped object) */
+        if (put_key(&o, "next_action") || buf_byte(b, '{')) return -1;
+        for (int k = 0; k < r->n_next; k++) {
+            const Member *m = &r->next[k];
+            if ((k && buf_byte(b, ',')) || buf_put(b, m->key - 1, (size_t)m->klen + 2) ||
+                buf_byte(b, ':') || buf_put(b, m->value, m->vlen))
+                return -1;
+        }
+        if (buf_byte(b, '}')) return -1;
     }
     if (v[P_DETAILS].present) {
         int card = v[P_CARD].present && any_present(r, card_extra, 5);
