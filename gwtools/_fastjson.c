@@ -22,6 +22,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* ------------------------------------------------------------------ growable buffers */
 
@@ -330,6 +333,24 @@ static int scan_string(Cur *c, const uint8_t **s, size_t *n, uint8_t *flags) {
     *s = p;
     for (;;) {
         /* the common case: printable ASCII */
+#ifdef __SSE2__
+        /* 16 bytes at a time: stop at a quote, a backslash, a control or a non-ASCII byte
+         * (the signed compare: bytes >= 0x80 are negative, so below 0x20 too) */
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                      space = _mm_set1_epi8(0x20);
+        while (end - p >= 16) {
+            __m128i x = _mm_loadu_si128((const __m128i *)p);
+            __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+                                                     _mm_cmpeq_epi8(x, backslash)),
+                                        _mm_cmplt_epi8(x, space));
+            int mask = _mm_movemask_epi8(stop);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
         while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') p++;
         if (p >= end) return -1;
         uint8_t ch = *p;

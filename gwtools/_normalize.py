@@ -46,8 +46,10 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -832,32 +834,51 @@ def _scanned_array(kind: str, buffers: tuple[Any, ...], n: int) -> pa.Array:
     return pa.Array.from_buffers(arrow_type, n, bufs)
 
 
-def _scan_payments(
-    bodies: Sequence[bytes], share: Sequence[int]
-) -> tuple[list[_ScannedColumns], list[int]]:
-    """Stage 1 of the payments fast path in C (gwtools/_fastjson.c), per variant; and the
-    bodies it left to the msgspec path (anything unusual: see the C file's header)."""
+#: Threads scanning bodies at once (the scanner releases the GIL), and the fewest bodies
+#: worth a second thread.
+_SCAN_THREADS = min(2, os.cpu_count() or 1)
+_SCAN_PARALLEL_FROM = 64
+
+
+def _scan_part(bodies: Sequence[bytes], index: list[int]) -> tuple[Any, Any, dict[str, pa.Array]]:
+    """Scan ``bodies[index]``: (variant code per body, 0 if refused; rows per body; columns)."""
     assert _fastjson is not None
-    index = [i for i in share if type(bodies[i]) is bytes]
-    left = sorted(set(share) - set(index)) if len(index) < len(share) else []
-    if not index:
-        return [], left
     variants, counts, n, buffers, patch = _fastjson.scan_payments([bodies[i] for i in index])
-    kinds = np.frombuffer(variants, np.uint8)
-    left = sorted([*left, *(index[k] for k in np.flatnonzero(kinds == 0))])
-    per_body = np.frombuffer(counts, np.int64)
-    pages = np.repeat(np.asarray(index, np.int64), per_body)
     arrays = {name: _scanned_array(kind, bufs, n) for name, (kind, *bufs) in buffers.items()}
     where = np.frombuffer(patch, np.int64).reshape(-1, 4)
     if len(where):
-        # Rows whose extra the scanner cannot write byte for byte (unknown fields,
-        # next_action, unusual escapes): rendered here as the msgspec path renders them.
+        # Rows whose extra the scanner cannot write byte for byte (unknown fields, unusual
+        # escapes, nested next_action): rendered here as the msgspec path renders them.
         raws = [bodies[index[b]][start:end] for _, b, start, end in where.tolist()]
         records, unknown = decode_payment_records(raws)
         texts = _payment_extra(records, unknown, [r.next_action for r in records])
         mask = np.zeros(n, np.bool_)
         mask[where[:, 0]] = True
         arrays["extra"] = pc.replace_with_mask(arrays["extra"], pa.array(mask), texts)
+    return np.frombuffer(variants, np.uint8), np.frombuffer(counts, np.int64), arrays
+
+
+def _scan_payments(
+    bodies: Sequence[bytes], share: Sequence[int]
+) -> tuple[list[_ScannedColumns], list[int]]:
+    """Stage 1 of the payments fast path in C (gwtools/_fastjson.c), per variant; and the
+    bodies it left to the msgspec path (anything unusual: see the C file's header)."""
+    index = [i for i in share if type(bodies[i]) is bytes]
+    left = sorted(set(share) - set(index)) if len(index) < len(share) else []
+    if not index:
+        return [], left
+    threads = _SCAN_THREADS if len(index) >= _SCAN_PARALLEL_FROM else 1
+    slices = [part.tolist() for part in np.array_split(np.asarray(index), threads)]
+    if threads == 1:
+        results = [_scan_part(bodies, index)]
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            results = list(pool.map(functools.partial(_scan_part, bodies), slices))
+    kinds = np.concatenate([r[0] for r in results])
+    per_body = np.concatenate([r[1] for r in results])
+    arrays = {name: pa.chunked_array([r[2][name] for r in results]) for name in results[0][2]}
+    left = sorted([*left, *(index[k] for k in np.flatnonzero(kinds == 0))])
+    pages = np.repeat(np.asarray(index, np.int64), per_body)
     scanned = []
     for code in sorted({int(k) for k in kinds if k}):
         rows = np.repeat(kinds[kinds != 0] == code, per_body[kinds != 0])
@@ -868,8 +889,7 @@ def _scan_payments(
             part = {name: arr.filter(keep) for name, arr in arrays.items()}
             part_pages = pages[rows]
         variant: Variant = "A" if code == ord("A") else "B"
-        chunked = {name: pa.chunked_array([arr]) for name, arr in part.items()}
-        scanned.append(_ScannedColumns(variant, chunked, part_pages))
+        scanned.append(_ScannedColumns(variant, part, part_pages))
     return scanned, left
 
 

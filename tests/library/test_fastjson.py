@@ -103,7 +103,12 @@ def test_benchmark_bodies(variant: str) -> None:
         assert batch.frame["extra"].str.contains('"next_action"').any()
 
 
-def test_mixed_variants_and_refused_bodies_keep_their_order() -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_mixed_variants_and_refused_bodies_keep_their_order(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(normalize, "_SCAN_THREADS", threads)
+    monkeypatch.setattr(normalize, "_SCAN_PARALLEL_FROM", 2)
     a, b = _bench_bodies("A", 300), _bench_bodies("B", 300)
     odd = b[1].replace(b'"currency":"myr"', b'"currency":5', 1)  # wrong type: refused
     bodies = [a[0], b[0], odd, a[1], b"<html>", a[2], b[2]]
