@@ -42,6 +42,21 @@ TEST_CARDS: Final[dict[str, TestCard]] = {
         _d("4000000000000119", "processing_error", "processing_error", "tok_processingError"),
     )
 }
+#: The sandbox's own declining numbers of the other brands: a brand prefix followed by the last
+#: four digits of the Visa number with the same decline (``5100000030000002`` is Mastercard's
+#: ``generic_decline``). Declines happen on every brand; with Visa-only declining numbers a
+#: history or a demo could only ever show one brand declined.
+BRAND_DECLINE_PREFIXES: Final[dict[str, str]] = {
+    "mastercard": "510000003000",
+    "amex": "37000000000",
+    "discover": "601100001000",
+    "jcb": "356600004000",
+}
+_VISA_DECLINES: Final = [c for c in TEST_CARDS.values() if c.outcome == "decline"]
+for _prefix in BRAND_DECLINE_PREFIXES.values():
+    for _visa in _VISA_DECLINES:
+        _number = _prefix + _visa.number[-4:]
+        TEST_CARDS[_number] = TestCard(_number, "decline", _visa.code, _visa.decline_code)
 TOKENS: Final[dict[str, TestCard]] = {c.token: c for c in TEST_CARDS.values() if c.token}
 
 DECLINE_MESSAGES: Final[dict[str, str]] = {

@@ -217,25 +217,37 @@ def attempt(rec: Record, method: Method, now: float) -> list[Event]:
     if outcome == "cancel":
         return _cancel(rec)
     if outcome in ("processing", "delayed_success", "timeout"):
-        rec.update(
-            status="processing",
-            stage=None,
-            due_at=now + PROCESSING_DELAY,
-            due="fail_timeout" if outcome == "timeout" else "succeed",
-        )
-        return []
+        return _processing(rec, now, "fail_timeout" if outcome == "timeout" else "succeed")
     # three_d_secure or a real FPX bank: the customer acts on the page at /pay/{id}
     rec.update(status="requires_action", stage="3ds" if outcome == "three_d_secure" else "bank")
     return []
 
 
+def _processing(rec: Record, now: float, due: str) -> list[Event]:
+    """Waiting for an answer that comes (or fails to) ``PROCESSING_DELAY`` later."""
+    rec.update(status="processing", stage=None, due_at=now + PROCESSING_DELAY, due=due)
+    return []
+
+
+#: What the customer (or the tester) can do on each customer page.
+ACTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "3ds": ("complete", "fail", "cancel"),
+    # ``timeout``: the customer approved, but the bank's answer never reaches the gateway
+    # (what TEST0004 does at once): processing, then failed with processing_error.
+    "bank": ("complete", "fail", "cancel", "timeout"),
+}
+
+
 def customer_action(rec: Record, action: str, now: float) -> list[Event]:
-    """The customer completes, fails or cancels on the 3-D Secure or bank page."""
+    """The customer completes, fails or cancels on the 3-D Secure or bank page; on the bank
+    page the bank may also not answer (``timeout``). ``action`` is one of ``ACTIONS[stage]``."""
     _touch(rec, now)
     if action == "complete":
         return _authorize_or_capture(rec, now)
     if action == "cancel":
         return _cancel(rec)
+    if action == "timeout":
+        return _processing(rec, now, "fail_timeout")
     if rec["stage"] == "3ds":
         return _fail(
             rec, "card_declined", "authentication_failed", DECLINE_MESSAGES["authentication_failed"]

@@ -15,30 +15,58 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
 
-from gwtools.sandbox import domain, errors, render
-from gwtools.sandbox.cards import TEST_CARDS, brand
+from gwtools.sandbox import domain, errors, params, render
+from gwtools.sandbox.cards import BRAND_DECLINE_PREFIXES, brand
 from gwtools.sandbox.clock import iso
 from gwtools.sandbox.domain import Event, Ids, Method, Record
-from gwtools.sandbox.fpx import BANKS
 from gwtools.sandbox.gateway import API_VERSION, Gateway
 
 DAY: Final = 86_400
-#: real FPX banks and the share of customers who complete the payment at each
-BANK_SUCCESS: Final = {
-    "MB2U0227": 0.93,
-    "BCBB0235": 0.89,
-    "PBB0233": 0.91,
-    "RHB0218": 0.82,
-    "HLB0224": 0.86,
-    "AMBB0209": 0.76,
-    "BIMB0340": 0.70,
+
+
+@dataclass(frozen=True, slots=True)
+class Bank:
+    """How customers pick a real FPX bank and how its bank page ends for them."""
+
+    weight: int  # how often customers pick it
+    success: float  # share who complete the payment
+    timeout: float  # share whose approval never reaches the gateway (processing, then failed)
+
+
+#: Real FPX banks: the big ones are picked most and answer best; the rest fail or cancel
+#: (fail 40 %, cancel 60 %).
+REAL_BANKS: Final = {
+    "MB2U0227": Bank(34, 0.93, 0.010),
+    "BCBB0235": Bank(24, 0.89, 0.020),
+    "PBB0233": Bank(14, 0.91, 0.015),
+    "RHB0218": Bank(9, 0.82, 0.050),
+    "HLB0224": Bank(8, 0.86, 0.030),
+    "AMBB0209": Bank(6, 0.76, 0.070),
+    "BIMB0340": Bank(5, 0.70, 0.100),
+    "BKRM0602": Bank(3, 0.78, 0.060),
+    "ABB0233": Bank(2, 0.80, 0.040),
+    "BSN0601": Bank(2, 0.74, 0.080),
+    "OCBC0229": Bank(1, 0.88, 0.020),
+    "UOB0226": Bank(1, 0.87, 0.030),
+    "SCB0216": Bank(1, 0.85, 0.030),
 }
-#: how often customers pick each bank (same order as BANK_SUCCESS)
-BANK_WEIGHTS: Final = (34, 24, 14, 9, 8, 6, 5)
+#: Test mode only: the share of FPX payments made with the test bank codes (a merchant's own
+#: integration tests), and how often each is used.
+TEST_BANK_SHARE: Final = 0.04
+TEST_BANK_WEIGHTS: Final = (
+    ("TEST0001", 30),
+    ("TEST0002", 20),
+    ("TEST0003", 20),
+    ("TEST0004", 20),
+    ("TEST0005", 10),
+)
+#: Succeeding cards: brand share of card payments.
 BRANDS: Final = (
     ("4242424242424242", 55),
     ("5555555555554444", 30),
@@ -46,6 +74,16 @@ BRANDS: Final = (
     ("6011111111111117", 4),
     ("3566002020360505", 6),
 )
+#: Declines per brand: the brand's share of card payments times how much more often than a
+#: Visa its cards decline (foreign Discover and JCB cards more, Amex charge cards less).
+DECLINE_BRANDS: Final = (
+    ("visa", 55 * 10),
+    ("mastercard", 30 * 11),
+    ("amex", 5 * 7),
+    ("discover", 4 * 16),
+    ("jcb", 6 * 14),
+)
+#: Declines per reason: Visa test numbers, whose last four digits name the reason on every brand.
 DECLINES: Final = (
     ("4000000000000002", 32),
     ("4000000000009995", 30),
@@ -216,6 +254,7 @@ def _plans(rng: random.Random, n: int) -> list[str]:
     recent = [
         "recent_processing",
         "recent_action",
+        "recent_fpx_action",
         "recent_authorized",
         "recent_fpx_refund",
         "recent_checkout",
@@ -226,6 +265,7 @@ def _plans(rng: random.Random, n: int) -> list[str]:
         "abandon",
         "card_refund_fails",
         "fpx_bank",
+        "fpx_timeout",
         "checkout_cancel",
         "card_3ds_fail",
         "card_ok_refund",
@@ -258,6 +298,7 @@ def _simulate(
             - {
                 "recent_processing": 5,
                 "recent_action": 300,
+                "recent_fpx_action": 240,
                 "recent_authorized": 3600,
                 "recent_fpx_refund": 2 * DAY,
                 "recent_checkout": 120,
@@ -294,14 +335,15 @@ def _simulate(
             b.emit(domain.checkout_cancel(rec, t), t)
         return _settle(b, rec, now)
     if plan in ("abandon", "recent_checkout", "checkout_cancel"):
-        plan = "card_3ds_abandon"  # variant B has no checkout: the customer leaves 3-D Secure
+        # variant B has no checkout: the customer leaves the 3-D Secure or the bank page
+        plan = "fpx_abandon" if rng.random() < 0.4 else "card_3ds_abandon"
 
     method = _method(rng, ids, plan, livemode, b, account, t)
     b.emit(domain.attempt(rec, method, t), t)
-    if rec["status"] == "requires_action" and plan not in ("recent_action", "card_3ds_abandon"):
+    if rec["status"] == "requires_action" and plan not in _LEFT_WAITING:
         t_act = t + rng.randrange(20, 240)
         if t_act <= now:
-            action = "fail" if plan == "card_3ds_fail" else _action(rng, method)
+            action = _FORCED_ACTIONS.get(plan) or _action(rng, method)
             if rec["due_at"] is not None and rec["due_at"] <= t_act:
                 return _settle(b, rec, now)  # expired before the customer came back
             b.emit(domain.customer_action(rec, action, t_act), t_act)
@@ -321,38 +363,60 @@ def _simulate(
     return rec
 
 
+#: Forced scenarios: the customer's (or the bank's) answer on the 3-D Secure or bank page.
+_FORCED_ACTIONS: Final = {
+    "card_3ds_fail": "fail",
+    "fpx_timeout": "timeout",
+    "recent_fpx_refund": "complete",
+}
+#: Forced scenarios: the card they pay with.
+_FORCED_CARDS: Final = {
+    "card_3ds": "4000002500003155",
+    "card_3ds_fail": "4000002500003155",
+    "card_3ds_abandon": "4000002500003155",
+    "recent_action": "4000002500003155",
+    "card_processing": "4000000000001018",
+    "recent_processing": "4000000000001018",
+    "card_refund_fails": "4000000000005126",
+}
+_FPX_PLANS: Final = (
+    "fpx_bank",
+    "fpx_timeout",
+    "fpx_abandon",
+    "recent_fpx_action",
+    "recent_fpx_refund",
+)
+#: Scenarios whose customer never comes back from the 3-D Secure or bank page.
+_LEFT_WAITING: Final = ("recent_action", "recent_fpx_action", "card_3ds_abandon", "fpx_abandon")
+_REAL_BANK_TABLE: Final = tuple((code, bank.weight) for code, bank in REAL_BANKS.items())
+
+
 def _method(
     rng: random.Random, ids: Ids, plan: str, livemode: bool, b: _Builder, account: str, t: float
 ) -> Method:
-    if plan in ("fpx_bank", "recent_fpx_refund") or (
-        plan == "recent_action" and rng.random() < 0.5
-    ):
-        code = _pick(rng, tuple(zip(BANK_SUCCESS, BANK_WEIGHTS, strict=True)))
-        method = Method("fpx", {"type": "fpx", "bank_code": code, "bank": BANKS[code]}, "bank")
+    """The payment method of ``plan``, resolved by the API's own parameter code."""
+    if plan in _FPX_PLANS:
+        # test banks resolve at once (no bank page) and a live key cannot use them
+        if plan == "fpx_bank" and not livemode and rng.random() < TEST_BANK_SHARE:
+            code = _pick(rng, TEST_BANK_WEIGHTS)
+        else:
+            code = _pick(rng, _REAL_BANK_TABLE)
+        method = params.fpx_method({"bank_code": code}, livemode, "payment_method_data[fpx]")
     else:
-        number = {
-            "card_3ds": "4000002500003155",
-            "card_3ds_fail": "4000002500003155",
-            "card_3ds_abandon": "4000002500003155",
-            "recent_action": "4000002500003155",
-            "card_processing": "4000000000001018",
-            "recent_processing": "4000000000001018",
-            "card_refund_fails": "4000000000005126",
-        }.get(plan)
+        number = _FORCED_CARDS.get(plan)
         if plan == "card_decline":
-            number = _pick(rng, DECLINES)
+            number = _declining_card(rng)
         number = number or _pick(rng, BRANDS)
-        card = TEST_CARDS[number]
-        details = {
-            "type": "card",
-            "brand": brand(number),
-            "last4": number[-4:],
+        year = datetime.fromtimestamp(t, UTC).year
+        card = {
+            "number": number,
             "exp_month": rng.randrange(1, 13),
-            "exp_year": 2027 + rng.randrange(0, 6),
+            "exp_year": year + 1 + rng.randrange(0, 6),
+            "cvc": "1234" if brand(number) == "amex" else "123",
         }
-        method = Method(
-            "card", details, card.outcome, code=card.code, decline_code=card.decline_code
-        )
+        # Test-mode outcomes even for a live account: live mode would decline every test card,
+        # and a history with no declines, 3-D Secure or processing would show nothing.
+        method = params.card_method(card, False, "payment_method_data[card]", t)
     pm_id = ids.new("pm")
     pm = {
         "id": pm_id,
@@ -371,12 +435,22 @@ def _method(
     )
 
 
+def _declining_card(rng: random.Random) -> str:
+    """A declining test card: brand first (declines follow the brand mix), then the reason."""
+    visa = _pick(rng, DECLINES)
+    prefix = BRAND_DECLINE_PREFIXES.get(_pick(rng, DECLINE_BRANDS))
+    return visa if prefix is None else prefix + visa[-4:]
+
+
 def _action(rng: random.Random, method: Method) -> str:
-    if method.type == "fpx":
-        ok = BANK_SUCCESS[method.details["bank_code"]]
-        roll = rng.random()
-        return "complete" if roll < ok else ("fail" if roll < ok + (1 - ok) * 0.4 else "cancel")
     roll = rng.random()
+    if method.type == "fpx":
+        bank = REAL_BANKS[method.details["bank_code"]]
+        if roll < bank.success:
+            return "complete"
+        if roll < bank.success + bank.timeout:
+            return "timeout"
+        return "fail" if rng.random() < 0.4 else "cancel"
     return "complete" if roll < 0.85 else ("fail" if roll < 0.93 else "cancel")
 
 

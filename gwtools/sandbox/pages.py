@@ -57,16 +57,26 @@ def _checkout_form(rec: dict[str, Any], error: str | None = None) -> str:
 <button name='action' value='cancel'>Cancel</button></form>"""
 
 
+_BUTTONS = {
+    "complete": "Complete",
+    "fail": "Fail",
+    "cancel": "Cancel",
+    "timeout": "Bank does not answer",
+}
+
+
 def _action_form(rec: dict[str, Any]) -> str:
     if rec["stage"] == "3ds":
         what = "3-D Secure: confirm this payment with your card issuer."
     else:
         details = rec["details"] or {}
         what = f"{escape(details.get('bank', 'Your bank'))}: approve the FPX payment."
+    buttons = "\n".join(
+        f"<button name='action' value='{a}'>{_BUTTONS[a]}</button>"
+        for a in domain.ACTIONS[rec["stage"]]
+    )
     return f"""{_summary(rec)}<p>{what}</p><form method='post'>
-<button name='action' value='complete'>Complete</button>
-<button name='action' value='fail'>Fail</button>
-<button name='action' value='cancel'>Cancel</button></form>"""
+{buttons}</form>"""
 
 
 def _done(
@@ -129,10 +139,11 @@ async def act(ident: str, request: Request) -> Response:
         else:
             return _page("Checkout", _checkout_form(rec, "Choose Pay or Cancel."), 400)
     elif rec["status"] == "requires_action":
-        if action not in ("complete", "fail", "cancel"):
+        allowed = domain.ACTIONS[rec["stage"]]
+        if action not in allowed:
             return _page(
                 "Authenticate payment",
-                "<p class='err'>Choose complete, fail or cancel.</p>" + _action_form(rec),
+                f"<p class='err'>Choose one of: {', '.join(allowed)}.</p>" + _action_form(rec),
                 400,
             )
         events = domain.customer_action(rec, action, now)

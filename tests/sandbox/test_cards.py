@@ -71,6 +71,30 @@ def test_declining_cards(payer: Payer, number: str, codes: tuple[str, str]) -> N
         assert stored["status"] == "failed" and stored["failure_code"] == code
 
 
+#: The sandbox's own declining numbers of the other brands (docs/sandbox.md): a brand prefix and
+#: the last four digits of the Visa number with the same decline.
+BRAND_PREFIXES = {
+    "mastercard": "510000003000",
+    "amex": "37000000000",
+    "discover": "601100001000",
+    "jcb": "356600004000",
+}
+
+
+@pytest.mark.parametrize(("brand", "prefix"), BRAND_PREFIXES.items())
+def test_declining_cards_of_other_brands(payer_b: Payer, brand: str, prefix: str) -> None:
+    cvc = "1234" if brand == "amex" else "123"
+    for visa, (code, decline) in DECLINES.items():
+        number = prefix + visa[-4:]
+        card = {"number": number, "exp_month": 1, "exp_year": 2031, "cvc": cvc}
+        r = payer_b.create(payment_method_data={"type": "card", "card": card})
+        assert r.status_code == 402, r.text
+        err = error_of(r)
+        assert (err["code"], err["decline_code"]) == (code, decline)
+        details = payer_b.get(err["payment"]["id"])["payment_method_details"]
+        assert (details["brand"], details["last4"]) == (brand, visa[-4:])
+
+
 @pytest.mark.parametrize(
     ("card", "code", "param"),
     [

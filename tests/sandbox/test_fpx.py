@@ -61,6 +61,30 @@ def test_real_bank_page(payer: Payer, action: str, final: str) -> None:
     }
 
 
+def test_real_bank_that_does_not_answer_times_out(payer: Payer) -> None:
+    """The bank page's fourth choice: processing, then failed like TEST0004."""
+    if payer.variant == "B":
+        pid = payer.create(bank="BIMB0340", expect=201).json()["id"]
+    else:
+        pid = payer.create(expect=201).json()["id"]
+        assert payer.checkout(pid, bank="BIMB0340").status_code == 303
+    assert "value='timeout'" in payer.http.get(f"/pay/{pid}").text
+    assert payer.act(pid, "timeout").status_code == 303
+    assert payer.get(pid)["status"] == payer.status("processing")
+    payer.advance(30)
+    done = payer.get(pid)
+    assert done["status"] == "failed"
+    code = done["failure_code"] if payer.variant == "A" else done["last_payment_error"]["code"]
+    assert code == "processing_error"
+
+
+def test_three_d_secure_page_has_no_timeout(payer_b: Payer) -> None:
+    pid = payer_b.create(card="4000002500003155", expect=201).json()["id"]
+    assert "value='timeout'" not in payer_b.http.get(f"/pay/{pid}").text
+    assert payer_b.act(pid, "timeout").status_code == 400
+    assert payer_b.get(pid)["status"] == "requires_action"
+
+
 def test_fpx_needs_return_url_and_known_bank(payer: Payer) -> None:
     if payer.variant == "A":
         pid = payer.create(expect=201).json()["id"]

@@ -95,3 +95,108 @@ def test_sandbox_seeds_at_start() -> None:
         rows = _rows(sb)
         assert len(rows) == 60
         assert all(NOW.timestamp() - 10 * 86400 <= r[1] <= NOW.timestamp() for r in rows)
+
+
+#: The reason each declining test card's last four digits stand for (DESIGN.md section 4), on
+#: every brand: (error code, decline code).
+REASON_BY_LAST4 = {
+    "0002": ("card_declined", "generic_decline"),
+    "9995": ("card_declined", "insufficient_funds"),
+    "9987": ("card_declined", "lost_card"),
+    "9979": ("card_declined", "stolen_card"),
+    "0069": ("expired_card", "expired_card"),
+    "0127": ("incorrect_cvc", "incorrect_cvc"),
+    "0119": ("processing_error", "processing_error"),
+}
+
+
+def _failure(payer: Payer, p: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(error code, decline code) of a payment; variant A gives no decline code."""
+    if payer.variant == "A":
+        return p["failure_code"], None
+    err = p["last_payment_error"] or {}
+    return err.get("code"), err.get("decline_code")
+
+
+def _fpx_outcome(payer: Payer, p: dict[str, Any]) -> str:
+    code, _ = _failure(payer, p)
+    if p["status"] == "failed":
+        return "timed_out" if code == "processing_error" else "failed"
+    neutral = {"captured": "succeeded", "cancelled": "canceled", "requires_action": "open"}
+    if payer.variant == "A" and p["status"] == "pending":
+        return "open"
+    return neutral.get(p["status"], p["status"])
+
+
+def test_history_declines_every_brand_and_fpx_banks_time_out(payer: Payer) -> None:
+    r = payer.http.post("/_sandbox/history", json={"payments": 1500, "days": 60, "seed": 3})
+    assert r.status_code == 201, r.text
+    payments = _all(payer, "/v1/payments")
+    cards = [p for p in payments if (p["payment_method_details"] or {}).get("type") == "card"]
+    fpx = [p for p in payments if (p["payment_method_details"] or {}).get("type") == "fpx"]
+
+    # Card declines: spread over brands and reasons, each the reason its test card stands for.
+    declined = [p for p in cards if p["status"] == "failed"]
+    by_brand: dict[str, set[str | None]] = defaultdict(set)
+    for p in declined:
+        details = p["payment_method_details"]
+        code, decline = _failure(payer, p)
+        if details["last4"] == "3155":  # the 3-D Secure card, not authenticated
+            assert code == "card_declined" and decline in (None, "authentication_failed")
+            continue
+        expected = REASON_BY_LAST4[details["last4"]]
+        assert code == expected[0]
+        assert decline in (None, expected[1])
+        by_brand[details["brand"]].add(code if decline is None else decline)
+    assert len(by_brand) >= 2, by_brand
+    non_visa = sum(1 for p in declined if p["payment_method_details"]["brand"] != "visa")
+    assert non_visa >= len(declined) // 5, (non_visa, len(declined))
+    # more than one reason on a brand other than Visa
+    assert any(len(reasons) >= 2 for b, reasons in by_brand.items() if b != "visa"), by_brand
+
+    # FPX: every outcome occurs, and real banks time out too (not only the test bank).
+    outcomes: dict[str, set[str]] = defaultdict(set)
+    for p in fpx:
+        outcomes[_fpx_outcome(payer, p)].add(p["payment_method_details"]["bank_code"])
+    assert {"succeeded", "failed", "timed_out", "canceled", "open"} <= set(outcomes), outcomes
+    assert any(not bank.startswith("TEST") for bank in outcomes["timed_out"]), outcomes
+    # success rates differ between banks
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for p in fpx:
+        counts = tally[p["payment_method_details"]["bank_code"]]
+        counts[0] += _fpx_outcome(payer, p) == "succeeded"
+        counts[1] += 1
+    assert len({won / n for won, n in tally.values()}) > 2, tally
+    # test banks appear in a test-mode history, each with the outcome DESIGN.md gives it
+    spec = {
+        "TEST0001": {"succeeded"},
+        "TEST0002": {"failed"},
+        "TEST0003": {"succeeded", "processing"},
+        "TEST0004": {"timed_out", "processing"},
+        "TEST0005": {"canceled"},
+    }
+    seen = {p["payment_method_details"]["bank_code"] for p in fpx} & set(spec)
+    assert seen, "no FPX test bank in a test-mode history"
+    for p in fpx:
+        bank = p["payment_method_details"]["bank_code"]
+        if bank in spec:
+            outcome = _fpx_outcome(payer, p)
+            assert outcome in spec[bank] or (payer.variant == "A" and outcome == "open"), (
+                bank,
+                p,
+            )
+
+
+def test_live_history_uses_no_test_banks(payer_b: Payer) -> None:
+    live = {"Authorization": f"Bearer {payer_b.account['live_secret_key']}"}
+    r = payer_b.http.post(
+        "/_sandbox/history", json={"payments": 600, "days": 30, "seed": 4}, headers=live
+    )
+    assert r.status_code == 201, r.text
+    payer_b.http.headers.update(live)
+    banks = {
+        p["payment_method_details"]["bank_code"]
+        for p in _all(payer_b, "/v1/payments")
+        if (p["payment_method_details"] or {}).get("type") == "fpx"
+    }
+    assert banks and not any(b.startswith("TEST") for b in banks), banks
