@@ -141,6 +141,17 @@ def gwtools_normalize(bodies: list[bytes]) -> Any:
     return batch.frame
 
 
+def gwtools_path(bodies: list[bytes]) -> str:
+    """Which reader normalize_bodies used: the C scanner, or the msgspec path without it."""
+    from gwtools import _normalize
+
+    if _normalize._fastjson is None:
+        return "msgspec (gwtools._fastjson not built)"
+    variants = _normalize._fastjson.scan_payments(bodies)[0]  # (after the measurement)
+    taken = sum(1 for v in variants if v)
+    return f"C scanner ({taken:,} of {len(bodies):,} bodies; the rest msgspec)"
+
+
 def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
     """Peak RSS of this process (or of its children) in MB.
 
@@ -175,6 +186,9 @@ def child(contender: str, variant: str, path: Path, rows: int) -> dict[str, Any]
     wall = time.perf_counter() - wall
     cpu = time.process_time() - cpu + _children_cpu() - children_cpu
     assert len(frame) == rows, (len(frame), rows)
+    peak = max(_rss_mb(), _rss_mb(resource.RUSAGE_CHILDREN))
+    columns = len(frame.columns)
+    del frame
     return {
         "contender": contender,
         "variant": variant,
@@ -184,9 +198,10 @@ def child(contender: str, variant: str, path: Path, rows: int) -> dict[str, Any]
         "rows_per_s": round(rows / wall),
         "rows_per_cpu_s": round(rows / cpu),
         "rss_before_mb": round(before),
-        "peak_rss_mb": round(max(_rss_mb(), _rss_mb(resource.RUSAGE_CHILDREN))),
-        "peak_over_bodies_mb": round(max(_rss_mb(), _rss_mb(resource.RUSAGE_CHILDREN)) - before),
-        "columns": len(frame.columns),
+        "peak_rss_mb": round(peak),
+        "peak_over_bodies_mb": round(peak - before),
+        "columns": columns,
+        "path": "pandas" if contender == "baseline" else gwtools_path(bodies),
     }
 
 
@@ -260,6 +275,7 @@ def main() -> None:
                       f"{run['rows_per_s']:>11,}{run['rows_per_cpu_s']:>12,}"
                       f"{run['peak_rss_mb']:>13,}{run['peak_over_bodies_mb']:>15,}")  # fmt: skip
                 if name != "baseline":
+                    print(f"{'':<8}path: {run['path']}")
                     run["speedup"] = round(run["rows_per_s"] / base["rows_per_s"], 1)
                     run["speedup_per_cpu"] = round(
                         run["rows_per_cpu_s"] / base["rows_per_cpu_s"], 1

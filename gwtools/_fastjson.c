@@ -33,8 +33,7 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->cap - b->len >= extra) return 0;
+static int buf_grow(Buf *b, size_t extra) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap - b->len < extra) {
         if (cap > SIZE_MAX / 2) return -1;
@@ -45,6 +44,11 @@ static int buf_reserve(Buf *b, size_t extra) {
     b->data = d;
     b->cap = cap;
     return 0;
+}
+
+static inline int buf_reserve(Buf *b, size_t extra) {
+    if (__builtin_expect(b->cap - b->len >= extra, 1)) return 0;
+    return buf_grow(b, extra);
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n) {
@@ -61,7 +65,7 @@ static inline int buf_i64(Buf *b, int64_t v) { return buf_put(b, &v, sizeof v); 
 /* Set bit i (0 or 1) of a bitmap, growing it with zero bytes as needed. */
 static inline int bit_put(Buf *b, size_t i, int v) {
     size_t need = i / 8 + 1;
-    if (need > b->len) {
+    if (__builtin_expect(need > b->len, 0)) {
         if (buf_reserve(b, need - b->len)) return -1;
         memset(b->data + b->len, 0, need - b->len);
         b->len = need;
@@ -858,6 +862,13 @@ static int read_sub(Cur *c, const Field *f, Rec *r, int depth) {
     return read_object(c, f->sub, r, depth + 1);
 }
 
+static inline int key_is(const Field *f, const uint8_t *key, size_t klen) {
+    if (f->nlen != klen) return 0;
+    for (size_t k = 0; k < klen; k++)
+        if ((uint8_t)f->name[k] != key[k]) return 0;
+    return 1;
+}
+
 /* An object of known fields (top level: unknown ones make the row a patch row). */
 static int read_object(Cur *c, const Table *t, Rec *r, int depth) {
     if (depth > MAX_DEPTH) return -1;
@@ -880,13 +891,11 @@ static int read_object(Cur *c, const Table *t, Rec *r, int depth) {
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
         int idx = -1;
-        if (guess < t->n && t->fields[guess].nlen == klen &&
-            memcmp(t->fields[guess].name, key, klen) == 0) {
+        if (guess < t->n && key_is(&t->fields[guess], key, klen)) {
             idx = guess;
         } else {
             for (int k = 0; k < t->n; k++) {
-                if (t->fields[k].nlen == klen &&
-                    memcmp(t->fields[k].name, key, klen) == 0) {
+                if (key_is(&t->fields[k], key, klen)) {
                     idx = k;
                     break;
                 }

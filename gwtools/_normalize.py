@@ -31,14 +31,18 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
   functions raise (or warn with ``on_reject="warn"``), as a list the caller built by
   hand is better fixed than silently shortened.
 
-How it is fast: bodies are decoded by msgspec into strict structs of the documented
-fields (:mod:`gwtools._decode`), turned into Arrow arrays a few thousand records at a
-time, and finished column-wise with pyarrow.compute. A body the strict shapes reject,
-or a page holding a record that needs a judgement (no id, an unparsable time, two
-sources for one column), is read record by record by the tolerant path, which gives
-the same rows for the same input (tests compare the two on generated pages). It runs
-in the calling process: no forking, so it is safe in a Jupyter kernel and in the sync's
-threads.
+How it is fast: payment bodies are scanned by a small C extension
+(``gwtools/_fastjson.c``) that writes the first-stage columns straight into Arrow
+buffers, without a Python object per value, in two threads (it releases the GIL).
+Bodies it does not fully understand, refund bodies, and all bodies when the extension
+was not compiled, are decoded by msgspec into strict structs of the documented fields
+(:mod:`gwtools._decode`) and turned into the same columns a few thousand records at a
+time. Both are finished column-wise with pyarrow.compute by the same code. A body the
+strict shapes reject, or a page holding a record that needs a judgement (no id, an
+unparsable time, two sources for one column), is read record by record by the tolerant
+path, which gives the same rows for the same input (tests compare the three on generated
+pages). It runs in the calling process: no forking, so it is safe in a Jupyter kernel
+and in the sync's threads.
 """
 
 from __future__ import annotations
