@@ -52,6 +52,7 @@ static inline int buf_reserve(Buf *b, size_t extra) {
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (n == 0) return 0; /* (b->data may still be NULL) */
     if (buf_reserve(b, n)) return -1;
     memcpy(b->data + b->len, src, n);
     b->len += n;
@@ -431,6 +432,7 @@ static int scan_string(Cur *c, const uint8_t **s, size_t *n, uint8_t *flags) {
 /* The text of a validated string with its escapes resolved, appended to out. */
 static int unescape_into(Buf *out, const uint8_t *p, size_t n) {
     const uint8_t *end = p + n;
+    if (n == 0) return 0;
     if (buf_reserve(out, n)) return -1; /* unescaped text is never longer */
     uint8_t *o = out->data + out->len;
     while (p < end) {
@@ -740,6 +742,7 @@ static int read_free_object(Cur *c, Rec *r, int depth) {
             if (skip_value(c, depth + 1, 1)) return -1;
             plain = 0;
         }
+        if (klen > UINT32_MAX || c->p - value > UINT32_MAX) return -1;
         if (n < MAX_MEMBERS) {
             Member m = {key, value, (uint32_t)klen, (uint32_t)(c->p - value)};
             /* insertion by key: bytewise order of UTF-8 is code point order, Python's */
