@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,11 +276,13 @@ static const struct {
 /* One value of a record: absent (or null), or where it is in the body. */
 enum { V_ESCAPED = 1, V_ODD_ESCAPE = 2 };
 typedef struct {
-    const uint8_t *p; /* strings: the text between the quotes; raw: the value */
+    union {
+        const uint8_t *p; /* strings: the text between the quotes; raw: the value */
+        int64_t i;        /* ints, bools, timestamps (microseconds) */
+    };
     uint32_t len;
     uint8_t present;
     uint8_t flags;
-    int64_t i; /* ints, bools, timestamps (microseconds) */
 } Val;
 
 /* A member of a free-form object: its key (between the quotes) and its value's text. */
@@ -293,8 +296,8 @@ typedef struct {
     Val v[N_SLOTS];
     const uint8_t *start, *end; /* the record's text */
     int patch;                  /* extra must be rendered by Python */
-    int n_next;                 /* next_action's members, sorted by key */
-    Member next[MAX_MEMBERS];
+    int n_next;                 /* next_action's members, sorted by key (if it is there) */
+    Member next[MAX_MEMBERS];   /* (not cleared between records: read only up to n_next) */
 } Rec;
 
 /* ------------------------------------------------------------------ JSON scanning */
@@ -1186,7 +1189,7 @@ static int read_body(const uint8_t *body, size_t len, Recs *rs, int *nomem) {
                         rs->cap = cap;
                     }
                     Rec *r = &rs->recs[rs->n];
-                    memset(r, 0, sizeof *r);
+                    memset(r, 0, offsetof(Rec, next));
                     r->start = c.p;
                     if (read_object(&c, &payment_table, r, 2)) return 0;
                     r->end = c.p;
