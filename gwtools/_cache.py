@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,8 @@ SCHEMA_VERSION = 1
 PARTITION = "created_month"
 _UNKNOWN_MONTH = "unknown"
 _SEQ = "__gw_seq"
-_ROW_GROUP = 64 * 1024
+_ROW_GROUP = 32 * 1024  # rows per row group, and per chunk a compaction reads at once
+_ROW_BITS = 40  # a row's address in a month: file index << _ROW_BITS | row in the file
 
 _seq_lock = threading.Lock()
 _last_seq = 0
@@ -120,16 +121,107 @@ def _newest_per_id(table: pa.Table, *, by_time: bool = False) -> pa.Table:
 
 def _keep_indices(table: pa.Table, *, by_time: bool) -> pa.Array:
     """Indices of :func:`_newest_per_id`'s rows; only the key columns are sorted."""
-    if pc.count_distinct(table.column("id")).as_py() == table.num_rows:
-        keep = pa.array(np.arange(table.num_rows, dtype=np.uint64))  # no duplicates: no sort
-    else:
-        keep = _newest_rows(table)
+    # Sorting the keys costs far less memory than a hash of the ids (count_distinct).
+    keep = _newest_rows(table)
     if by_time and "created_at" in table.column_names:
         times = table.select(["created_at", "id"]).take(keep)
         keep = keep.take(
             pc.sort_indices(times, sort_keys=[("created_at", "ascending"), ("id", "ascending")])
         )
     return keep
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns and types (a file gwtools did not write)."""
+    if table.schema.equals(schema):
+        return table
+    columns = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _release_memory() -> None:
+    """Hand freed Arrow memory back to the system.
+
+    The allocator keeps freed pages for reuse; over a compaction's sorts and reads they add up
+    to more than the rows held (this keeps a 1,000,000-row sync's peak under 500 MB).
+    """
+    pa.default_memory_pool().release_unused()
+
+
+class _Files:
+    """A month's part files, addressed row by row without reading them whole.
+
+    A row's address (``_SEQ``) is ``file index << _ROW_BITS | row in file``: files are in
+    write order, so a higher address is a newer version of the row.
+    """
+
+    def __init__(self, paths: Sequence[Path], schema: pa.Schema) -> None:
+        self.paths = list(paths)
+        self.schema = schema
+        #: first row of each row group, per file (and the file's row count at the end)
+        self.starts: list[np.ndarray] = []
+
+    def keys(self) -> pa.Table:
+        """``id``, ``created_at`` and the address of every row of every file."""
+        key_schema = pa.schema([self.schema.field("id"), self.schema.field("created_at")])
+        pieces = []
+        for i, path in enumerate(self.paths):
+            with pq.ParquetFile(path) as pf:
+                sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)]
+                present = [n for n in key_schema.names if n in pf.schema_arrow.names]
+                table = _conform(pf.read(columns=present, use_threads=False), key_schema)
+            self.starts.append(np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]))
+            address = (i << _ROW_BITS) + np.arange(table.num_rows, dtype=np.int64)
+            pieces.append(table.append_column(_SEQ, pa.array(address)))
+        return pa.concat_tables(pieces) if pieces else key_schema.empty_table()
+
+    def chunks(self, addresses: pa.Array | pa.ChunkedArray) -> Iterator[pa.Table]:
+        """The rows at ``addresses``, ``_ROW_GROUP`` at a time."""
+        for start in range(0, len(addresses), _ROW_GROUP):
+            _release_memory()
+            yield self.gather(addresses.slice(start, _ROW_GROUP))
+        _release_memory()
+
+    def gather(
+        self, addresses: pa.Array | pa.ChunkedArray, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """The rows at ``addresses``, in that order; reads only the row groups needed."""
+        schema = (
+            self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        )
+        where = np.asarray(addresses.to_numpy(), dtype=np.int64)
+        file_of = where >> _ROW_BITS
+        row_of = where & ((1 << _ROW_BITS) - 1)
+        pieces: list[pa.Table] = []
+        positions: list[np.ndarray] = []
+        for i in np.unique(file_of):
+            mine = np.flatnonzero(file_of == i)
+            rows = row_of[mine]
+            starts = self.starts[i]
+            groups = np.unique(np.searchsorted(starts, rows, side="right") - 1)
+            with pq.ParquetFile(self.paths[i]) as pf:
+                present = [n for n in schema.names if n in pf.schema_arrow.names]
+                table = _conform(
+                    pf.read_row_groups(groups.tolist(), present, use_threads=False), schema
+                )
+            # Row r of the file is row r - starts[g] + (rows of the groups read before g).
+            sizes = starts[groups + 1] - starts[groups]
+            offset = np.zeros(len(starts), dtype=np.int64)
+            offset[groups] = np.cumsum(sizes) - sizes - starts[groups]
+            group_of = np.searchsorted(starts, rows, side="right") - 1
+            pieces.append(table.take(pa.array(rows + offset[group_of])))
+            positions.append(mine)
+            del table
+        if not pieces:
+            return schema.empty_table()
+        gathered = pa.concat_tables(pieces)
+        order = np.argsort(np.concatenate(positions), kind="stable")
+        return gathered.take(pa.array(order))
 
 
 @dataclass
@@ -139,11 +231,14 @@ class MergeStats:
     new: int = 0
     updated: int = 0
     unchanged: int = 0
+    #: values of the ``collect`` column of the new and updated rows (see Dataset.compact)
+    changed: set[Any] = field(default_factory=set)
 
     def __iadd__(self, other: MergeStats) -> MergeStats:
         self.new += other.new
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.changed |= other.changed
         return self
 
 
@@ -252,23 +347,32 @@ class Dataset:
         if table.num_rows == 0:
             return set()
         seq = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        table = _newest_per_id(table.append_column(_SEQ, seq)).drop_columns([_SEQ])
+        # In creation order, so compaction finds a chunk's rows in few row groups.
+        table = _newest_per_id(table.append_column(_SEQ, seq), by_time=True).drop_columns([_SEQ])
         months = pc.fill_null(pc.strftime(table.column("created_at"), "%Y-%m"), _UNKNOWN_MONTH)
         table = table.append_column(PARTITION, months)
         written: set[str] = set()
         for month in pc.unique(months).to_pylist():
             part = table.filter(pc.equal(table.column(PARTITION), month)).drop_columns([PARTITION])
-            self._write_part(month, part)
+            self._write_part(
+                month, (part.slice(i, _ROW_GROUP) for i in range(0, part.num_rows, _ROW_GROUP))
+            )
             written.add(month)
         return written
 
     def compact(
-        self, months: Iterable[str], *, since_seq: int = 0, replace: bool = False
+        self,
+        months: Iterable[str],
+        *,
+        since_seq: int = 0,
+        replace: bool = False,
+        collect: str | None = None,
     ) -> MergeStats:
         """Rewrite each month as one file with one row per id (newest wins).
 
         Rows in files written at or after ``since_seq`` (this sync) are compared with the
-        rows written before it, to count new, updated and unchanged rows. ``replace=True``
+        rows written before it, to count new, updated and unchanged rows; the non-null values
+        of column ``collect`` in the new and updated rows are returned too. ``replace=True``
         (after a complete full sync) keeps only this sync's rows: months it did not touch are
         removed, and ids it did not see are dropped, so the cache equals what was fetched.
         """
@@ -282,48 +386,97 @@ class Dataset:
                     with contextlib.suppress(OSError):
                         p.rmdir()
         for month in sorted(months):  # one month at a time: memory stays flat
-            stats += self._compact_month(month, since_seq, replace)
+            stats += self._compact_month(month, since_seq, replace, collect)
         return stats
 
-    def _compact_month(self, month: str, since_seq: int, replace: bool) -> MergeStats:
+    def _compact_month(
+        self, month: str, since_seq: int, replace: bool, collect: str | None
+    ) -> MergeStats:
+        """Stream one month into one file: choose rows by their keys, then copy them in chunks.
+
+        Only ``id``, ``created_at`` and each row's position are held for the whole month;
+        full rows are read, compared and written ``_ROW_GROUP`` at a time, so memory does not
+        grow with the month.
+        """
         files = self._files(month)
         if not files:
             return MergeStats()
         seqs = [self._file_seq(f) for f in files]
         if len(files) == 1 and seqs[0] < since_seq:
             return MergeStats()
-        tables = [self._read_file_with_seq(f, i) for i, f in enumerate(files)]
-        old = [t for t, s in zip(tables, seqs, strict=True) if s < since_seq]
-        new = [t for t, s in zip(tables, seqs, strict=True) if s >= since_seq]
-        stats = self._merge_stats(old, new) if new else MergeStats()
-        keep = new if replace else tables
-        if keep:
-            source = pa.concat_tables(keep)
-            del tables, old, new, keep
-            rows = _keep_indices(source, by_time=True)
-            self._write_part(month, source.drop_columns([_SEQ]), rows)
-            del source
+        source = _Files(files, self.schema)
+        keys = source.keys()
+        file_is_new = pa.array([s >= since_seq for s in seqs])
+        is_new = file_is_new.take(pc.shift_right(keys.column(_SEQ), _ROW_BITS))
+        stats = self._merge_stats(source, keys, is_new, collect)
+        keep = keys.filter(is_new) if replace else keys
+        if keep.num_rows:
+            rows = keep.column(_SEQ).take(_keep_indices(keep, by_time=True))
+            del keys, keep, is_new
+            self._write_part(month, source.chunks(rows))
         for f in files:
             f.unlink(missing_ok=True)
         return stats
 
-    def _merge_stats(self, old: Sequence[pa.Table], new: Sequence[pa.Table]) -> MergeStats:
-        new_t = _newest_per_id(pa.concat_tables(new))
-        if not old:
-            return MergeStats(new=new_t.num_rows)
-        old_t = _newest_per_id(pa.concat_tables(old))
-        in_old = pc.is_in(new_t.column("id"), value_set=old_t.column("id").combine_chunks())
-        common_new = new_t.filter(in_old).sort_by("id")
-        common_old = old_t.filter(
-            pc.is_in(old_t.column("id"), value_set=common_new.column("id").combine_chunks())
-        ).sort_by("id")
-        n_common = common_new.num_rows
-        same: pa.ChunkedArray | pa.Array = pa.array([True] * n_common)
-        for name in _schema.columns(self.resource):
-            same = pc.and_(same, _null_safe_equal(common_new.column(name), common_old.column(name)))
-        unchanged = int(pc.sum(same).as_py() or 0)
+    def _merge_stats(
+        self, source: _Files, keys: pa.Table, is_new: pa.ChunkedArray, collect: str | None
+    ) -> MergeStats:
+        """New, updated and unchanged rows of this sync's files against the older files."""
+        new = _newest_per_id(keys.filter(is_new))
+        if new.num_rows == 0:
+            return MergeStats()
+        old = _newest_per_id(keys.filter(pc.invert(is_new)))
+        # Match versions of an id by sorting (a hash of a month's ids costs far more memory):
+        # ids sorted, this sync's version first, so a match is a row and the next one.
+        both = pa.table(
+            {
+                "id": pa.chunked_array([*new.column("id").chunks, *old.column("id").chunks]),
+                "new": pa.chunked_array(
+                    [
+                        pa.repeat(pa.scalar(True), new.num_rows),
+                        pa.repeat(pa.scalar(False), old.num_rows),
+                    ]
+                ),
+                _SEQ: pa.chunked_array([*new.column(_SEQ).chunks, *old.column(_SEQ).chunks]),
+            }
+        )
+        both = both.take(
+            pc.sort_indices(both, sort_keys=[("id", "ascending"), ("new", "descending")])
+        )
+        ids = both.column("id").combine_chunks()
+        flags = both.column("new").to_numpy(zero_copy_only=False)
+        same_id = np.asarray(pc.equal(ids.slice(1), ids.slice(0, len(ids) - 1)), dtype=bool)
+        matched = np.flatnonzero(same_id)  # row i is this sync's version, row i + 1 the cached one
+        seqs = both.column(_SEQ).to_numpy()
+        n_common = len(matched)
+        in_old = np.zeros(len(ids), dtype=bool)
+        in_old[matched] = True
+        changed: set[Any] = set()
+        if collect is not None:
+            added = pa.array(seqs[flags & ~in_old])
+            for start in range(0, len(added), _ROW_GROUP):
+                chunk = source.gather(added.slice(start, _ROW_GROUP), [collect])
+                changed.update(chunk.column(collect).drop_null().to_pylist())
+        # Pairs (this sync's version, the cached version) of one id, in the cached file's
+        # order, so each chunk reads few row groups.
+        pairs = pa.table({"new": seqs[matched], "old": seqs[matched + 1]}).sort_by("old")
+        unchanged = 0
+        for start in range(0, n_common, _ROW_GROUP):
+            chunk = pairs.slice(start, _ROW_GROUP)
+            a = source.gather(chunk.column("new"))
+            b = source.gather(chunk.column("old"))
+            same: pa.ChunkedArray | pa.Array = pa.array([True] * chunk.num_rows)
+            for name in _schema.columns(self.resource):
+                same = pc.and_(same, _null_safe_equal(a.column(name), b.column(name)))
+            unchanged += int(pc.sum(same).as_py() or 0)
+            if collect is not None:
+                updated = a.column(collect).filter(pc.invert(same))
+                changed.update(updated.drop_null().to_pylist())
         return MergeStats(
-            new=new_t.num_rows - n_common, updated=n_common - unchanged, unchanged=unchanged
+            new=new.num_rows - n_common,
+            updated=n_common - unchanged,
+            unchanged=unchanged,
+            changed=changed,
         )
 
     # -- reading -------------------------------------------------------------------------
@@ -433,26 +586,15 @@ class Dataset:
         except (IndexError, ValueError):
             return 0  # a file not written by gwtools: treat as oldest
 
-    def _read_file_with_seq(self, path: Path, seq: int) -> pa.Table:
-        t = pq.read_table(path, schema=self.schema)
-        return t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
-
-    def _write_part(self, month: str, table: pa.Table, rows: pa.Array | None = None) -> Path:
-        """Write ``table`` (or its ``rows``, in that order) as one part file, atomically.
-
-        Rows are gathered one row group at a time, so a month being compacted is held once.
-        """
+    def _write_part(self, month: str, chunks: Iterable[pa.Table]) -> Path:
+        """Write ``chunks`` (one row group each) as one part file, atomically."""
         directory = self.path / f"{PARTITION}={month}"
         directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = directory / f".tmp-{final.name}"
         with pq.ParquetWriter(tmp, self.schema, compression="lz4") as writer:
-            n = table.num_rows if rows is None else len(rows)
-            for start in range(0, n, _ROW_GROUP):
-                if rows is None:
-                    writer.write_table(table.slice(start, _ROW_GROUP))
-                else:
-                    writer.write_table(table.take(rows.slice(start, _ROW_GROUP)))
+            for chunk in chunks:
+                writer.write_table(chunk)
         os.replace(tmp, final)
         return final
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
 
 from gwtools._cache import Dataset, _next_seq, find_dataset, read_cache
@@ -218,3 +222,107 @@ def test_reading_while_another_sync_compacts(ds: Dataset, tmp_path: Path) -> Non
         stop.set()
         thread.join(10)
     assert failures == [] and reads > 10
+
+
+def _versions(n: int, status: str, day: int = 2) -> list[tuple[str, str, str]]:
+    """n payments created a second apart on 2024-05-<day>, all with ``status``."""
+    return [
+        (
+            f"pay_{i:05d}",
+            status,
+            f"2024-05-{day:02d}T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
+        )
+        for i in range(n)
+    ]
+
+
+def test_compaction_streams_a_month_bigger_than_one_chunk(
+    ds: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are chosen by key and copied chunk by chunk: every chunk boundary keeps the
+    newest version of each id, one row per id, in creation order, and counts it once."""
+    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 7)  # many chunks and row groups
+    old = _versions(100, "pending")
+    with ds.lock():
+        ds.compact(ds.write_batch(frame(old[::-1])))  # written newest first, as lists come
+        seq = _next_seq()
+        # This sync: ids 10..39 twice (the later file wins), 90..119 (100..119 are new).
+        ds.write_batch(frame([(i, "failed", c) for i, _, c in old[10:40]]))
+        ds.write_batch(frame([(i, "succeeded", c) for i, _, c in old[10:40:2]]))
+        ds.write_batch(frame(_versions(120, "pending")[90:]))
+        stats = ds.compact({"2024-05"}, since_seq=seq)
+    assert (stats.new, stats.updated, stats.unchanged) == (20, 30, 10)
+    files = list((ds.path / "created_month=2024-05").glob("*.parquet"))
+    assert len(files) == 1 and pq.ParquetFile(files[0]).num_row_groups == 120 // 7 + 1
+    back = ds.read()
+    assert back["id"].tolist() == [f"pay_{i:05d}" for i in range(120)]  # creation order
+    status = back.set_index("id")["status"]
+    expected = {i: "pending" for i in range(120)}
+    expected.update({i: "failed" for i in range(10, 40)})
+    expected.update({i: "succeeded" for i in range(10, 40, 2)})
+    assert status.to_dict() == {f"pay_{i:05d}": s for i, s in expected.items()}
+
+
+def test_replace_streams_only_this_syncs_rows(ds: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 5)
+    with ds.lock():
+        ds.compact(ds.write_batch(frame(_versions(40, "pending"))))
+        seq = _next_seq()
+        months = ds.write_batch(frame(_versions(30, "succeeded")[5:]))
+        months |= ds.write_batch(frame(_versions(30, "failed")[20:]))
+        stats = ds.compact(months, since_seq=seq, replace=True)
+    assert (stats.new, stats.updated, stats.unchanged) == (0, 25, 0)
+    status = ds.read().set_index("id")["status"]
+    assert status.to_dict() == {
+        f"pay_{i:05d}": "failed" if i >= 20 else "succeeded" for i in range(5, 30)
+    }
+
+
+_CRASHING_WRITER = """
+import sys
+from gwtools import _cache
+from gwtools._cache import Dataset, _next_seq
+from tests.library.test_cache import _versions, frame
+
+_cache._ROW_GROUP = 500  # several chunks per compaction: more moments to be killed in
+ds = Dataset(sys.argv[1], "payments")
+n = 0
+while True:  # killed from outside at a random moment
+    n += 1
+    with ds.lock():
+        seq = _next_seq()
+        months = ds.write_batch(frame(_versions(3000, f"v{n % 2}")))
+        ds.compact(months, since_seq=seq)
+        ds.write_state({"round": n})
+    print(n, flush=True)
+"""
+
+
+def test_a_writer_killed_at_any_moment_leaves_a_readable_cache(
+    ds: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL during writing or compaction: readers see one row per id and no partial file;
+    the next writer clears the leftovers and compacts to one file."""
+    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 500)
+    ids = [f"pay_{i:05d}" for i in range(3000)]
+    rng = random.Random(5)
+    for _ in range(6):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CRASHING_WRITER, str(ds.path)],
+            stdout=subprocess.PIPE,
+            cwd=Path(__file__).parents[2],
+            text=True,
+        )
+        assert proc.stdout is not None
+        proc.stdout.readline()  # at least one complete round
+        time.sleep(rng.uniform(0, 0.4))
+        proc.kill()
+        proc.wait(10)
+        back = ds.read()
+        assert back["id"].tolist() == ids
+        assert back["status"].nunique() == 1  # one round's version, never a mixture
+    with ds.lock():
+        ds.compact({"2024-05"})
+    assert not list(ds.path.rglob(".tmp-*"))
+    assert len(list((ds.path / "created_month=2024-05").glob("*.parquet"))) == 1
+    assert ds.read()["id"].tolist() == ids
