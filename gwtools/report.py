@@ -21,6 +21,7 @@ import datetime as dt
 import html
 import logging
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -159,8 +160,35 @@ def _private_cache_dir() -> str:
     """
     global _private_cache
     if _private_cache is None:
-        _private_cache = tempfile.TemporaryDirectory(prefix="gwtools-embedded-")
+        _remove_orphaned_private_caches()
+        _private_cache = tempfile.TemporaryDirectory(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-")
     return _private_cache.name
+
+
+_PRIVATE_PREFIX = "gwtools-embedded-"
+
+
+def _remove_orphaned_private_caches() -> None:
+    """Remove the private caches of processes that are gone.
+
+    A kernel that is killed (a notebook's "restart", nbval's teardown) never runs the
+    clean-up at exit, so its cache would stay in the temporary directory for good.
+    """
+    for path in Path(tempfile.gettempdir()).glob(f"{_PRIVATE_PREFIX}*-*"):
+        owner = path.name.removeprefix(_PRIVATE_PREFIX).split("-", 1)[0]
+        if not owner.isdigit() or _alive(int(owner)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def load_tables(

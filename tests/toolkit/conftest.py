@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ["MPLBACKEND"] = "Agg"  # before anything imports matplotlib: no display needed
-
 from collections.abc import Callable
 from typing import Any
 
+import matplotlib
 import pandas as pd
 import pytest
 
 from gwtools._schema import PAYMENT_OUTCOME, conform
 from gwtools.analysis import to_major
+
+# No display needed. Not MPLBACKEND: an environment variable would reach every kernel and
+# Voila server the suite starts, and ipykernel skips its inline backend when it is set.
+matplotlib.use("Agg")
 
 Rows = list[dict[str, Any]]
 

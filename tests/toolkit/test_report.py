@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -273,3 +274,30 @@ def test_a_failing_notebook_is_named_and_kept(
     ):
         report.run_report(tmp_path / "r", gateway=gw, notebooks=["02_declines.ipynb"])
     assert (tmp_path / "r" / "02_declines.failed.ipynb").exists()
+
+
+def test_private_caches_of_dead_processes_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed kernel never cleans up its embedded-sandbox cache; the next process does."""
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(report.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(report, "_private_cache", None)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    orphan = tmp_path / f"gwtools-embedded-{int(gone.stdout)}-abc"
+    living = tmp_path / f"gwtools-embedded-{os.getppid()}-def"  # the test runner's parent
+    unrelated = tmp_path / "gwtools-embedded-notapid"
+    for path in (orphan, living, unrelated):
+        (path / "sandbox").mkdir(parents=True)
+
+    mine = Path(report._private_cache_dir())
+
+    assert mine.parent == tmp_path and mine.name.startswith(f"gwtools-embedded-{os.getpid()}-")
+    assert not orphan.exists()
+    assert living.exists() and unrelated.exists()
+    assert report._private_cache_dir() == str(mine)  # one per process
+    assert report._private_cache is not None
+    report._private_cache.cleanup()
