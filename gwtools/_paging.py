@@ -30,10 +30,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gwtools._client import Client, MalformedBodyError
 from gwtools._normalize import PageInfo, page_info
 
-__all__ = ["ListOutcome", "PageSink", "list_pages"]
+__all__ = ["ListOutcome", "PageSink", "first_page", "list_cost", "list_pages"]
 
 log = logging.getLogger("gwtools")
 
@@ -44,6 +46,19 @@ _SECOND = dt.timedelta(seconds=1)
 # Variant B full syncs: windows reaching 1, 2, 4 ... 4096 days back, then one open-ended.
 _WINDOW_DAYS = tuple(2**k for k in range(13))
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MAX_WINDOWS = 12
+
+
+def list_cost(rows: Any, variant: str | None, page_limit: int = PAGE_LIMIT) -> Any:
+    """Requests :func:`list_pages` needs for ``rows`` rows (a number or a numpy array).
+
+    Every list costs its first page. Variant A (and unknown) re-reads page 1 under the frozen
+    upper bound when there is more than one page; variant B ends each time window on a partly
+    filled page, about one window per four pages.
+    """
+    pages = np.maximum(1, np.ceil(np.asarray(rows, dtype=float) / page_limit))
+    extra = np.minimum(_MAX_WINDOWS, np.ceil(pages / 4)) if variant == "B" else 1
+    return pages + np.where(pages > 1, extra, 0)
 
 
 @dataclass
@@ -275,31 +290,63 @@ class TimeWindows:
         self._spawn(_Window(bottom, mid))
 
 
+def _params(
+    since: dt.datetime | None, until: dt.datetime | None, filters: dict[str, str] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(parameters of every request, parameters of the first request)."""
+    base: dict[str, Any] = {"limit": PAGE_LIMIT, **(filters or {})}
+    if until is not None:
+        base["to"] = _iso(until)
+    return base, {**base, **({"from": _iso(since)} if since is not None else {})}
+
+
+async def first_page(
+    client: Client,
+    resource: str,
+    *,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+    filters: dict[str, str] | None = None,
+    on_malformed: OnMalformed,
+) -> tuple[bytes, PageInfo] | None:
+    """The first page :func:`list_pages` would fetch (None if its body stays malformed).
+
+    A caller can look at it (how many rows, which ones) before deciding to list the rest:
+    pass it back as ``list_pages(..., first=...)`` with the same arguments.
+    """
+    run = _Run(client, resource, _no_sink, on_malformed, ListOutcome())
+    return await run.fetch(_params(since, until, filters)[1])
+
+
+async def _no_sink(_body: bytes, _info: PageInfo) -> None:
+    return None
+
+
 async def list_pages(
     client: Client,
     resource: str,
     sink: PageSink,
     *,
     since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
     on_malformed: OnMalformed,
     on_estimate: Callable[[int], None] = lambda _n: None,
     ready: Callable[[], Awaitable[None]] | None = None,
     windows: int | None = None,
     filters: dict[str, str] | None = None,
+    first: tuple[bytes, PageInfo] | None = None,
 ) -> ListOutcome:
-    """Hand every page of ``resource`` created at or after ``since`` to ``sink``.
+    """Hand every page of ``resource`` created at or after ``since`` (and before ``until``) to ``sink``.
 
     ``filters`` are sent with every request (e.g. ``{"status": "pending"}``). ``ready`` is
     awaited before every request: a sink that falls behind makes fetching wait,
-    so pages never pile up in memory.
+    so pages never pile up in memory. ``first`` is the page :func:`first_page` returned for
+    the same arguments: it is not fetched again.
     """
     outcome = ListOutcome()
     run = _Run(client, resource, sink, on_malformed, outcome, on_estimate, ready)
-    base: dict[str, Any] = {"limit": PAGE_LIMIT, **(filters or {})}
-    first_params = dict(base)
-    if since is not None:
-        first_params["from"] = _iso(since)
-    got = await run.fetch(first_params)
+    base, first_params = _params(since, until, filters)
+    got = first if first is not None else await run.fetch(first_params)
     if got is None:
         return outcome
     body, info = got
@@ -322,7 +369,7 @@ async def list_pages(
         return outcome
     # Enough windows to keep the rate limit busy (about rate x round trip requests in flight)
     # without many more: every window and every split costs a partly filled page.
-    target = windows or max(1, min(client.concurrency, 12))
+    target = windows or max(1, min(client.concurrency, _MAX_WINDOWS))
     await TimeWindows(run, body, info, base, since, windows_target=target)()
     if outcome.time_filters_ignored:
         outcome.strategy = "cursor (server ignores from/to)"

@@ -3,9 +3,12 @@
 A full sync lists everything. An incremental sync (the default once a dataset has a state)
 lists rows created since the high-water mark minus a safety overlap, and re-reads every cached
 row still in a non-final state, plus every payment whose refunds are new or changed (a refund
-changes its payment's ``refunded``/``refunded_amount``). Those re-reads are done either by
-listing from an earlier creation time or by retrieving ids one by one, whichever needs fewer
-requests (:func:`choose_cutoff`). Refunds are therefore synced before payments.
+changes its payment's ``refunded``/``refunded_amount``). Those re-reads are done by listing
+from an earlier creation time, by status-filtered lists, or by retrieving ids one by one,
+whichever needs fewest requests (:func:`choose_cutoff`; a status list is priced by how many
+of its rows its first page shows still in the status). Rows left over after the lists are
+retrieved by id or, if there are many, their range is listed again. Refunds are synced before
+payments, and only new or changed refunds send their payment to be re-read.
 
 Pages are normalised and written every ``pages_per_batch`` pages in a worker thread, so
 memory stays flat; touched months are compacted at the end and the state is written last.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import datetime as dt
 import logging
 import sys
@@ -37,7 +41,7 @@ from gwtools._client import Client, MalformedBodyError, RequestStats
 from gwtools._config import Settings
 from gwtools._errors import InvalidRequestError, NotFoundError
 from gwtools._normalize import PageInfo, Reject, normalize_bodies
-from gwtools._paging import PAGE_LIMIT, ListOutcome, list_pages
+from gwtools._paging import PAGE_LIMIT, ListOutcome, first_page, list_cost, list_pages
 from gwtools._schema import Resource
 
 __all__ = ["ResourceResult", "SyncResult", "choose_cutoff", "run_sync"]
@@ -218,7 +222,6 @@ class BatchOutcome:
     months: set[str] = field(default_factory=set)
     rejected: int = 0
     max_created: dt.datetime | None = None
-    payment_ids: set[str] = field(default_factory=set)
     unknown_statuses: set[str] = field(default_factory=set)
 
 
@@ -236,8 +239,6 @@ def write_batch(
         table = pa.Table.from_pandas(batch.frame, schema=ds.schema, preserve_index=False)
         out.months = ds.write_batch(table)
         out.max_created = pc.max(table.column("created_at")).as_py()
-        if resource == "refunds":
-            out.payment_ids = {p for p in pc.unique(table.column("payment_id")).to_pylist() if p}
     return out
 
 
@@ -289,7 +290,6 @@ class BatchWriter:
         self.fetched = 0
         self.rejected = 0
         self.max_created: dt.datetime | None = None
-        self.payment_ids: set[str] = set()
 
     async def add_page(self, body: bytes, info: PageInfo) -> None:
         self.pages += 1
@@ -337,11 +337,40 @@ class BatchWriter:
         _warn_unknown(self.resource, out.unknown_statuses)
         self.months |= out.months
         self.rejected += out.rejected
-        self.payment_ids |= out.payment_ids
         if out.max_created is not None and (
             self.max_created is None or out.max_created > self.max_created
         ):
             self.max_created = out.max_created
+
+
+@dataclass
+class OpenGroup:
+    """Cached rows in one open status created before the default cutoff, as priced for
+    :func:`choose_cutoff` (creation times as sorted integers).
+
+    ``left`` rows fell within the span of the status list's first page but were not on it:
+    they left the status, and only a listing or a retrieve by id re-reads them. Of the
+    ``unknown`` rows, a share ``stay`` is expected to still be in the status, and the rest of
+    the status list returns them for ``rest`` more requests; the others are retrieved by id.
+    ``rest=None``: the list was not probed, and costs what listing the rows that stay costs.
+    """
+
+    unknown: np.ndarray
+    left: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
+    stay: float = 1.0
+    rest: float | None = None
+
+    def costs(
+        self, options: np.ndarray, variant: str | None, page_limit: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(requests by id, requests by the status list) to re-read the rows before each option."""
+        unknown = np.searchsorted(self.unknown, options, side="left")
+        left = np.searchsorted(self.left, options, side="left")
+        rest = (
+            list_cost(unknown * self.stay, variant, page_limit) if self.rest is None else self.rest
+        )
+        by_status = np.where(unknown > 0, rest + (1 - self.stay) * unknown, 0) + left
+        return unknown + left, by_status
 
 
 def choose_cutoff(
@@ -350,22 +379,32 @@ def choose_cutoff(
     default: np.int64 | int,
     page_limit: int = PAGE_LIMIT,
     open_created: np.ndarray | None = None,
+    *,
+    groups: Sequence[OpenGroup] = (),
+    variant: str | None = None,
 ) -> int:
     """The creation time to list from so that re-reading what may have changed costs fewest requests.
 
-    Listing from ``c`` costs one request per ``page_limit`` cached rows created at or after
-    ``c``. Before ``c``, every candidate costs one retrieve by id, and every row in an open
-    state (``open_created``) a ``1/page_limit`` share of a status-filtered list. ``c`` is at
-    most ``default`` (the high-water mark minus the overlap). Times are integers.
+    Listing from ``c`` costs what :func:`list_cost` says for the cached rows created at or
+    after ``c``. Before ``c``, every candidate costs one retrieve by id, and the open rows of
+    each status (``groups``; ``open_created``: one status whose rows all stay) cost their
+    status-filtered list or their retrieves by id, whichever is cheaper. ``c`` is at most
+    ``default`` (the high-water mark minus the overlap); listing from the oldest cached row
+    is an option, so the plan never costs more than a fresh full listing. Times are integers.
     """
     cached = np.sort(cached_created)
     cands = np.sort(candidate_created[candidate_created < default])
-    opens = np.sort(open_created[open_created < default]) if open_created is not None else cands[:0]
-    options = np.unique(np.concatenate([cands, opens, [default]]))
+    groups = list(groups)
+    if open_created is not None:
+        groups.append(OpenGroup(np.sort(open_created[open_created < default])))
+    points: list[np.ndarray] = [cands, np.array([default]), cached[:1]]
+    points += [g.unknown for g in groups] + [g.left for g in groups]
+    options = np.unique(np.concatenate(points).astype(np.int64))
+    options = options[options <= default]
     listed = len(cached) - np.searchsorted(cached, options, side="left")
-    by_id = np.searchsorted(cands, options, side="left")
-    by_status = np.ceil(np.searchsorted(opens, options, side="left") / page_limit)
-    cost = np.ceil(listed / page_limit) + by_id + by_status
+    cost = list_cost(listed, variant, page_limit) + np.searchsorted(cands, options, side="left")
+    for g in groups:
+        cost = cost + np.minimum(*g.costs(options, variant, page_limit))
     best = len(cost) - 1 - int(np.argmin(cost[::-1]))  # on a tie, the latest: fewer rows listed
     return int(options[best])
 
@@ -543,7 +582,11 @@ async def _sync_one(
             [Reject(resource, f"unusable response body from {exc.url}: {exc.message}", exc.snippet)]
         )
 
-    plan = _plan_incremental(ctx, ds, str(high_water), extra_ids) if incremental else None
+    plan = (
+        await _plan_incremental(ctx, ds, str(high_water), extra_ids, on_malformed)
+        if incremental
+        else None
+    )
     since = plan.since if plan is not None else None
     try:
         listing = list_pages(
@@ -564,7 +607,7 @@ async def _sync_one(
                 listing, _reread_open(ctx, plan, writer, on_malformed)
             )
             outcome.complete = outcome.complete and listed_all
-            by_id = plan.by_id + left
+            by_id = left
             res.reread_by_id = len(by_id)
             if by_id:
                 await _retrieve(ctx.client, resource, by_id, writer)
@@ -574,7 +617,14 @@ async def _sync_one(
     complete = outcome.complete and outcome.variant is not None
     replace = complete and not incremental
     stats: MergeStats = await asyncio.get_running_loop().run_in_executor(
-        workers.thread, lambda: ds.compact(writer.months, since_seq=since_seq, replace=replace)
+        workers.thread,
+        lambda: ds.compact(
+            writer.months,
+            since_seq=since_seq,
+            replace=replace,
+            # A new or changed refund changes its payment's refunded amount.
+            collect="payment_id" if resource == "refunds" else None,
+        ),
     )
     new_high = high_water
     if writer.max_created is not None and complete:
@@ -602,7 +652,21 @@ async def _sync_one(
     res.strategy, res.api_variant, res.complete = outcome.strategy, outcome.variant, complete
     res.seconds = time.perf_counter() - started
     log.info("synced %s: %s", resource, res)
-    return _OneResult(res, writer.payment_ids)
+    return _OneResult(res, stats.changed)
+
+
+@dataclass
+class _Status:
+    """The cached rows of one open status created before the cutoff, and how to re-read them."""
+
+    status: str  # as the gateway names it (the filter value)
+    rows: dict[str, int]  # id -> creation time
+    probe: tuple[bytes, PageInfo] | None = None
+    by_list: bool = False  # list the rest of the status (else: retrieve the rows not seen)
+
+    @property
+    def first(self) -> dt.datetime:
+        return _from_us(min(self.rows.values()))
 
 
 @dataclass
@@ -610,14 +674,42 @@ class _Plan:
     """What an incremental sync re-reads besides the rows created since ``since``."""
 
     since: dt.datetime
-    by_id: list[str]
-    #: raw status -> (ids cached in it and created before ``since``, earliest creation)
-    open_before: dict[str, tuple[set[str], dt.datetime]]
+    #: the default cutoff: status lists stop there (later rows are in the main listing)
+    until: dt.datetime
+    variant: str | None
+    #: creation times of every cached row, sorted (what listing a range costs)
+    created: np.ndarray
+    #: cached rows to re-read whatever their status (payments whose refunds changed): id -> created
+    extra: dict[str, int]
+    #: ids to re-read that are not cached: only their id is known
+    unknown: list[str]
+    statuses: list[_Status]
 
 
-def _plan_incremental(ctx: SyncContext, ds: Dataset, high_water: str, extra_ids: set[str]) -> _Plan:
-    """List from the cheapest cutoff; older open rows by status lists, the rest by id."""
+#: A status with fewer old open rows is retrieved by id without probing its list.
+_PROBE_MIN_ROWS = 2
+
+
+def _page_ids(body: bytes) -> set[str]:
+    data = orjson.loads(body).get("data", [])
+    return {r["id"] for r in data if isinstance(r, dict) and isinstance(r.get("id"), str)}
+
+
+async def _plan_incremental(
+    ctx: SyncContext,
+    ds: Dataset,
+    high_water: str,
+    extra_ids: set[str],
+    on_malformed: Callable[[MalformedBodyError], None],
+) -> _Plan:
+    """List from the cheapest cutoff; older open rows by status lists or by id, the rest by id.
+
+    What a status list is worth depends on how many of its old rows are still in the status,
+    so the first page of each status's list (from its oldest cached row to the default
+    cutoff) is fetched before choosing: see :func:`_probed_group`.
+    """
     default = dt.datetime.fromisoformat(high_water) - ctx.overlap
+    variant = ds.state().get("api_variant")
     # Refunds have no status_raw: their raw and canonical statuses are the same words.
     raw = "status_raw" if ds.resource == "payments" else "status"
     cached = ds.read_table(columns=list(dict.fromkeys(["id", "status", raw, "created_at"])))
@@ -627,24 +719,110 @@ def _plan_incremental(ctx: SyncContext, ds: Dataset, high_water: str, extra_ids:
     is_open = pc.is_in(
         cached.column("status"), value_set=pa.array(sorted(open_statuses), pa.large_string())
     )
-    opens = cached.filter(is_open)
+    as_int = lambda t: t.column("created_at").cast(pa.int64()).to_numpy()  # noqa: E731
+    old_open = cached.filter(pc.and_(is_open, pc.less(as_int(cached), _us(default))))
     extra = cached.filter(
         pc.is_in(cached.column("id"), value_set=pa.array(sorted(extra_ids), pa.large_string()))
     )
-    as_int = lambda t: t.column("created_at").cast(pa.int64()).to_numpy()  # noqa: E731
-    cutoff = choose_cutoff(as_int(cached), as_int(extra), _us(default), open_created=as_int(opens))
-    older = pc.less(opens.column("created_at").cast(pa.int64()), cutoff)
-    open_before: dict[str, tuple[set[str], dt.datetime]] = {}
-    for row in opens.filter(older).to_pylist():
-        ids, first = open_before.get(row[raw], (set(), row["created_at"]))
-        ids.add(row["id"])
-        open_before[row[raw]] = (ids, min(first, row["created_at"]))
-    by_id = extra.filter(pc.less(extra.column("created_at").cast(pa.int64()), cutoff))
-    ids = by_id.column("id").to_pylist()
-    # Refunded payments not in the cache at all: only their id is known.
-    known = set(extra.column("id").to_pylist())
-    ids += sorted(i for i in extra_ids if i not in known)
-    return _Plan(_from_us(cutoff), ids, open_before)
+    created = np.sort(as_int(cached))
+    del cached
+    extra_at = dict(zip(extra.column("id").to_pylist(), as_int(extra).tolist(), strict=True))
+    rows: dict[str, dict[str, int]] = {}  # status -> id -> created
+    for ident, status, at in zip(
+        old_open.column("id").to_pylist(),
+        old_open.column(raw).to_pylist(),
+        as_int(old_open).tolist(),
+        strict=True,
+    ):
+        rows.setdefault(status, {})[ident] = at
+    statuses = [_Status(status, r) for status, r in sorted(rows.items())]
+    extra_created = np.array(list(extra_at.values()), dtype=np.int64)
+
+    def cutoff(groups: Sequence[OpenGroup]) -> int:
+        return choose_cutoff(created, extra_created, _us(default), groups=groups, variant=variant)
+
+    # A status whose rows the cutoff covers even if they all stay (its list at its cheapest)
+    # needs no probe.
+    optimistic = cutoff([OpenGroup(np.sort(list(s.rows.values()))) for s in statuses])
+    to_probe = [s for s in statuses if len(s.rows) >= _PROBE_MIN_ROWS and _us(s.first) < optimistic]
+
+    async def probe(s: _Status) -> None:
+        with contextlib.suppress(InvalidRequestError):  # not filterable: by id
+            s.probe = await first_page(
+                ctx.client,
+                ds.resource,
+                since=s.first,
+                until=default,
+                filters={"status": s.status},
+                on_malformed=on_malformed,
+            )
+
+    await asyncio.gather(*(probe(s) for s in to_probe))
+    groups = [_probed_group(s, variant) for s in statuses]
+    chosen = cutoff(groups)
+    at = np.array([chosen], dtype=np.int64)
+    for s, g in zip(statuses, groups, strict=True):
+        by_id_cost, by_status_cost = g.costs(at, variant, PAGE_LIMIT)
+        s.by_list = s.probe is not None and bool(by_status_cost[0] < by_id_cost[0])
+        s.rows = {i: c for i, c in s.rows.items() if c < chosen}
+    return _Plan(
+        since=_from_us(chosen),
+        until=default,
+        variant=variant,
+        created=created,
+        extra={i: c for i, c in extra_at.items() if c < chosen},
+        unknown=sorted(i for i in extra_ids if i not in extra_at),
+        statuses=[s for s in statuses if s.rows or s.probe],
+    )
+
+
+def _probed_group(s: _Status, variant: str | None) -> OpenGroup:
+    """What the first page of a status's list says about its cached rows (see OpenGroup).
+
+    Cached rows within the page's time span that are not on it have left the status. For the
+    older ones, variant A's total says how many rows are still in the status. Variant B gives
+    no total; its first page holds the newest rows, the ones most likely to have moved on, so
+    their share would overstate how many older rows left: those are expected to stay (the
+    rows left over are relisted or retrieved by id after the lists, see :func:`_relist_from`).
+    """
+    created = np.sort(np.array(list(s.rows.values()), dtype=np.int64))
+    if s.probe is None:  # not probed, or not listable: only by id
+        return OpenGroup(created, stay=0.0, rest=0.0)
+    body, info = s.probe
+    on_page = _page_ids(body)
+    complete = not info.has_more if info.variant == "B" else (info.total_pages or 1) <= 1
+    stamps = [t for t in (info.first_created, info.last_created) if t is not None]
+    # A complete list spans all the rows; otherwise the page spans its own time range.
+    low = _us(min(stamps)) if stamps and not complete else np.iinfo(np.int64).min
+    unseen = [c for i, c in s.rows.items() if i not in on_page]
+    left = np.sort(np.array([c for c in unseen if c >= low], dtype=np.int64))
+    unknown = np.sort(np.array([c for c in unseen if c < low], dtype=np.int64))
+    if complete:
+        return OpenGroup(unknown, left, stay=1.0, rest=0.0)
+    if info.variant == "A":
+        still = max(0, (info.total or 0) - info.count)  # in the status, older than the page
+        stay = min(1.0, still / len(unknown)) if len(unknown) else 1.0
+        return OpenGroup(unknown, left, stay=stay, rest=float(info.total_pages or 1))
+    return OpenGroup(unknown, left, stay=1.0, rest=float(list_cost(len(unknown), variant)))
+
+
+def _relist_from(
+    created: np.ndarray, todo: np.ndarray, until: int, variant: str | None
+) -> int | None:
+    """Where listing again up to ``until`` beats retrieving the ``todo`` rows by id, if anywhere.
+
+    Listing from ``x`` re-reads every ``todo`` row created at or after ``x``; the others are
+    retrieved by id. ``created``: every cached row's creation time, sorted.
+    """
+    todo = np.sort(todo)
+    if len(todo) == 0:
+        return None
+    listed = np.searchsorted(created, until, side="left") - np.searchsorted(
+        created, todo, side="left"
+    )
+    cost = list_cost(listed, variant) + np.arange(len(todo))
+    best = len(cost) - 1 - int(np.argmin(cost[::-1]))  # on a tie, the latest: fewer rows listed
+    return int(todo[best]) if cost[best] < len(todo) else None
 
 
 async def _reread_open(
@@ -653,41 +831,57 @@ async def _reread_open(
     writer: BatchWriter,
     on_malformed: Callable[[MalformedBodyError], None],
 ) -> tuple[list[str], bool]:
-    """List each open status from its earliest cached row; rows that left it go by id.
+    """List the statuses the plan lists; then re-read what no list returned.
 
-    Returns the ids to retrieve one by one, and whether every list was complete.
+    Old open rows not returned and the plan's other rows go by id, or, when there are more of
+    them than expected, by listing their creation range again where that is cheaper. Returns
+    the ids to retrieve one by one, and whether every list was complete.
     """
+    seen: set[str] = set()  # across statuses: a row can move from one open status to another
 
-    async def one(status: str, ids: set[str], first: dt.datetime) -> tuple[list[str], bool]:
-        seen: set[str] = set()
+    async def sink(body: bytes, info: PageInfo) -> None:
+        seen.update(_page_ids(body))
+        await writer.add_page(body, info)
 
-        async def sink(body: bytes, info: PageInfo) -> None:
-            seen.update(
-                r["id"]
-                for r in orjson.loads(body).get("data", [])
-                if isinstance(r, dict) and "id" in r
-            )
-            await writer.add_page(body, info)
+    for s in plan.statuses:
+        if s.probe is not None:  # current rows, whatever is decided: keep them
+            await sink(*s.probe)
 
-        try:
-            outcome = await list_pages(
-                ctx.client,
-                writer.resource,
-                sink,
-                since=first,
-                on_malformed=on_malformed,
-                ready=writer.ready,
-                filters={"status": status},
-            )
-        except InvalidRequestError:
-            return sorted(ids), True  # the gateway does not filter on this status: by id
-        return sorted(ids - seen), outcome.complete
+    async def one(s: _Status) -> bool:
+        outcome = await list_pages(
+            ctx.client,
+            writer.resource,
+            sink,
+            since=s.first,
+            until=plan.until,
+            on_malformed=on_malformed,
+            ready=writer.ready,
+            filters={"status": s.status},
+            first=s.probe,
+        )
+        return outcome.complete
 
     # All statuses at once: the client's pacing, not round trips, sets the speed.
-    done = await asyncio.gather(
-        *(one(status, ids, first) for status, (ids, first) in sorted(plan.open_before.items()))
+    complete = all(await asyncio.gather(*(one(s) for s in plan.statuses if s.by_list)))
+    todo = dict(plan.extra)
+    for s in plan.statuses:
+        todo.update((i, c) for i, c in s.rows.items() if i not in seen)
+    start = _relist_from(
+        plan.created, np.array(list(todo.values()), dtype=np.int64), _us(plan.since), plan.variant
     )
-    return [i for left, _ in done for i in left], all(ok for _, ok in done)
+    if start is not None:
+        outcome = await list_pages(
+            ctx.client,
+            writer.resource,
+            writer.add_page,
+            since=_from_us(start),
+            until=plan.since,
+            on_malformed=on_malformed,
+            ready=writer.ready,
+        )
+        complete = complete and outcome.complete
+        todo = {i: c for i, c in todo.items() if c < start}
+    return sorted(todo) + plan.unknown, complete
 
 
 def _object(body: bytes) -> tuple[bytes, str]:
