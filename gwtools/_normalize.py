@@ -862,30 +862,19 @@ def _scan_part(bodies: Sequence[bytes], index: list[int]) -> tuple[Any, Any, dic
     return np.frombuffer(variants, np.uint8), np.frombuffer(counts, np.int64), arrays
 
 
-def _scan_payments(
-    bodies: Sequence[bytes], share: Sequence[int]
-) -> tuple[list[_ScannedColumns], list[int]]:
-    """Stage 1 of the payments fast path in C (gwtools/_fastjson.c), per variant; and the
-    bodies it left to the msgspec path (anything unusual: see the C file's header)."""
-    index = [i for i in share if type(bodies[i]) is bytes]
-    left = sorted(set(share) - set(index)) if len(index) < len(share) else []
-    if not index:
-        return [], left
-    threads = _SCAN_THREADS if len(index) >= _SCAN_PARALLEL_FROM else 1
-    slices = [part.tolist() for part in np.array_split(np.asarray(index), threads)]
-    if threads == 1:
-        results = [_scan_part(bodies, index)]
-    else:
-        with ThreadPoolExecutor(threads) as pool:
-            results = list(pool.map(functools.partial(_scan_part, bodies), slices))
-    kinds = np.concatenate([r[0] for r in results])
-    per_body = np.concatenate([r[1] for r in results])
-    arrays = {name: pa.chunked_array([r[2][name] for r in results]) for name in results[0][2]}
-    left = sorted([*left, *(index[k] for k in np.flatnonzero(kinds == 0))])
+def _scan_tables(
+    bodies: Sequence[bytes], index: list[int], livemode: bool | None
+) -> tuple[list[pa.Table], set[int], list[int]]:
+    """Stages 1 and 2 of the payments fast path over ``bodies[index]`` with the C scanner:
+    (intermediate tables, pages to redo with the tolerant path, bodies it refused)."""
+    kinds, per_body, arrays = _scan_part(bodies, index)
+    refused = [index[k] for k in np.flatnonzero(kinds == 0)]
     pages = np.repeat(np.asarray(index, np.int64), per_body)
-    scanned = []
-    for code in sorted({int(k) for k in kinds if k}):
-        rows = np.repeat(kinds[kinds != 0] == code, per_body[kinds != 0])
+    tables: list[pa.Table] = []
+    redo: set[int] = set()
+    taken = kinds != 0
+    for code in sorted(set(kinds[taken].tolist())):
+        rows = np.repeat(kinds[taken] == code, per_body[taken])
         if rows.all():
             part, part_pages = arrays, pages
         else:  # bodies of both variants in one call: rare
@@ -893,8 +882,37 @@ def _scan_payments(
             part = {name: arr.filter(keep) for name, arr in arrays.items()}
             part_pages = pages[rows]
         variant: Variant = "A" if code == ord("A") else "B"
-        scanned.append(_ScannedColumns(variant, part, part_pages))
-    return scanned, left
+        acc = _ScannedColumns(
+            variant, {name: pa.chunked_array([arr]) for name, arr in part.items()}, part_pages
+        )
+        table, more = _fast_table("payments", variant, acc.arrays, acc, livemode)
+        tables.append(table)
+        redo |= more
+    return tables, redo, refused
+
+
+def _scan_payments(
+    bodies: Sequence[bytes], share: Sequence[int], livemode: bool | None
+) -> tuple[list[pa.Table], set[int], list[int]]:
+    """The payments fast path over ``bodies[share]`` with the C scanner (gwtools/_fastjson.c):
+    (intermediate tables, pages to redo with the tolerant path, bodies left to the msgspec
+    path: anything unusual, see the C file's header). Halves of the bodies are read in
+    parallel threads: the scanner and most Arrow kernels release the GIL."""
+    index = [i for i in share if type(bodies[i]) is bytes]
+    left = sorted(set(share) - set(index)) if len(index) < len(share) else []
+    if not index:
+        return [], set(), left
+    threads = _SCAN_THREADS if len(index) >= _SCAN_PARALLEL_FROM else 1
+    if threads == 1:
+        results = [_scan_tables(bodies, index, livemode)]
+    else:
+        slices = [part.tolist() for part in np.array_split(np.asarray(index), threads)]
+        with ThreadPoolExecutor(threads) as pool:
+            scan = functools.partial(_scan_tables, bodies, livemode=livemode)
+            results = list(pool.map(scan, slices))
+    tables = [table for r in results for table in r[0]]
+    redo = set().union(*(r[1] for r in results))
+    return tables, redo, sorted([*left, *(i for r in results for i in r[2])])
 
 
 def _fast_table(
@@ -1179,11 +1197,8 @@ def _strict_share(
     tolerant: list[int] = []
     tables: list[pa.Table] = []
     if resource == "payments" and _fastjson is not None:
-        scanned, share = _scan_payments(bodies, share)
-        for part in scanned:
-            table, redo = _fast_table(resource, part.variant, part.arrays, part, livemode)
-            tables.append(table)
-            tolerant.extend(redo)
+        tables, redo, share = _scan_payments(bodies, share, livemode)
+        tolerant.extend(redo)
     for i in share:
         got = decode_fast(resource, bodies[i])
         if got is None:
