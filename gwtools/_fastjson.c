@@ -168,6 +168,7 @@ typedef struct {
 struct Table {
     const Field *fields;
     int n;
+    int id; /* index of its key-order memory (Follow) */
 };
 
 #define F(name, kind, slot) {name, sizeof(name) - 1, kind, slot, NULL}
@@ -178,10 +179,10 @@ static const Field card_fields[] = {
     F("exp_month", K_INT, X_C_EXP_MONTH), F("exp_year", K_INT, X_C_EXP_YEAR),
     F("funding", K_STR, X_C_FUNDING),     F("country", K_STR, X_C_COUNTRY),
 };
-static const Table card_table = {card_fields, 6};
+static const Table card_table = {card_fields, 6, 0};
 
 static const Field fpx_fields[] = {F("bank_code", K_STR, S_F_BANK_CODE), F("bank", K_STR, S_F_BANK)};
-static const Table fpx_table = {fpx_fields, 2};
+static const Table fpx_table = {fpx_fields, 2, 1};
 
 static const Field details_fields[] = {
     F("type", K_STR, S_D_TYPE),
@@ -196,14 +197,14 @@ static const Field details_fields[] = {
     SUB("card", P_CARD, &card_table),
     SUB("fpx", P_FPX, &fpx_table),
 };
-static const Table details_table = {details_fields, 11};
+static const Table details_table = {details_fields, 11, 2};
 
 static const Field error_fields[] = {
     F("code", K_STR, S_E_CODE),       F("decline_code", K_STR, S_E_DECLINE_CODE),
     F("message", K_STR, X_E_MESSAGE), F("type", K_STR, X_E_TYPE),
     F("param", K_STR, X_E_PARAM),     F("doc_url", K_STR, X_E_DOC_URL),
 };
-static const Table error_table = {error_fields, 6};
+static const Table error_table = {error_fields, 6, 3};
 
 /* The order of FastPayment (the sandbox's order of variant B), so the guess of the next
  * key usually hits. */
@@ -241,7 +242,14 @@ static const Field payment_fields[] = {
     F("expires_at", K_TS, T_EXPIRES_AT),
     F("livemode", K_BOOL, B_LIVEMODE),
 };
-static const Table payment_table = {payment_fields, 32};
+static const Table payment_table = {payment_fields, 32, 4};
+#define N_TABLES 5
+#define MAX_FIELDS 32
+
+/* The order keys came in, per object shape: follow[t][k + 1] is the field that came after
+ * field k last time (follow[t][0]: the first one). A gateway sends its keys in one order,
+ * so after the first record the next key is nearly always guessed at the first try. */
+typedef uint8_t Follow[N_TABLES][MAX_FIELDS + 1];
 
 /* Column names for Python, in the order scan_payments returns them. */
 static const char *const str_col_names[N_STR_COLS] = {
@@ -306,6 +314,7 @@ typedef struct {
 
 typedef struct {
     const uint8_t *p, *end;
+    uint8_t (*follow)[MAX_FIELDS + 1];
 } Cur;
 
 static inline void skip_ws(Cur *c) {
@@ -879,7 +888,8 @@ static inline int key_is(const Field *f, const uint8_t *key, size_t klen) {
 static int read_object(Cur *c, const Table *t, Rec *r, int depth) {
     if (depth > MAX_DEPTH) return -1;
     uint64_t seen = 0;
-    int guess = 0;
+    uint8_t *follow = c->follow[t->id];
+    int prev = -1;
     c->p++; /* '{' */
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') {
@@ -896,7 +906,7 @@ static int read_object(Cur *c, const Table *t, Rec *r, int depth) {
         skip_ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
-        int idx = -1;
+        int idx = -1, guess = follow[prev + 1];
         if (guess < t->n && key_is(&t->fields[guess], key, klen)) {
             idx = guess;
         } else {
@@ -914,7 +924,8 @@ static int read_object(Cur *c, const Table *t, Rec *r, int depth) {
         } else {
             if (seen & (1ull << idx)) return -1; /* a duplicate key */
             seen |= 1ull << idx;
-            guess = idx + 1;
+            follow[prev + 1] = (uint8_t)idx;
+            prev = idx;
             const Field *f = &t->fields[idx];
             if (f->kind == K_SUB) {
                 if (read_sub(c, f, r, depth)) return -1;
@@ -1144,11 +1155,12 @@ static int emit_row(Out *out, const Rec *r, int64_t body_index, const uint8_t *b
 typedef struct {
     Rec *recs;
     size_t n, cap;
+    Follow follow;
 } Recs;
 
 /* One list body -> its records; returns the variant ('A'/'B'), or 0 to refuse the body. */
 static int read_body(const uint8_t *body, size_t len, Recs *rs, int *nomem) {
-    Cur c = {body, body + len};
+    Cur c = {body, body + len, rs->follow};
     int seen_data = 0, seen_meta = 0, seen_more = 0, seen_object = 0;
     int meta_object = 0, more_set = 0, object_list = 0;
     rs->n = 0;
@@ -1308,6 +1320,9 @@ static PyObject *scan_payments(PyObject *self, PyObject *arg) {
     Buf counts = {0};
     Out *out = calloc(1, sizeof(Out));
     Recs rs = {0};
+    /* first guesses: the table's own order */
+    for (int t = 0; t < N_TABLES; t++)
+        for (int k = 0; k <= MAX_FIELDS; k++) rs.follow[t][k] = (uint8_t)k;
     PyObject *result = NULL;
     if (!items || !ptrs || !lens || !variants || !out) {
         PyErr_NoMemory();
