@@ -12,6 +12,9 @@ The ceiling is 100 requests/s x 100 rows = 10,000 rows/s; the target for gwtools
     python benchmarks/sync.py --payments 10000         # quick look
     python benchmarks/sync.py --memory-run             # + peak memory of a 1,000,000-payment
                                                        #   sync (rate limits off, to finish)
+    python benchmarks/sync.py --memory-run --skip-throughput   # only the memory run (~4 min)
+    python benchmarks/sync.py --contenders incremental --variants A   # only the incremental
+                                                       #   sync after 1% changed, variant A
 
 Prints a table and writes benchmarks/results/sync.json. To add a contender, write a
 ``def run_<name>(base_url, key, workdir) -> dict`` returning the fields of :class:`Row` it
