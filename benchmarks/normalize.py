@@ -147,7 +147,7 @@ def gwtools_path(bodies: list[bytes]) -> str:
 
     if _normalize._fastjson is None:
         return "msgspec (gwtools._fastjson not built)"
-    variants = _normalize._fastjson.scan_payments(bodies)[0]  # (after the measurement)
+    variants = _normalize._fastjson.scan("payments", bodies)[0]  # (after the measurement)
     taken = sum(1 for v in variants if v)
     return f"C scanner ({taken:,} of {len(bodies):,} bodies; the rest msgspec)"
 

@@ -1,6 +1,7 @@
-/* gwtools._fastjson: list bodies of payments -> Arrow column buffers, without Python objects.
+/* gwtools._fastjson: list bodies of payments or refunds -> Arrow column buffers, without
+ * Python objects.
  *
- * scan_payments(bodies) reads list response bodies of either API variant and writes the
+ * scan(resource, bodies) reads list response bodies of either API variant and writes the
  * stage-1 columns of the fast path (see _FastColumns in _normalize.py) straight into
  * Arrow-layout buffers: int64 offsets + UTF-8 data + validity bits for strings, int64 for
  * ints and timestamps (microseconds), bits for bools. Python wraps them with
@@ -9,9 +10,10 @@
  * The scanner is conservative: a body it does not fully understand (invalid JSON or UTF-8,
  * an unknown field inside a sub-object, a duplicate key, a value of an unexpected type, a
  * timestamp of an uncommon shape, an escaped key...) is handed back whole to the existing
- * path, so that every body it accepts gives exactly the rows the msgspec path gives. Rows
- * whose `extra` it cannot render byte-identically (unknown top-level fields, next_action,
- * strings with escapes msgspec would write differently) are listed for Python to patch.
+ * path, so that every body it accepts gives exactly the rows the msgspec path gives. Payment
+ * rows whose `extra` it cannot render byte-identically (unknown top-level fields, a nested
+ * next_action, strings with escapes msgspec would write differently) are listed for Python
+ * to patch; refunds have no lenient reading, so an unknown refund field refuses the body.
  *
  * Every read is bounds-checked against the body's end. The GIL is released while scanning:
  * the bodies are immutable bytes objects referenced for the whole call.
@@ -126,7 +128,7 @@ static PyObject *buffer_from(Buf *b) {
 
 /* ------------------------------------------------------------------ record layout */
 
-/* Value slots of one payment record. */
+/* Value slots of one record (payment or refund). */
 enum {
     /* string columns */
     S_ID, S_CURRENCY, S_STATUS, S_DESCRIPTION, S_PAYMENT_METHOD, S_CUSTOMER, S_RECEIPT_EMAIL,
@@ -149,6 +151,7 @@ enum {
     X_E_DOC_URL, X_E_MESSAGE, X_E_PARAM, X_E_TYPE,
     X_D_COUNTRY, X_D_EXP_MONTH, X_D_EXP_YEAR, X_D_FUNDING, X_D_LAST4,
     X_C_COUNTRY, X_C_EXP_MONTH, X_C_EXP_YEAR, X_C_FUNDING, X_C_LAST4,
+    S_REASON, S_PAYMENT_ID, S_PAYMENT, /* refunds */
     P_NEXT_ACTION, /* next_action is an object (its members are in Rec.next) */
     NO_SLOT,       /* fields read and dropped: object, client_secret */
     N_SLOTS
@@ -243,7 +246,24 @@ static const Field payment_fields[] = {
     F("livemode", K_BOOL, B_LIVEMODE),
 };
 static const Table payment_table = {payment_fields, 32, 4};
-#define N_TABLES 5
+
+/* The order of FastRefund. */
+static const Field refund_fields[] = {
+    F("id", K_STR, S_ID),
+    F("object", K_STR_DROP, NO_SLOT),
+    F("payment_id", K_STR, S_PAYMENT_ID),
+    F("payment", K_STR, S_PAYMENT),
+    F("amount", K_INT, I_AMOUNT),
+    F("currency", K_STR, S_CURRENCY),
+    F("reason", K_STR, S_REASON),
+    F("status", K_STR, S_STATUS),
+    F("metadata", K_RAW, R_METADATA),
+    F("created", K_TS, T_CREATED),
+    F("created_at", K_TS, T_CREATED_AT),
+    F("livemode", K_BOOL, B_LIVEMODE),
+};
+static const Table refund_table = {refund_fields, 12, 5};
+#define N_TABLES 6
 #define MAX_FIELDS 32
 
 /* The order keys came in, per object shape: follow[t][k + 1] is the field that came after
@@ -251,20 +271,34 @@ static const Table payment_table = {payment_fields, 32, 4};
  * so after the first record the next key is nearly always guessed at the first try. */
 typedef uint8_t Follow[N_TABLES][MAX_FIELDS + 1];
 
-/* Column names for Python, in the order scan_payments returns them. */
-static const char *const str_col_names[N_STR_COLS] = {
-    "id", "currency", "status", "description", "payment_method", "customer", "receipt_email",
-    "failure_code", "decline_code", "payment_method_details.type",
-    "payment_method_details.brand", "payment_method_details.bank_code",
-    "payment_method_details.bank", "payment_method_details.card.brand",
-    "payment_method_details.fpx.bank_code", "payment_method_details.fpx.bank",
-    "last_payment_error.code", "last_payment_error.decline_code",
-};
-static const struct {
+/* The stage-1 columns of each resource (the names _FastColumns gives them in Python). */
+typedef struct {
     const char *name;
-    char kind; /* i int64, b bool, t timestamp (int64 microseconds), p presence bool, r raw text */
+    /* s string, i int64, b bool, t timestamp (int64 microseconds), p presence bool,
+     * r raw JSON text ("" when absent) */
+    char kind;
     int slot;
-} other_cols[] = {
+} Col;
+
+static const Col payment_cols[] = {
+    {"id", 's', S_ID},
+    {"currency", 's', S_CURRENCY},
+    {"status", 's', S_STATUS},
+    {"description", 's', S_DESCRIPTION},
+    {"payment_method", 's', S_PAYMENT_METHOD},
+    {"customer", 's', S_CUSTOMER},
+    {"receipt_email", 's', S_RECEIPT_EMAIL},
+    {"failure_code", 's', S_FAILURE_CODE},
+    {"decline_code", 's', S_DECLINE_CODE},
+    {"payment_method_details.type", 's', S_D_TYPE},
+    {"payment_method_details.brand", 's', S_D_BRAND},
+    {"payment_method_details.bank_code", 's', S_D_BANK_CODE},
+    {"payment_method_details.bank", 's', S_D_BANK},
+    {"payment_method_details.card.brand", 's', S_C_BRAND},
+    {"payment_method_details.fpx.bank_code", 's', S_F_BANK_CODE},
+    {"payment_method_details.fpx.bank", 's', S_F_BANK},
+    {"last_payment_error.code", 's', S_E_CODE},
+    {"last_payment_error.decline_code", 's', S_E_DECLINE_CODE},
     {"amount", 'i', I_AMOUNT},
     {"refunded_amount", 'i', I_REFUNDED_AMOUNT},
     {"livemode", 'b', B_LIVEMODE},
@@ -279,7 +313,34 @@ static const struct {
     {"payment_method_details.fpx?", 'p', P_FPX},
     {"metadata", 'r', R_METADATA},
 };
-#define N_OTHER_COLS ((int)(sizeof other_cols / sizeof other_cols[0]))
+
+static const Col refund_cols[] = {
+    {"id", 's', S_ID},
+    {"currency", 's', S_CURRENCY},
+    {"status", 's', S_STATUS},
+    {"reason", 's', S_REASON},
+    {"payment_id", 's', S_PAYMENT_ID},
+    {"payment", 's', S_PAYMENT},
+    {"amount", 'i', I_AMOUNT},
+    {"livemode", 'b', B_LIVEMODE},
+    {"created", 't', T_CREATED},
+    {"created_at", 't', T_CREATED_AT},
+    {"metadata", 'r', R_METADATA},
+};
+
+#define MAX_COLS 32
+typedef struct {
+    const char *resource;
+    const Table *table;
+    const Col *cols;
+    int ncols;
+    int extra; /* payments: the extra column (refunds: made from the status in Python) */
+} Shape;
+
+static const Shape shapes[] = {
+    {"payments", &payment_table, payment_cols, (int)(sizeof payment_cols / sizeof(Col)), 1},
+    {"refunds", &refund_table, refund_cols, (int)(sizeof refund_cols / sizeof(Col)), 0},
+};
 
 /* One value of a record: absent (or null), or where it is in the body. */
 enum { V_ESCAPED = 1, V_ODD_ESCAPE = 2 };
@@ -954,16 +1015,11 @@ typedef struct {
 } StrCol;
 
 typedef struct {
-    Buf data, valid;
-} FixCol;
-
-typedef struct {
-    StrCol str[N_STR_COLS];
-    StrCol meta, extra;
-    FixCol fix[N_OTHER_COLS];
+    const Shape *shape;
+    StrCol col[MAX_COLS]; /* (fixed-width columns use data and valid only) */
+    StrCol extra;
     Buf patch; /* int64 (row, body, start, end) per patch row */
     size_t n;  /* rows written */
-    int nomem;
 } Out;
 
 static int str_push(StrCol *col, size_t row, const Val *v) {
@@ -1111,12 +1167,14 @@ static int odd_extra(const Rec *r) {
 
 static int emit_row(Out *out, const Rec *r, int64_t body_index, const uint8_t *body) {
     size_t row = out->n;
-    for (int k = 0; k < N_STR_COLS; k++)
-        if (str_push(&out->str[k], row, &r->v[k])) return -1;
-    for (int k = 0; k < N_OTHER_COLS; k++) {
-        const Val *v = &r->v[other_cols[k].slot];
-        FixCol *col = &out->fix[k];
-        switch (other_cols[k].kind) {
+    const Shape *shape = out->shape;
+    for (int k = 0; k < shape->ncols; k++) {
+        const Val *v = &r->v[shape->cols[k].slot];
+        StrCol *col = &out->col[k];
+        switch (shape->cols[k].kind) {
+        case 's':
+            if (str_push(col, row, v)) return -1;
+            break;
         case 'i':
         case 't':
             if (buf_i64(&col->data, v->present ? v->i : 0) || bit_put(&col->valid, row, v->present))
@@ -1131,20 +1189,21 @@ static int emit_row(Out *out, const Rec *r, int64_t body_index, const uint8_t *b
             if (bit_put(&col->data, row, v->present) || bit_put(&col->valid, row, 1)) return -1;
             break;
         default: /* 'r': metadata, "" when absent */
-            if ((v->present && buf_put(&out->meta.data, v->p, v->len)) ||
-                bit_put(&out->meta.valid, row, 1) ||
-                buf_i64(&out->meta.offsets, (int64_t)out->meta.data.len))
+            if ((v->present && buf_put(&col->data, v->p, v->len)) || bit_put(&col->valid, row, 1) ||
+                buf_i64(&col->offsets, (int64_t)col->data.len))
                 return -1;
         }
     }
-    int patch = r->patch || odd_extra(r);
-    int has = patch ? 0 : write_extra(&out->extra.data, r);
-    if (has < 0 || bit_put(&out->extra.valid, row, has) ||
-        buf_i64(&out->extra.offsets, (int64_t)out->extra.data.len))
-        return -1;
-    if (patch) {
-        int64_t t[4] = {(int64_t)row, body_index, r->start - body, r->end - body};
-        if (buf_put(&out->patch, t, sizeof t)) return -1;
+    if (shape->extra) {
+        int patch = r->patch || odd_extra(r);
+        int has = patch ? 0 : write_extra(&out->extra.data, r);
+        if (has < 0 || bit_put(&out->extra.valid, row, has) ||
+            buf_i64(&out->extra.offsets, (int64_t)out->extra.data.len))
+            return -1;
+        if (patch) {
+            int64_t t[4] = {(int64_t)row, body_index, r->start - body, r->end - body};
+            if (buf_put(&out->patch, t, sizeof t)) return -1;
+        }
     }
     out->n++;
     return 0;
@@ -1159,7 +1218,7 @@ typedef struct {
 } Recs;
 
 /* One list body -> its records; returns the variant ('A'/'B'), or 0 to refuse the body. */
-static int read_body(const uint8_t *body, size_t len, Recs *rs, int *nomem) {
+static int read_body(const uint8_t *body, size_t len, const Table *table, Recs *rs, int *nomem) {
     Cur c = {body, body + len, rs->follow};
     int seen_data = 0, seen_meta = 0, seen_more = 0, seen_object = 0;
     int meta_object = 0, more_set = 0, object_list = 0;
@@ -1203,7 +1262,7 @@ static int read_body(const uint8_t *body, size_t len, Recs *rs, int *nomem) {
                     Rec *r = &rs->recs[rs->n];
                     memset(r, 0, offsetof(Rec, next));
                     r->start = c.p;
-                    if (read_object(&c, &payment_table, r, 2)) return 0;
+                    if (read_object(&c, table, r, 2)) return 0;
                     r->end = c.p;
                     rs->n++;
                     skip_ws(&c);
@@ -1257,21 +1316,14 @@ static int read_body(const uint8_t *body, size_t len, Recs *rs, int *nomem) {
 /* ------------------------------------------------------------------ Python entry point */
 
 static void out_free(Out *out) {
-    for (int k = 0; k < N_STR_COLS; k++) {
-        free(out->str[k].offsets.data);
-        free(out->str[k].data.data);
-        free(out->str[k].valid.data);
+    for (int k = 0; k < MAX_COLS; k++) {
+        free(out->col[k].offsets.data);
+        free(out->col[k].data.data);
+        free(out->col[k].valid.data);
     }
-    StrCol *extra_cols[] = {&out->meta, &out->extra};
-    for (int k = 0; k < 2; k++) {
-        free(extra_cols[k]->offsets.data);
-        free(extra_cols[k]->data.data);
-        free(extra_cols[k]->valid.data);
-    }
-    for (int k = 0; k < N_OTHER_COLS; k++) {
-        free(out->fix[k].data.data);
-        free(out->fix[k].valid.data);
-    }
+    free(out->extra.offsets.data);
+    free(out->extra.data.data);
+    free(out->extra.valid.data);
     free(out->patch.data);
 }
 
@@ -1287,30 +1339,45 @@ static int bits_finish(Buf *b, size_t n) {
     return 0;
 }
 
-static PyObject *str_col_tuple(StrCol *col, size_t n) {
-    if (bits_finish(&col->valid, n)) return PyErr_NoMemory();
+/* (kind, validity, offsets, data) of a string column; (kind, validity, data) of others. */
+static PyObject *col_tuple(StrCol *col, char kind, size_t n) {
+    if (kind == 'r') kind = 's';
+    if (bits_finish(&col->valid, n) || ((kind == 'b' || kind == 'p') && bits_finish(&col->data, n)))
+        return PyErr_NoMemory();
     PyObject *v = buffer_from(&col->valid);
-    PyObject *o = v ? buffer_from(&col->offsets) : NULL;
-    PyObject *d = o ? buffer_from(&col->data) : NULL;
+    PyObject *o = v && kind == 's' ? buffer_from(&col->offsets) : NULL;
+    PyObject *d = v && (o || kind != 's') ? buffer_from(&col->data) : NULL;
     if (!d) {
         Py_XDECREF(v);
         Py_XDECREF(o);
         return NULL;
     }
-    return Py_BuildValue("(sNNN)", "s", v, o, d);
+    if (kind == 's') return Py_BuildValue("(s#NNN)", &kind, (Py_ssize_t)1, v, o, d);
+    return Py_BuildValue("(s#NN)", &kind, (Py_ssize_t)1, v, d);
 }
 
-PyDoc_STRVAR(scan_payments_doc,
-             "scan_payments(bodies) -> (variants, counts, n, columns, patch)\n\n"
+PyDoc_STRVAR(scan_doc,
+             "scan(resource, bodies) -> (variants, counts, n, columns, patch)\n\n"
+             "resource: 'payments' or 'refunds'; bodies: a list of bytes.\n"
              "variants: bytes, per body b'A', b'B' or 0 (refused: read it another way);\n"
              "counts: int64 rows per body; n: rows; columns: {name: (kind, validity, ...buffers)}\n"
              "with kind 's' (validity, int64 offsets, data), 'i'/'t' (validity, int64 data),\n"
              "'b'/'p' (validity, bits); patch: int64 (row, body, start, end) of the rows whose\n"
-             "extra Python must render from the record's text body[start:end].");
+             "extra (payments) Python must render from the record's text body[start:end].");
 
-static PyObject *scan_payments(PyObject *self, PyObject *arg) {
+static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *seq = PySequence_Fast(arg, "scan_payments takes a sequence of bytes");
+    const char *resource;
+    PyObject *arg;
+    if (!PyArg_ParseTuple(args, "sO:scan", &resource, &arg)) return NULL;
+    const Shape *shape = NULL;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        if (strcmp(shapes[k].resource, resource) == 0) shape = &shapes[k];
+    if (!shape) {
+        PyErr_Format(PyExc_ValueError, "scan reads 'payments' or 'refunds', not %.80s", resource);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(arg, "scan takes a sequence of bytes");
     if (!seq) return NULL;
     Py_ssize_t nb = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PyMem_Calloc((size_t)nb + 1, sizeof(PyObject *));
@@ -1328,11 +1395,11 @@ static PyObject *scan_payments(PyObject *self, PyObject *arg) {
         PyErr_NoMemory();
         goto done;
     }
+    out->shape = shape;
     for (Py_ssize_t i = 0; i < nb; i++) {
         PyObject *b = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyBytes_Check(b)) {
-            PyErr_Format(PyExc_TypeError, "scan_payments takes bytes, not %.80s",
-                         Py_TYPE(b)->tp_name);
+            PyErr_Format(PyExc_TypeError, "scan takes bytes, not %.80s", Py_TYPE(b)->tp_name);
             goto done;
         }
         Py_INCREF(b); /* held while the GIL is released, whatever happens to the sequence */
@@ -1343,10 +1410,10 @@ static PyObject *scan_payments(PyObject *self, PyObject *arg) {
     char *var = PyBytes_AS_STRING(variants);
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS;
-    for (int k = 0; k < N_STR_COLS && !nomem; k++) nomem |= buf_i64(&out->str[k].offsets, 0);
-    nomem |= buf_i64(&out->meta.offsets, 0) | buf_i64(&out->extra.offsets, 0);
+    for (int k = 0; k < shape->ncols && !nomem; k++) nomem |= buf_i64(&out->col[k].offsets, 0);
+    nomem |= buf_i64(&out->extra.offsets, 0);
     for (Py_ssize_t i = 0; i < nb && !nomem; i++) {
-        int v = read_body(ptrs[i], lens[i], &rs, &nomem);
+        int v = read_body(ptrs[i], lens[i], shape->table, &rs, &nomem);
         var[i] = (char)v;
         size_t before = out->n;
         if (v)
@@ -1362,34 +1429,12 @@ static PyObject *scan_payments(PyObject *self, PyObject *arg) {
     size_t n = out->n;
     PyObject *cols = PyDict_New();
     if (!cols) goto done;
-    for (int k = 0; k < N_STR_COLS + 2; k++) {
-        StrCol *col = k < N_STR_COLS ? &out->str[k] : k == N_STR_COLS ? &out->meta : &out->extra;
-        const char *name = k < N_STR_COLS ? str_col_names[k]
-                           : k == N_STR_COLS ? "metadata"
-                                             : "extra";
-        PyObject *t = str_col_tuple(col, n);
+    for (int k = 0; k <= shape->ncols; k++) {
+        if (k == shape->ncols && !shape->extra) break;
+        PyObject *t = k < shape->ncols ? col_tuple(&out->col[k], shape->cols[k].kind, n)
+                                       : col_tuple(&out->extra, 's', n);
+        const char *name = k < shape->ncols ? shape->cols[k].name : "extra";
         if (!t || PyDict_SetItemString(cols, name, t)) {
-            Py_XDECREF(t);
-            Py_DECREF(cols);
-            goto done;
-        }
-        Py_DECREF(t);
-    }
-    for (int k = 0; k < N_OTHER_COLS; k++) {
-        char kind = other_cols[k].kind;
-        if (kind == 'r') continue;
-        FixCol *col = &out->fix[k];
-        if (bits_finish(&col->valid, n) ||
-            ((kind == 'b' || kind == 'p') && bits_finish(&col->data, n))) {
-            PyErr_NoMemory();
-            Py_DECREF(cols);
-            goto done;
-        }
-        PyObject *v = buffer_from(&col->valid);
-        PyObject *d = v ? buffer_from(&col->data) : NULL;
-        PyObject *t = d ? Py_BuildValue("(s#NN)", &kind, (Py_ssize_t)1, v, d) : NULL;
-        if (!t && !d) Py_XDECREF(v); /* (Py_BuildValue consumed v and d) */
-        if (!t || PyDict_SetItemString(cols, other_cols[k].name, t)) {
             Py_XDECREF(t);
             Py_DECREF(cols);
             goto done;
@@ -1423,14 +1468,14 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"scan_payments", scan_payments, METH_O, scan_payments_doc},
+    {"scan", scan, METH_VARARGS, scan_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     "gwtools._fastjson",
-    "List bodies of payments -> Arrow column buffers (see _normalize._scan_payments).",
+    "List bodies of payments or refunds -> Arrow column buffers (see _normalize._scan_tables).",
     -1,
     methods,
 };

@@ -4,6 +4,6 @@ from typing import Any
 class Buffer:
     """Memory the scanner wrote, exposed through the buffer protocol (read-only)."""
 
-def scan_payments(
-    bodies: list[bytes], /
+def scan(
+    resource: str, bodies: list[bytes], /
 ) -> tuple[bytes, Buffer, int, dict[str, tuple[Any, ...]], Buffer]: ...

@@ -31,11 +31,10 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
   functions raise (or warn with ``on_reject="warn"``), as a list the caller built by
   hand is better fixed than silently shortened.
 
-How it is fast: payment bodies are scanned by a small C extension
+How it is fast: list bodies are scanned by a small C extension
 (``gwtools/_fastjson.c``) that writes the first-stage columns straight into Arrow
 buffers, without a Python object per value, in two threads (it releases the GIL).
-Bodies it does not fully understand, refund bodies, and all bodies when the extension
-was not compiled, are decoded by msgspec into strict structs of the documented fields
+Bodies it does not fully understand, and all bodies when the extension was not compiled, are decoded by msgspec into strict structs of the documented fields
 (:mod:`gwtools._decode`) and turned into the same columns a few thousand records at a
 time. Both are finished column-wise with pyarrow.compute by the same code. A body the
 strict shapes reject, or a page holding a record that needs a judgement (no id, an
@@ -844,15 +843,17 @@ _SCAN_THREADS = min(2, os.cpu_count() or 1)
 _SCAN_PARALLEL_FROM = 64
 
 
-def _scan_part(bodies: Sequence[bytes], index: list[int]) -> tuple[Any, Any, dict[str, pa.Array]]:
+def _scan_part(
+    resource: Resource, bodies: Sequence[bytes], index: list[int]
+) -> tuple[Any, Any, dict[str, pa.Array]]:
     """Scan ``bodies[index]``: (variant code per body, 0 if refused; rows per body; columns)."""
     assert _fastjson is not None
-    variants, counts, n, buffers, patch = _fastjson.scan_payments([bodies[i] for i in index])
+    variants, counts, n, buffers, patch = _fastjson.scan(resource, [bodies[i] for i in index])
     arrays = {name: _scanned_array(kind, bufs, n) for name, (kind, *bufs) in buffers.items()}
     where = np.frombuffer(patch, np.int64).reshape(-1, 4)
     if len(where):
-        # Rows whose extra the scanner cannot write byte for byte (unknown fields, unusual
-        # escapes, nested next_action): rendered here as the msgspec path renders them.
+        # Payments whose extra the scanner cannot write byte for byte (unknown fields,
+        # unusual escapes, nested next_action): rendered here as the msgspec path does.
         raws = [bodies[index[b]][start:end] for _, b, start, end in where.tolist()]
         records, unknown = decode_payment_records(raws)
         texts = _payment_extra(records, unknown, [r.next_action for r in records])
@@ -863,11 +864,11 @@ def _scan_part(bodies: Sequence[bytes], index: list[int]) -> tuple[Any, Any, dic
 
 
 def _scan_tables(
-    bodies: Sequence[bytes], index: list[int], livemode: bool | None
+    resource: Resource, bodies: Sequence[bytes], index: list[int], livemode: bool | None
 ) -> tuple[list[pa.Table], set[int], list[int]]:
-    """Stages 1 and 2 of the payments fast path over ``bodies[index]`` with the C scanner:
+    """Stages 1 and 2 of the fast path over ``bodies[index]`` with the C scanner:
     (intermediate tables, pages to redo with the tolerant path, bodies it refused)."""
-    kinds, per_body, arrays = _scan_part(bodies, index)
+    kinds, per_body, arrays = _scan_part(resource, bodies, index)
     refused = [index[k] for k in np.flatnonzero(kinds == 0)]
     pages = np.repeat(np.asarray(index, np.int64), per_body)
     tables: list[pa.Table] = []
@@ -885,16 +886,16 @@ def _scan_tables(
         acc = _ScannedColumns(
             variant, {name: pa.chunked_array([arr]) for name, arr in part.items()}, part_pages
         )
-        table, more = _fast_table("payments", variant, acc.arrays, acc, livemode)
+        table, more = _fast_table(resource, variant, acc.arrays, acc, livemode)
         tables.append(table)
         redo |= more
     return tables, redo, refused
 
 
-def _scan_payments(
-    bodies: Sequence[bytes], share: Sequence[int], livemode: bool | None
+def _scan_bodies(
+    resource: Resource, bodies: Sequence[bytes], share: Sequence[int], livemode: bool | None
 ) -> tuple[list[pa.Table], set[int], list[int]]:
-    """The payments fast path over ``bodies[share]`` with the C scanner (gwtools/_fastjson.c):
+    """The fast path over ``bodies[share]`` with the C scanner (gwtools/_fastjson.c):
     (intermediate tables, pages to redo with the tolerant path, bodies left to the msgspec
     path: anything unusual, see the C file's header). Halves of the bodies are read in
     parallel threads: the scanner and most Arrow kernels release the GIL."""
@@ -904,11 +905,11 @@ def _scan_payments(
         return [], set(), left
     threads = _SCAN_THREADS if len(index) >= _SCAN_PARALLEL_FROM else 1
     if threads == 1:
-        results = [_scan_tables(bodies, index, livemode)]
+        results = [_scan_tables(resource, bodies, index, livemode)]
     else:
         slices = [part.tolist() for part in np.array_split(np.asarray(index), threads)]
         with ThreadPoolExecutor(threads) as pool:
-            scan = functools.partial(_scan_tables, bodies, livemode=livemode)
+            scan = functools.partial(_scan_tables, resource, bodies, livemode=livemode)
             results = list(pool.map(scan, slices))
     tables = [table for r in results for table in r[0]]
     redo = set().union(*(r[1] for r in results))
@@ -1196,8 +1197,8 @@ def _strict_share(
     strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
     tolerant: list[int] = []
     tables: list[pa.Table] = []
-    if resource == "payments" and _fastjson is not None:
-        tables, redo, share = _scan_payments(bodies, share, livemode)
+    if _fastjson is not None:
+        tables, redo, share = _scan_bodies(resource, bodies, share, livemode)
         tolerant.extend(redo)
     for i in share:
         got = decode_fast(resource, bodies[i])

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import gwtools._normalize as normalize
-from gwtools._normalize import NormalizedBatch, _normalize_bodies
+from gwtools._normalize import NormalizedBatch, Resource, _normalize_bodies
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "data" / "recorded"
@@ -46,18 +46,20 @@ def msgspec_path() -> Iterator[None]:
         normalize._fastjson = saved
 
 
-def scanned(bodies: Sequence[bytes]) -> list[str]:
+def scanned(bodies: Sequence[bytes], resource: str = "payments") -> list[str]:
     """Per body: the variant the scanner read it as, or "" if it handed it back."""
     from gwtools import _fastjson
 
-    variants, *_ = _fastjson.scan_payments(list(bodies))
+    variants, *_ = _fastjson.scan(resource, list(bodies))
     return [chr(v) if v else "" for v in variants]
 
 
-def assert_same(bodies: Sequence[bytes], livemode: bool | None = False) -> NormalizedBatch:
-    fast = _normalize_bodies("payments", bodies, livemode, fast=True)
+def assert_same(
+    bodies: Sequence[bytes], livemode: bool | None = False, resource: Resource = "payments"
+) -> NormalizedBatch:
+    fast = _normalize_bodies(resource, bodies, livemode, fast=True)
     with msgspec_path():
-        slow = _normalize_bodies("payments", bodies, livemode, fast=True)
+        slow = _normalize_bodies(resource, bodies, livemode, fast=True)
     pd.testing.assert_frame_equal(fast.frame, slow.frame)
     assert fast.rejects == slow.rejects
     assert fast.unknown_statuses == slow.unknown_statuses
@@ -450,8 +452,70 @@ def test_garbage_never_crashes_the_scanner(raw: bytes) -> None:
 
     prefix = b'{"object":"list","has_more":false,"data":[{"id":"p","created":1,"description":"'
     for candidate in (raw, prefix + raw, prefix + raw + b'"}]}'):
-        variants, counts, n, columns, patch = _fastjson.scan_payments([candidate])
+        variants, counts, n, columns, patch = _fastjson.scan("payments", [candidate])
         assert n == int(np.frombuffer(counts, np.int64).sum())
         assert n == 0 or variants in (b"A", b"B")
         assert len(memoryview(patch)) <= n * 32
         assert set(columns) >= {"id", "extra", "metadata", "created"}
+
+
+# --------------------------------------------------------------------------- refunds
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+def test_recorded_refunds(variant: str) -> None:
+    bodies = [(RECORDED / "sandbox" / variant / "refunds_page1.json").read_bytes(),
+              (RECORDED / "tricky" / "refunds_mixed.json").read_bytes()]  # fmt: skip
+    assert scanned(bodies, "refunds") == [variant, "B"]
+    batch = assert_same(bodies, resource="refunds")
+    assert len(batch.frame) > 2
+
+
+REFUND_FIELDS = {
+    "object": st.one_of(st.just("refund"), st.none()),
+    "payment_id": MAYBE_TEXT,
+    "payment": st.one_of(MAYBE_TEXT, st.just({"id": "pay_x"})),
+    "amount": GOOD_INT,
+    "currency": st.one_of(st.sampled_from(["MYR", "myr", "JPY", ""]), st.none()),
+    "reason": MAYBE_TEXT,
+    "status": st.one_of(st.sampled_from(["pending", "succeeded", "failed", "canceled", "odd"]),
+                        st.none()),
+    "metadata": st.one_of(st.none(), st.just({}), st.dictionaries(TEXT, GOOD_JSON, max_size=2)),
+    "created_at": GOOD_TIME,
+    "livemode": st.one_of(st.none(), st.booleans()),
+    "note": GOOD_JSON,  # unknown: the msgspec path reads refunds strictly, so the scanner refuses
+}  # fmt: skip
+
+
+@st.composite
+def refund_body(draw: st.DrawFn) -> bytes:
+    variant = draw(st.sampled_from("AB"))
+    ident = st.one_of(st.just("rfnd_1"), st.just(""), st.none())
+    created = {"created_at": GOOD_TIME} if variant == "A" else {"created": GOOD_TIME}
+    optional = {**REFUND_FIELDS, "created": GOOD_TIME}
+    optional = {k: v for k, v in optional.items() if k not in created}
+    records = draw(st.lists(st.fixed_dictionaries({"id": ident, **created}, optional=optional),
+                            min_size=1, max_size=4))  # fmt: skip
+    env: dict[str, Any] = (
+        {"data": records, "meta": {"total": 1}} if variant == "A"
+        else {"object": "list", "data": records, "has_more": False}
+    )  # fmt: skip
+    return json.dumps(env, ensure_ascii=draw(st.booleans())).encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(refund_body(), min_size=1, max_size=3))
+def test_generated_refund_bodies(bodies: list[bytes]) -> None:
+    assert_same(bodies, resource="refunds")
+
+
+def test_refund_bodies_the_scanner_refuses_still_normalise() -> None:
+    good = {"id": "rfnd_ok", "payment_id": "pay_1", "amount": 5, "currency": "MYR",
+            "status": "succeeded", "created": 1767225600}  # fmt: skip
+    odd = [{**good, "id": "r2", "note": "x"}, {**good, "id": "r3", "amount": "5"},
+           {**good, "id": "r4", "payment": {"id": "pay_2"}}]  # fmt: skip
+    bodies = [json.dumps({"object": "list", "data": [r], "has_more": False}).encode()
+              for r in [good, *odd]]  # fmt: skip
+    assert scanned(bodies, "refunds") == ["B", "", "", ""]
+    batch = assert_same(bodies, resource="refunds")
+    assert batch.frame["id"].tolist() == ["rfnd_ok", "r2", "r3", "r4"]
