@@ -34,7 +34,8 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
 How it is fast: list bodies are scanned by a small C extension
 (``gwtools/_fastjson.c``) that writes the first-stage columns straight into Arrow
 buffers, without a Python object per value, in two threads (it releases the GIL).
-Bodies it does not fully understand, and all bodies when the extension was not compiled, are decoded by msgspec into strict structs of the documented fields
+Bodies it does not fully understand, and all bodies when the extension was not
+compiled, are decoded by msgspec into strict structs of the documented fields
 (:mod:`gwtools._decode`) and turned into the same columns a few thousand records at a
 time. Both are finished column-wise with pyarrow.compute by the same code. A body the
 strict shapes reject, or a page holding a record that needs a judgement (no id, an
