@@ -7,7 +7,7 @@ with a message that says what was wrong.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -120,10 +120,12 @@ def decode_raw_records(body: bytes) -> tuple[Variant, list[msgspec.Raw]]:
 # text, an expanded object) raises, and the caller reads that body with the tolerant path.
 # Being strict is what lets the fast path skip per-record checks.
 
+# An integer the int64 columns can hold; a bigger one sends the body to the tolerant path.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 _S = str | None
-_I = int | None
+_I = _Int64 | None
 _B = bool | None
-_T = int | float | str | None  # a timestamp: Unix seconds or ISO 8601
+_T = _Int64 | float | str | None  # a timestamp: Unix seconds or ISO 8601
 _RAW_ABSENT = msgspec.Raw(b"")
 
 

@@ -118,6 +118,7 @@ _STR = pa.large_string()
 _DROPPED = frozenset({"object", "client_secret"})
 #: Unix seconds of 0001-01-01 and 9999-12-31T23:59:59, the range a timestamp column holds.
 _MIN_UNIX, _MAX_UNIX = -62135596800, 253402300799
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 # --------------------------------------------------------------------------- public types
@@ -231,7 +232,16 @@ def _map_unique(arr: pa.Array, fn: Callable[[Any], Any], out_type: pa.DataType) 
 
 def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
     """Unix seconds (int/float/None) -> timestamps; indexes out of range are bad."""
-    secs = pa.array(values)
+    try:
+        secs = pa.array(values)
+    except OverflowError:  # an int beyond int64, so far out of range: bad like the others
+        huge = [i for i, v in enumerate(values)
+                if v.__class__ is int and not _INT64_MIN <= v <= _INT64_MAX]  # fmt: skip
+        kept = list(values)
+        for i in huge:
+            kept[i] = None
+        arr, bad = _ts_from_seconds(kept)
+        return arr, sorted({*bad, *huge})
     if pa.types.is_null(secs.type):
         return pa.nulls(len(values), _TS), []
     secs = pc.cast(secs, pa.float64()) if pa.types.is_floating(secs.type) else secs
@@ -378,7 +388,11 @@ class _Fields:
         return self._take(key, str)
 
     def integer(self, key: str) -> int | None:
-        return self._take(key, int)  # never a bool
+        v: int | None = self._take(key, int)  # never a bool
+        if v is not None and not _INT64_MIN <= v <= _INT64_MAX:
+            self.rest[key] = v  # too big for an int64 column: kept in extra
+            return None
+        return v
 
     def flag(self, key: str) -> bool | None:
         return self._take(key, bool)

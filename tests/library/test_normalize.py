@@ -290,6 +290,26 @@ def test_amount_of_the_wrong_type_is_null_and_kept_in_extra() -> None:
     assert json.loads(row["extra"]) == {"amount": "10.00"}
 
 
+@pytest.mark.parametrize("field", ["amount", "refunded_amount", "captured_at"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_integers_too_big_for_int64_are_null_and_kept_in_extra(field: str, fast: bool) -> None:
+    huge = 2**70
+    batch = _normalize_bodies("payments", [b_page([pay_b(**{field: huge}), pay_b(id="pay_c")])],
+                              False, fast=fast)  # fmt: skip
+    assert not batch.rejects
+    first, second = batch.frame.iloc[0], batch.frame.iloc[1]
+    assert pd.isna(first[field]) and json.loads(first["extra"]) == {field: huge}
+    assert second["id"] == "pay_c" and second["amount"] == 1000
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_creation_time_too_big_for_int64_is_rejected_with_its_value(fast: bool) -> None:
+    batch = _normalize_bodies("payments", [b_page([pay_b(created=2**70), pay_b(id="pay_c")])],
+                              False, fast=fast)  # fmt: skip
+    assert list(batch.frame["id"]) == ["pay_c"]
+    assert len(batch.rejects) == 1 and str(2**70) in batch.rejects[0].reason
+
+
 # --------------------------------------------------------------------------- columns
 
 
