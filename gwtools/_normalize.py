@@ -240,8 +240,8 @@ def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
         kept = list(values)
         for i in huge:
             kept[i] = None
-        arr, bad = _ts_from_seconds(kept)
-        return arr, sorted({*bad, *huge})
+        arr, other_bad = _ts_from_seconds(kept)
+        return arr, sorted({*other_bad, *huge})
     if pa.types.is_null(secs.type):
         return pa.nulls(len(values), _TS), []
     secs = pc.cast(secs, pa.float64()) if pa.types.is_floating(secs.type) else secs
