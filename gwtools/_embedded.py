@@ -86,7 +86,7 @@ def _start(history: DemoHistory) -> Any:
             seed=history.seed,
             now=history.now,
         ).start()
-        atexit.register(sandbox.stop)
+        atexit.register(sandbox.close)
         _running[key] = sandbox
         log.warning(
             "gwtools: no GW_API_KEY/GW_BASE_URL, so using the embedded sandbox (variant %s, "

@@ -80,7 +80,7 @@ def _start(variant: str) -> Iterator[Sandbox]:
     try:
         yield sb
     finally:
-        sb.stop()
+        sb.close()
 
 
 @pytest.fixture(scope="session")

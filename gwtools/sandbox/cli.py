@@ -165,4 +165,4 @@ def sandbox(
     except KeyboardInterrupt:
         pass
     finally:
-        sb.stop()
+        sb.close()

@@ -144,7 +144,13 @@ class Sandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop serving and close the database: nothing, not even SQLite's write-ahead log
+        (which holds the issued keys), stays open. The sandbox cannot be started again."""
         self.stop()
+        self.gateway.store.close()
 
     def headers(self, key: str | None = None) -> dict[str, Any]:
         """``Authorization`` header for ``key`` (default: the test secret key)."""
