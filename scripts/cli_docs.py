@@ -21,7 +21,8 @@ INTRO = {
     ),
     "export": (
         "Write the canonical payments or refunds table (DESIGN.md section 2) to CSV or Parquet, "
-        "synced first unless `--no-refresh`.",
+        "synced first; with `--no-refresh` read from the cache alone, connecting to nothing (no "
+        "key: the embedded sandbox's cache).",
         "gwtools export payments --format csv --out failed.csv --since 2026-10-01 --status failed",
     ),
     "report": (
