@@ -214,7 +214,9 @@ def measure(name: str, variant: str, payments: int, base_url: str, key: str) -> 
 
 
 def _clone_payments(db: Path, total: int) -> None:
-    """Grow the sandbox's seeded payments to ``total`` rows by cloning them with new ids.
+    """Grow the sandbox's seeded payments to ``total`` rows by cloning them with new ids
+    and creation times (the k-th clone k seconds older, in the column and in the body alike,
+    so that from/to filters still agree with what the gateway sends).
 
     The sandbox keeps about 30 kB per generated payment in memory, so a generated history of
     1,000,000 payments does not fit this machine; clones in its SQLite file cost nothing.
@@ -229,8 +231,12 @@ def _clone_payments(db: Path, total: int) -> None:
         """
         WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < ?)
         INSERT INTO payments (id, account, livemode, created, status, raw, due_at, rec, body)
-        SELECT id || printf('c%05d', k), account, livemode, created - k, status, raw, NULL,
-               rec, CAST(replace(CAST(body AS TEXT), id, id || printf('c%05d', k)) AS BLOB)
+        SELECT id || printf('c%05d', k), account, livemode, created - k, status, raw, NULL, rec,
+               CAST(replace(replace(replace(CAST(body AS TEXT), id, id || printf('c%05d', k)),
+                    '"created":' || created || ',', '"created":' || (created - k) || ','),
+                    strftime('"created_at":"%Y-%m-%dT%H:%M:%SZ"', created, 'unixepoch'),
+                    strftime('"created_at":"%Y-%m-%dT%H:%M:%SZ"', created - k, 'unixepoch'))
+                    AS BLOB)
         FROM payments, n WHERE raw = 0
         """,
         (copies,),
@@ -239,13 +245,13 @@ def _clone_payments(db: Path, total: int) -> None:
     con.close()
 
 
-def memory_run(payments: int) -> Row:
-    """Peak memory of a gwtools sync of ``payments`` payments (variant A, rate limits off)."""
+def memory_run(variant: str, payments: int) -> Row:
+    """Peak memory of a gwtools sync of ``payments`` payments (rate limits off)."""
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "sandbox.sqlite"
-        with sandbox("A", 2_000, latency_ms=0, rate_limits=False, db=db) as (url, key):
+        with sandbox(variant, 2_000, latency_ms=0, rate_limits=False, db=db) as (url, key):
             _clone_payments(db, payments)
-            row = measure("gwtools", "A", payments, url, key)
+            row = measure("gwtools", variant, payments, url, key)
     row.notes = "rate limits OFF, no latency (memory run; cloned history); " + row.notes
     return row
 
@@ -292,7 +298,7 @@ def main() -> None:
                 print(f"{variant} {name}: {rows[-1].rows_per_s:,.0f} rows/s", flush=True)
     memory: list[Row] = []
     if args.memory_run:
-        memory.append(memory_run(args.memory_payments))
+        memory.extend(memory_run(v, args.memory_payments) for v in args.variants)
     print()
     print(
         f"Full sync, sandbox with rate limits on and {args.latency_ms:g} ms latency "
