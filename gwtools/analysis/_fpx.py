@@ -13,6 +13,10 @@ from gwtools.analysis._rates import add_rate, with_keys
 #: the payment fails with ``processing_error``).
 TIMEOUT_CODES: Final = frozenset({"processing_error", "timeout", "bank_timeout"})
 
+#: The gateway's FPX test banks (spec, FPX test banks): each ends one fixed way, so they say
+#: nothing about how banks perform and are ranked after the real ones.
+TEST_BANKS: Final = frozenset({"TEST0001", "TEST0002", "TEST0003", "TEST0004", "TEST0005"})
+
 #: Outcome columns of an FPX bank table, in the order a heatmap shows them.
 FPX_OUTCOMES: Final = (
     "succeeded",
@@ -57,7 +61,8 @@ def fpx_banks(
     The rate counts every finished attempt: failures, time-outs, customer
     cancellations at the bank and expiries, because on FPX those happen on the bank's
     side of the flow; attempts still pending are undecided and left out. With
-    ``freq``, one row per bank and local period. Sorted by rate, worst first.
+    ``freq``, one row per bank and local period. Sorted by rate, worst first, with the
+    gateway's test banks (``test_bank`` True: each ends one fixed way) after the real ones.
 
     Example: ``fpx_banks(payments).head(3)``: the banks to talk to.
     """
@@ -66,6 +71,7 @@ def fpx_banks(
     columns = ["fpx_bank_code", "fpx_bank", "period"] if freq else ["fpx_bank_code", "fpx_bank"]
     if fpx.empty:
         empty = pd.DataFrame({c: pd.Series(dtype="string") for c in columns})
+        empty.insert(2, "test_bank", pd.Series(dtype=bool))
         for c in ["attempts", *FPX_OUTCOMES, "n"]:
             empty[c] = pd.Series(dtype="int64")
         return add_rate(empty, "succeeded", "n").assign(median_minutes=pd.Series(dtype="float64"))
@@ -88,9 +94,12 @@ def fpx_banks(
         fpx.dropna(subset=["fpx_bank"]).groupby("fpx_bank_code", dropna=False)["fpx_bank"].first()
     )
     counts.insert(1, "fpx_bank", counts["fpx_bank_code"].map(names).astype("string"))
+    counts.insert(2, "test_bank", counts["fpx_bank_code"].isin(TEST_BANKS).astype(bool))
     out = add_rate(counts, "succeeded", "n")
     order = [
-        *columns,
+        *columns[:2],
+        "test_bank",
+        *columns[2:],
         "attempts",
         *FPX_OUTCOMES,
         "n",
@@ -99,7 +108,7 @@ def fpx_banks(
         "ci_high",
         "median_minutes",
     ]
-    sort = ["rate", "fpx_bank_code"] if not freq else ["fpx_bank_code", "period"]
+    sort = ["test_bank", "rate", "fpx_bank_code"] if not freq else ["fpx_bank_code", "period"]
     return out[order].sort_values(sort, na_position="last").reset_index(drop=True)
 
 

@@ -78,7 +78,9 @@ def overview(
         if rate == rate  # not NaN
     }
     banks = fpx_banks(payments)
-    banks = banks[banks["n"] >= min_attempts].sort_values(["ci_high", "rate"])
+    banks = banks[~banks["test_bank"] & (banks["n"] >= min_attempts)].sort_values(
+        ["ci_high", "rate"]
+    )
     worst = None
     if len(banks):
         b = banks.iloc[0]

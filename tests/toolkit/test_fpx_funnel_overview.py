@@ -70,7 +70,11 @@ def test_bank_with_three_payments_has_a_wide_interval(fpx: pd.DataFrame) -> None
 
 
 def test_fpx_banks_sorted_worst_first_and_over_time(fpx: pd.DataFrame) -> None:
-    assert a.fpx_banks(fpx)["fpx_bank_code"].tolist() == ["TEST0004", "BCBB0235", "MB2U0227"]
+    banks = a.fpx_banks(fpx)
+    # CIMB 2/3 before Maybank 6/8; the test bank (0/2, the worst rate) after the real banks
+    assert banks["fpx_bank_code"].tolist() == ["BCBB0235", "MB2U0227", "TEST0004"]
+    assert banks["test_bank"].tolist() == [False, False, True]
+    assert list(banks.columns[:3]) == ["fpx_bank_code", "fpx_bank", "test_bank"]
     daily = a.fpx_banks(fpx, freq="day", tz="Asia/Kuala_Lumpur")
     assert set(daily.columns) >= {"period", "rate", "ci_low", "n"}
     assert daily.groupby("fpx_bank_code")["attempts"].sum().to_dict() == {
@@ -142,6 +146,15 @@ def test_overview_headlines(fpx: pd.DataFrame, make_refunds: Build) -> None:
     text = str(o)
     assert "success rate     66.7% of 12 decided" in text
     assert "worst FPX bank   Maybank2u (MB2U0227): 75.0% of 8 finished" in text
+
+
+def test_overview_never_names_a_test_bank_as_the_worst(
+    fpx: pd.DataFrame, make_refunds: Build
+) -> None:
+    # TEST0004's 0 of 2 is the lowest rate and upper bound of all: eligible by count, still
+    # not a bank to talk to.
+    o = a.overview(fpx, make_refunds([]), min_attempts=1)
+    assert o.worst_bank is not None and o.worst_bank[0] == "Maybank2u (MB2U0227)"
 
 
 def test_overview_of_nothing(make_payments: Build, make_refunds: Build) -> None:

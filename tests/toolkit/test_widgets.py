@@ -155,7 +155,10 @@ def test_refunds_dashboard_cohort_and_pending(
 def test_fpx_dashboard_bank_filter_and_drilldown(payments: pd.DataFrame, tmp_path: Path) -> None:
     d = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path)
     assert d.method.options == ("fpx",)
-    assert d.result["fpx_bank_code"].tolist() == ["TEST0004", "MB2U0227"]
+    assert d.result["fpx_bank_code"].tolist() == [
+        "MB2U0227",
+        "TEST0004",
+    ]  # test banks after real ones
     d.bank.value = ("MB2U0227",)
     assert d.result["fpx_bank_code"].tolist() == ["MB2U0227"] and d.result["rate"].tolist() == [1.0]
     d.bank.value = ()
