@@ -383,6 +383,22 @@ static inline void skip_ws(Cur *c) {
         c->p++;
 }
 
+/* After an item of an object or array: 1 if ',' follows (consumed: another item comes), 0 if
+ * `close` ends the container (consumed), -1 for anything else or the end of the body. */
+static inline int after_item(Cur *c, uint8_t close) {
+    skip_ws(c);
+    if (c->p >= c->end) return -1;
+    if (*c->p == ',') {
+        c->p++;
+        return 1;
+    }
+    if (*c->p == close) {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
+
 static inline int hexval(uint8_t h) {
     if (h >= '0' && h <= '9') return h - '0';
     if (h >= 'a' && h <= 'f') return h - 'a' + 10;
@@ -655,17 +671,8 @@ static int skip_value(Cur *c, int depth, int any_typed) {
             if (c->p >= c->end || *c->p != ':') return -1;
             c->p++;
             if (skip_value(c, depth + 1, any_typed)) return -1;
-            skip_ws(c);
-            if (c->p >= c->end) return -1;
-            if (*c->p == ',') {
-                c->p++;
-                continue;
-            }
-            if (*c->p == '}') {
-                c->p++;
-                return 0;
-            }
-            return -1;
+            int sep = after_item(c, '}');
+            if (sep <= 0) return sep;
         }
     case '[':
         c->p++;
@@ -676,17 +683,8 @@ static int skip_value(Cur *c, int depth, int any_typed) {
         }
         for (;;) {
             if (skip_value(c, depth + 1, any_typed)) return -1;
-            skip_ws(c);
-            if (c->p >= c->end) return -1;
-            if (*c->p == ',') {
-                c->p++;
-                continue;
-            }
-            if (*c->p == ']') {
-                c->p++;
-                return 0;
-            }
-            return -1;
+            int sep = after_item(c, ']');
+            if (sep <= 0) return sep;
         }
     case 't':
         return match_lit(c, "true", 4);
@@ -833,17 +831,9 @@ static int read_free_object(Cur *c, Rec *r, int depth) {
         } else {
             plain = 0;
         }
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            break;
-        }
-        return -1;
+        int sep = after_item(c, '}');
+        if (sep < 0) return -1;
+        if (sep == 0) break;
     }
     if ((size_t)(c->p - start) > UINT32_MAX) return -1;
     r->n_next = n;
@@ -994,17 +984,8 @@ static int read_object(Cur *c, const Table *t, Rec *r, int depth) {
                 return -1;
             }
         }
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        int sep = after_item(c, '}');
+        if (sep <= 0) return sep;
     }
 }
 
@@ -1265,15 +1246,9 @@ static int read_body(const uint8_t *body, size_t len, const Table *table, Recs *
                     if (read_object(&c, table, r, 2)) return 0;
                     r->end = c.p;
                     rs->n++;
-                    skip_ws(&c);
-                    if (c.p >= c.end) return 0;
-                    if (*c.p == ',') {
-                        c.p++;
-                        continue;
-                    }
-                    if (*c.p != ']') return 0;
-                    c.p++;
-                    break;
+                    int sep = after_item(&c, ']');
+                    if (sep < 0) return 0;
+                    if (sep == 0) break;
                 }
             }
         } else if (klen == 4 && memcmp(key, "meta", 4) == 0) {
@@ -1296,15 +1271,9 @@ static int read_body(const uint8_t *body, size_t len, const Table *table, Recs *
         } else {
             if (skip_value(&c, 1, 0)) return 0;
         }
-        skip_ws(&c);
-        if (c.p >= c.end) return 0;
-        if (*c.p == ',') {
-            c.p++;
-            continue;
-        }
-        if (*c.p != '}') return 0;
-        c.p++;
-        break;
+        int sep = after_item(&c, '}');
+        if (sep < 0) return 0;
+        if (sep == 0) break;
     }
     skip_ws(&c);
     if (c.p != c.end || !seen_data) return 0;
