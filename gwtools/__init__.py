@@ -21,7 +21,8 @@ Errors raised for gateway answers (see ``gwtools._errors`` for the tree)::
     │   └── NotFoundError         404: unknown id
     ├── CardError                 402: card declined
     ├── RateLimitError            429, after retries
-    └── APIError                  5xx, after retries
+    ├── APIError                  5xx, after retries
+    └── CacheError                the local cache cannot be written or read (disk, folder)
 """
 
 from gwtools._cache import read_cache
@@ -29,6 +30,7 @@ from gwtools._errors import (
     APIConnectionError,
     APIError,
     AuthenticationError,
+    CacheError,
     CardError,
     ConfigurationError,
     GatewayError,
@@ -45,6 +47,7 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "AuthenticationError",
+    "CacheError",
     "CardError",
     "ConfigurationError",
     "Gateway",

@@ -13,8 +13,10 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     │   └── NotFoundError           404: no such id
     ├── CardError                   402: the card was declined (.decline_code)
     ├── RateLimitError              429 that persisted through every retry (.retry_after)
-    └── APIError                    5xx, or an answer that is not the JSON it should be,
-                                    that persisted through every retry
+    ├── APIError                    5xx, or an answer that is not the JSON it should be,
+    │                               that persisted through every retry
+    └── CacheError                  (also OSError) the local cache cannot be written or read:
+                                    full disk, read-only folder, a path that is not a folder
 
 Use :func:`error_from_response` to turn any non-2xx :class:`httpx.Response` into the right
 exception: it is the only place that knows the mapping. Messages never contain an API key or a
@@ -32,6 +34,7 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "AuthenticationError",
+    "CacheError",
     "CardError",
     "ConfigurationError",
     "GatewayError",
@@ -139,6 +142,11 @@ class RateLimitError(GatewayError):
 
 class APIError(GatewayError):
     """The gateway failed (5xx) or answered with something that is not the expected JSON."""
+
+
+class CacheError(GatewayError, OSError):
+    """The local Parquet cache cannot be written or read (full disk, read-only folder, a path
+    that is a file). The message names the folder and what to do; nothing was lost."""
 
 
 _BY_TYPE: dict[str, type[GatewayError]] = {
