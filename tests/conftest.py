@@ -115,3 +115,26 @@ def http(sandbox: Sandbox, account: Account) -> Iterator[httpx.Client]:
         headers={"Authorization": f"Bearer {account['secret_key']}"},
     ) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A ``local[2]`` SparkSession for the engine-equivalence and cache tests (needs the
+    ``spark`` extra and a Java runtime; ``.ci/run`` installs Debian's). UTC session time zone,
+    so timestamps read from Parquet compare with pandas and DuckDB."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("gwtools-tests")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
