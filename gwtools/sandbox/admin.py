@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request, Response
 
 from gwtools.sandbox import errors, faults, params
 from gwtools.sandbox.auth import Auth, parse_networks
-from gwtools.sandbox.clock import parse_instant
+from gwtools.sandbox.clock import ClockRangeError, parse_instant
 from gwtools.sandbox.gateway import Gateway
 from gwtools.sandbox.ratelimit import RateLimiter
 
@@ -99,11 +99,15 @@ async def set_clock(request: Request) -> Response:
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         raise errors.missing("now")
     try:
-        gw.clock.set(parse_instant(value))
+        instant = parse_instant(value)
     except (ValueError, OverflowError):
         raise errors.invalid(
             "now", f"Invalid now {value!r}; expected ISO 8601 or Unix seconds."
         ) from None
+    try:
+        gw.clock.set(instant)
+    except ClockRangeError as exc:
+        raise errors.invalid("now", str(exc)) from None
     return await _settle(gw)
 
 
@@ -121,7 +125,10 @@ async def advance_clock(request: Request) -> Response:
     seconds = body.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
         raise errors.invalid("seconds", "seconds must be a number >= 0.")
-    gw.clock.advance(float(seconds))
+    try:
+        gw.clock.advance(float(seconds))
+    except ClockRangeError as exc:
+        raise errors.invalid("seconds", str(exc)) from None
     return await _settle(gw)
 
 

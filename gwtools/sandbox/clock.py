@@ -10,8 +10,19 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime
+from typing import Final
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The instants the sandbox clock may show. Everything the sandbox computes from its clock
+#: (card expiry years, business days, retry schedules, ISO timestamps) works well inside this
+#: range, and so do its clients (pandas' nanosecond timestamps end in 2262).
+EARLIEST: Final = 946_684_800.0  # 2000-01-01T00:00:00Z
+LATEST: Final = 4_102_444_800.0  # 2100-01-01T00:00:00Z
+RANGE_TEXT: Final = "2000-01-01T00:00:00Z to 2100-01-01T00:00:00Z (Unix 946684800 to 4102444800)"
+
+
+class ClockRangeError(ValueError):
+    """The clock was asked to move outside :data:`EARLIEST`..:data:`LATEST`; nothing changed."""
 
 
 def to_datetime(ts: float) -> datetime:
@@ -53,12 +64,12 @@ class Clock:
         self.frozen = now is not None
         if now is None:
             self._base = 0.0
-        elif isinstance(now, datetime):
+            return
+        if isinstance(now, datetime):
             if now.tzinfo is None:
                 now = now.replace(tzinfo=UTC)
-            self._base = now.timestamp()
-        else:
-            self._base = float(now)
+            now = (now - EPOCH).total_seconds()
+        self._base = _in_range(float(now), "The sandbox clock's start")
 
     def now(self) -> float:
         if self.frozen:
@@ -69,13 +80,29 @@ class Clock:
         return iso(self.now())
 
     def set(self, ts: float) -> None:
+        """Show ``ts`` from now on; :class:`ClockRangeError` outside the allowed range."""
+        _in_range(ts, "The sandbox clock")
         with self._lock:
             self._base = ts if self.frozen else ts - time.time()
 
     def advance(self, seconds: float) -> None:
+        """Move ``seconds`` (>= 0) ahead; :class:`ClockRangeError` if that passes :data:`LATEST`."""
         with self._lock:
+            room = LATEST - self.now()
+            if not 0 <= seconds <= room:
+                raise ClockRangeError(
+                    f"seconds must be between 0 and {int(max(room, 0))}: the sandbox clock is at "
+                    f"{self.iso()} and may move within {RANGE_TEXT}; got {seconds!r}."
+                )
             self._base += seconds
 
     def describe(self) -> dict[str, object]:
         now = self.now()
         return {"now": iso(now), "unix": int(now), "frozen": self.frozen}
+
+
+def _in_range(ts: float, what: str) -> float:
+    # ``not a <= x <= b`` also refuses NaN
+    if not EARLIEST <= ts <= LATEST:
+        raise ClockRangeError(f"{what} must be within {RANGE_TEXT}; got Unix {ts!r}.")
+    return ts
