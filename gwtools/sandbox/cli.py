@@ -3,6 +3,7 @@
 Example::
 
     gwtools sandbox --variant A --seed-payments 5000 --days 90 --seed 1 --key-file .sandbox-key
+    gwtools sandbox --seed-payments 30000 --incident card-testing --incident bank-outage:RHB0218
     python -m gwtools.sandbox --port 0 --no-rate-limit
 """
 
@@ -85,6 +86,14 @@ from gwtools.sandbox.auth import mask
     "default: the clock follows real time.",
 )
 @click.option(
+    "--incident",
+    "incidents",
+    multiple=True,
+    metavar="KIND",
+    help="Place an incident in the last 7 days of the generated history (repeatable): "
+    "card-testing, decline-spike or bank-outage:BANKCODE.",
+)
+@click.option(
     "--key-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -102,12 +111,25 @@ def sandbox(
     seed: int,
     now: datetime | None,
     key_file: Path | None,
+    incidents: tuple[str, ...],
 ) -> None:
     """Run the local sandbox gateway; print its base URL and a test secret key."""
     from datetime import UTC
 
+    from gwtools._errors import ConfigurationError
+    from gwtools.sandbox.history import parse_incident
     from gwtools.sandbox.server import Sandbox
 
+    try:
+        for text in incidents:
+            parse_incident(text)
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--incident") from None
+    if incidents and not seed_payments:
+        raise click.BadParameter(
+            "incidents are placed in the generated history: add --seed-payments N",
+            param_hint="--incident",
+        )
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     bar = tqdm(
@@ -137,6 +159,7 @@ def sandbox(
         seed=seed,
         now=now,
         progress=progress,
+        incidents=incidents,
     )
     try:
         sb.start()
@@ -150,6 +173,11 @@ def sandbox(
         f"Sandbox gateway, variant {sb.variant}: {sb.base_url}  (API under /v1, "
         f"admin under /_sandbox, OpenAPI at /openapi.json)"
     )
+    for placed in (sb.history or {}).get("incidents", []):
+        click.echo(
+            f"Incident {placed['incident']}: {placed['start']} to {placed['end']} "
+            f"({placed['payments']} payments)"
+        )
     if key_file is not None:
         key_file.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -5,24 +5,32 @@ Every payment is driven through the same domain functions as the API (creation, 
 ``days`` before the sandbox clock; rows are then written in one transaction with
 ``executemany``. Same seed, same clock and same account -> identical ids, amounts, timestamps
 and statuses.
+
+Customers retry: after a card decline some try again with the same order id in ``metadata``
+(soft declines often and with the same card, hard ones rarely and with another card), and a
+retry takes the place of an ordinary card payment made after it, so the count stays
+``payments``. ``incidents`` (``card-testing``, ``bank-outage:BANKCODE``, ``decline-spike``) are
+placed within the last 7 days; see :data:`INCIDENT_KINDS`.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
 
+from gwtools._errors import ConfigurationError
 from gwtools.sandbox import domain, errors, params, render
-from gwtools.sandbox.cards import BRAND_DECLINE_PREFIXES, brand
+from gwtools.sandbox.cards import BRAND_DECLINE_PREFIXES, TEST_CARDS, brand
 from gwtools.sandbox.clock import iso
 from gwtools.sandbox.domain import Event, Ids, Method, Record
 from gwtools.sandbox.gateway import API_VERSION, Gateway
@@ -108,6 +116,140 @@ SCENARIOS: Final = {
 DESCRIPTIONS: Final = ("Order", "Invoice", "Subscription", "Top-up", "Booking", "Ticket")
 REASONS: Final = (("requested_by_customer", 70), ("duplicate", 20), ("fraudulent", 10))
 
+#: Card declines customers retry: reason -> (share of orders retried, share of retries with the
+#: same card that succeed, delay range in seconds). A wrong CVC is fixed at once; funds come
+#: back after payday; a hard decline is retried rarely, with another card.
+RETRIES: Final[dict[str, tuple[float, float, tuple[int, int]]]] = {
+    "incorrect_cvc": (0.80, 0.80, (60, 600)),
+    "processing_error": (0.70, 0.75, (60, 900)),
+    "generic_decline": (0.50, 0.35, (600, 6 * 3600)),
+    "insufficient_funds": (0.50, 0.30, (3600, 3 * DAY)),
+    "lost_card": (0.20, 0.85, (600, DAY)),
+    "stolen_card": (0.20, 0.85, (600, DAY)),
+    "expired_card": (0.20, 0.85, (600, DAY)),
+}
+#: At most this many attempts per order.
+MAX_ATTEMPTS: Final = 3
+#: Succeeding test card of each brand (a retry that works uses the brand's own).
+OK_CARD: Final = {brand(number): number for number, _ in BRANDS}
+
+#: Incident kinds ``incidents=`` (and ``gwtools sandbox --incident``) accepts.
+INCIDENT_KINDS: Final = {
+    "card-testing": "one hour of several hundred card attempts of at most RM 2 on distinct cards, "
+    "mostly declined",
+    "bank-outage:BANKCODE": "3 hours in which that bank's FPX payments fail or time out while "
+    "customers keep retrying",
+    "decline-spike": "one Malaysian day on which the card decline rate at least doubles",
+}
+#: Incidents happen within this many days before the clock.
+INCIDENT_DAYS: Final = 7
+CARD_TESTING_ATTEMPTS: Final = (300, 500)
+#: Card testers' guesses: mostly declines of every reason, a few live cards among them.
+CARD_TESTING_CARDS: Final = (
+    ("4000000000000002", 35),
+    ("4000000000000127", 20),
+    ("4000000000000069", 12),
+    ("4000000000009979", 8),
+    ("4000000000009995", 10),
+    ("4242424242424242", 10),
+    ("5555555555554444", 5),
+)
+OUTAGE_HOURS: Final = 3
+#: Attempts the outage adds (customers retrying at the failing bank) per hour.
+OUTAGE_EXTRA_PER_HOUR: Final = 8
+#: On the decline-spike day, this share of the card payments that would have succeeded declines.
+SPIKE_SHARE: Final = 0.3
+SPIKE_DECLINES: Final = (
+    ("4000000000000002", 50),
+    ("4000000000000119", 30),
+    ("4000000000009995", 20),
+)
+MYT: Final = 8 * 3600  # Malaysia is UTC+8 all year
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """One incident to place in the history: ``kind`` and, for a bank outage, the bank."""
+
+    kind: str
+    bank: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.bank}" if self.bank else self.kind
+
+
+def parse_incident(text: str) -> Incident:
+    """``"card-testing"``, ``"decline-spike"`` or ``"bank-outage:MB2U0227"`` -> Incident.
+
+    Raises ``ConfigurationError`` (a ``ValueError``) naming the kinds or banks that exist.
+    """
+    kind, _, bank = text.strip().partition(":")
+    if kind in ("card-testing", "decline-spike") and not bank:
+        return Incident(kind)
+    if kind == "bank-outage":
+        if bank in REAL_BANKS:
+            return Incident(kind, bank)
+        what = "needs a bank code" if not bank else f"names an unknown bank {bank!r}"
+        if bank in dict(TEST_BANK_WEIGHTS):
+            what = f"names {bank}, a test bank whose outcome is fixed"
+        raise ConfigurationError(
+            f"incident {text!r} {what}: use bank-outage:CODE with one of the real FPX banks "
+            f"{', '.join(sorted(REAL_BANKS))}"
+        )
+    raise ConfigurationError(
+        f"unknown incident {text!r}: use card-testing, decline-spike or bank-outage:BANKCODE "
+        "(e.g. bank-outage:MB2U0227)"
+    )
+
+
+@dataclass(slots=True)
+class _Placed:
+    """An incident with its time window (UTC seconds) and what it did."""
+
+    incident: Incident
+    start: float
+    end: float
+    payments: int = 0
+
+    def covers(self, t: float) -> bool:
+        return self.start <= t < self.end
+
+
+@dataclass(order=True, slots=True)
+class _Retry:
+    """A customer's next attempt at an order, due at ``due``."""
+
+    due: float
+    seq: int
+    order: dict[str, Any] = field(compare=False)
+
+
+def _place(rng: random.Random, incidents: list[Incident], now: float, days: int) -> list[_Placed]:
+    """Hour-aligned windows within the last ``INCIDENT_DAYS`` days (whole local day for a spike),
+    clear of the last hours so that the payments in them are settled."""
+    span = min(INCIDENT_DAYS, days) * DAY
+    placed: list[_Placed] = []
+    for inc in incidents:
+        if inc.kind == "decline-spike":
+            today = (now + MYT) // DAY * DAY - MYT  # UTC second of today's local midnight
+            whole_days = int((now - (now - span)) // DAY) - 1
+            if whole_days < 1:
+                raise ConfigurationError(
+                    "a decline-spike needs a history of at least 2 days: raise days"
+                )
+            start = today - rng.randint(1, min(whole_days, INCIDENT_DAYS - 1)) * DAY
+            placed.append(_Placed(inc, start, start + DAY))
+            continue
+        hours = 1 if inc.kind == "card-testing" else OUTAGE_HOURS
+        first = math.ceil((now - span) / 3600) + 1
+        last = math.floor(now / 3600) - hours - 2
+        if last < first:
+            raise ConfigurationError(f"the history is too short for {inc.label}: raise days")
+        start = rng.randint(first, last) * 3600
+        placed.append(_Placed(inc, start, start + hours * 3600))
+    return placed
+
 
 def _pick(rng: random.Random, table: tuple[tuple[str, int], ...]) -> str:
     return rng.choices([k for k, _ in table], weights=[w for _, w in table])[0]
@@ -149,11 +291,14 @@ def generate_history(
     account: str | None = None,
     livemode: bool = False,
     progress: Callable[[int], None] | None = None,
+    incidents: Sequence[str | Incident] = (),
 ) -> dict[str, Any]:
     """Seed ``payments`` payments (and their refunds and events) over the last ``days`` days.
 
     ``target``: a Gateway, a Sandbox or an app from ``create_app``; ``account`` defaults to the
-    sandbox's default account. Returns a summary with counts per status.
+    sandbox's default account. ``incidents`` (e.g. ``["card-testing", "bank-outage:RHB0218"]``)
+    are placed within the last 7 days; card testing and outages add their own attempts on top of
+    ``payments``. Returns a summary with counts per status and each incident's window.
 
     Example::
 
@@ -161,7 +306,10 @@ def generate_history(
         generate_history(sb, payments=5000, days=60, seed=7)
     """
     if payments < 0 or days <= 0:
-        raise ValueError("payments must be >= 0 and days > 0")
+        raise ConfigurationError("payments must be >= 0 and days > 0")
+    wanted = [i if isinstance(i, Incident) else parse_incident(i) for i in incidents]
+    if wanted and payments == 0:
+        raise ConfigurationError("incidents need a generated history: give payments > 0 as well")
     started = time.perf_counter()
     gw = _gateway(target)
     account = account or gw.default_account["id"]
@@ -175,11 +323,37 @@ def generate_history(
     span = days * DAY
     times = sorted(_created_times(rng, payments, now, span))
     plans = _plans(rng, payments)
+    # Retries and incidents draw from their own stream, so the plans above stay what they were.
+    extra = random.Random(hash_seed(f"{seed}:retries-and-incidents", livemode))
+    placed = _place(extra, wanted, now, days)
+    for w in placed:
+        if w.incident.kind == "decline-spike":
+            for i, t in enumerate(times):
+                if w.covers(t) and plans[i] in _SPIKE_PLANS and extra.random() < SPIKE_SHARE:
+                    plans[i] = "spike_decline"
+                    w.payments += 1
+    outages = [w for w in placed if w.incident.kind == "bank-outage"]
     recs: list[Record] = []
+    retries: list[_Retry] = []
     for i, (t0, plan) in enumerate(zip(times, plans, strict=True)):
-        recs.append(_simulate(gw, b, rng, ids, plan, t0, now, account, livemode))
+        if retries and plan == "card_ok" and retries[0].due <= t0:
+            # The customer comes back: the retry takes this ordinary card payment's place.
+            order = heapq.heappop(retries).order
+            rec = _simulate(gw, b, extra, ids, "card_retry", t0, now, account, livemode, order)
+        else:
+            order = {}
+            rec = _simulate(gw, b, rng, ids, plan, t0, now, account, livemode, order, outages)
+        recs.append(rec)
+        _schedule_retry(extra, rec, order, t0, retries, len(recs))
         if progress is not None and (i + 1) % 10_000 == 0:
             progress(i + 1)
+    for w in placed:
+        before = len(recs)
+        if w.incident.kind == "card-testing":
+            recs += _card_testing(gw, b, extra, ids, w, now, account, livemode)
+        elif w.incident.kind == "bank-outage":
+            recs += _outage_retries(gw, b, extra, ids, w, now, account, livemode, outages)
+        w.payments += len(recs) - before
     rows = [
         (
             r,
@@ -214,13 +388,22 @@ def generate_history(
         "account": account,
         "livemode": livemode,
         "variant": gw.variant,
-        "payments": payments,
+        "payments": len(recs),
         "refunds": len(b.refunds),
         "events": len(b.events),
         "from": iso(now - span),
         "to": iso(now),
         "payment_statuses": dict(sorted(statuses.items())),
         "refund_statuses": dict(sorted(Counter(r["status"] for r in b.refunds).items())),
+        "incidents": [
+            {
+                "incident": w.incident.label,
+                "start": iso(w.start),
+                "end": iso(w.end),
+                "payments": w.payments,
+            }
+            for w in placed
+        ],
         "seconds": round(time.perf_counter() - started, 3),
     }
 
@@ -289,8 +472,13 @@ def _simulate(
     now: float,
     account: str,
     livemode: bool,
+    order: dict[str, Any],
+    outages: Sequence[_Placed] = (),
 ) -> Record:
-    """One payment's life from ``t0`` up to ``now`` through the domain functions."""
+    """One payment's life from ``t0`` up to ``now`` through the domain functions.
+
+    ``order`` gives what is already known of the order (a retry's amount, description, order id
+    and card; an incident's bank, forced answer or card) and receives the card used."""
     variant = gw.variant
     if plan.startswith("recent_"):
         t0 = (
@@ -304,14 +492,18 @@ def _simulate(
                 "recent_checkout": 120,
             }[plan]
         )
-    amount = max(100, round(rng.lognormvariate(8.3, 0.9) / 10) * 10)
+    amount = order.get("amount") or max(100, round(rng.lognormvariate(8.3, 0.9) / 10) * 10)
     pid = ids.new("pay")
     manual = plan in ("card_manual", "card_manual_void", "recent_authorized")
+    order.setdefault("amount", amount)
+    order.setdefault("description", f"{rng.choice(DESCRIPTIONS)} #{rng.randrange(10_000, 99_999)}")
+    # Unique per order (the payment's own id digits); every retry of the order repeats it.
+    order.setdefault("order_id", "ord_" + pid.removeprefix("pay_"))
     p = {
         "amount": amount,
         "currency": "MYR",
-        "description": f"{rng.choice(DESCRIPTIONS)} #{rng.randrange(10_000, 99_999)}",
-        "metadata": {"order_id": str(rng.randrange(100_000, 999_999))},
+        "description": order["description"],
+        "metadata": {"order_id": order["order_id"]},
         "capture_method": "manual" if manual else "automatic",
         "success_url": "https://shop.example/ok" if variant == "A" else None,
         "cancel_url": "https://shop.example/cancel" if variant == "A" else None,
@@ -338,12 +530,17 @@ def _simulate(
         # variant B has no checkout: the customer leaves the 3-D Secure or the bank page
         plan = "fpx_abandon" if rng.random() < 0.4 else "card_3ds_abandon"
 
-    method = _method(rng, ids, plan, livemode, b, account, t)
+    method = _method(rng, ids, plan, livemode, b, account, t, order)
     b.emit(domain.attempt(rec, method, t), t)
+    forced = _FORCED_ACTIONS.get(plan) or order.get("action")
+    if method.type == "fpx" and forced is None:
+        bank = method.details.get("bank_code")
+        if any(w.incident.bank == bank and w.covers(t) for w in outages):
+            forced = "timeout" if rng.random() < 0.5 else "fail"
     if rec["status"] == "requires_action" and plan not in _LEFT_WAITING:
         t_act = t + rng.randrange(20, 240)
         if t_act <= now:
-            action = _FORCED_ACTIONS.get(plan) or _action(rng, method)
+            action = forced or _action(rng, method)
             if rec["due_at"] is not None and rec["due_at"] <= t_act:
                 return _settle(b, rec, now)  # expired before the customer came back
             b.emit(domain.customer_action(rec, action, t_act), t_act)
@@ -358,9 +555,90 @@ def _simulate(
                 part = None if rng.random() < 0.8 else max(100, rec["amount"] // 2)
                 b.emit(domain.capture(rec, part, t_cap), t_cap)
             t = t_cap
-    if rec["status"] == "succeeded":
+    if rec["status"] == "succeeded" and plan != "card_testing":
         _refunds(b, rng, ids, rec, plan, t, now)
     return rec
+
+
+def _schedule_retry(
+    rng: random.Random,
+    rec: Record,
+    order: dict[str, Any],
+    t0: float,
+    retries: list[_Retry],
+    seq: int,
+) -> None:
+    """Maybe queue the customer's next attempt at a declined card order (``RETRIES``)."""
+    error = rec.get("error") or {}
+    reason = error.get("decline_code")
+    number = order.get("number")
+    if rec["status"] != "failed" or reason not in RETRIES or number is None:
+        return
+    attempt = order.get("attempt", 1)
+    share, works, (low, high) = RETRIES[reason]
+    if attempt >= MAX_ATTEMPTS or rng.random() >= share:
+        return
+    card_brand = brand(number)
+    if rng.random() < works:
+        number = OK_CARD.get(card_brand, "4242424242424242")
+    elif reason not in SOFT_REASONS:
+        # a hard decline is retried with another card, which can be declined too
+        number = _with_brand("4000000000000002", card_brand)
+    nxt = {k: order[k] for k in ("amount", "description", "order_id")}
+    nxt.update(number=number, attempt=attempt + 1)
+    heapq.heappush(retries, _Retry(t0 + rng.randint(low, high), seq, nxt))
+
+
+def _card_testing(
+    gw: Gateway,
+    b: _Builder,
+    rng: random.Random,
+    ids: Ids,
+    w: _Placed,
+    now: float,
+    account: str,
+    livemode: bool,
+) -> list[Record]:
+    """Several hundred tiny attempts on distinct cards in one hour (each a new payment method)."""
+    count = rng.randint(*CARD_TESTING_ATTEMPTS)
+    out = []
+    for t in sorted(w.start + rng.random() * (w.end - w.start) for _ in range(count)):
+        number = _with_brand(_pick(rng, CARD_TESTING_CARDS), _pick(rng, DECLINE_BRANDS))
+        order = {
+            "amount": rng.choice((100, 100, 100, 150, 200)),
+            "description": f"Top-up #{rng.randrange(10_000, 99_999)}",
+            "number": number,
+        }
+        out.append(_simulate(gw, b, rng, ids, "card_testing", t, now, account, livemode, order))
+    return out
+
+
+def _outage_retries(
+    gw: Gateway,
+    b: _Builder,
+    rng: random.Random,
+    ids: Ids,
+    w: _Placed,
+    now: float,
+    account: str,
+    livemode: bool,
+    outages: Sequence[_Placed],
+) -> list[Record]:
+    """Customers of the failing bank trying again (and again) during the outage."""
+    hours = (w.end - w.start) / 3600
+    out: list[Record] = []
+    order: dict[str, Any] = {}
+    for t in sorted(
+        w.start + rng.random() * (w.end - w.start)
+        for _ in range(round(OUTAGE_EXTRA_PER_HOUR * hours))
+    ):
+        if not order or rng.random() < 0.5:  # a new customer, else the same one again
+            order = {}
+        order["bank"] = w.incident.bank
+        out.append(
+            _simulate(gw, b, rng, ids, "fpx_bank", t, now, account, livemode, order, outages)
+        )
+    return out
 
 
 #: Forced scenarios: the customer's (or the bank's) answer on the 3-D Secure or bank page.
@@ -389,24 +667,41 @@ _FPX_PLANS: Final = (
 #: Scenarios whose customer never comes back from the 3-D Secure or bank page.
 _LEFT_WAITING: Final = ("recent_action", "recent_fpx_action", "card_3ds_abandon", "fpx_abandon")
 _REAL_BANK_TABLE: Final = tuple((code, bank.weight) for code, bank in REAL_BANKS.items())
+#: Plans whose card would have succeeded: the decline-spike day declines some of them.
+_SPIKE_PLANS: Final = ("card_ok", "card_manual", "card_3ds")
+SOFT_REASONS: Final = frozenset(
+    {"incorrect_cvc", "processing_error", "generic_decline", "insufficient_funds"}
+)
 
 
 def _method(
-    rng: random.Random, ids: Ids, plan: str, livemode: bool, b: _Builder, account: str, t: float
+    rng: random.Random,
+    ids: Ids,
+    plan: str,
+    livemode: bool,
+    b: _Builder,
+    account: str,
+    t: float,
+    order: dict[str, Any],
 ) -> Method:
     """The payment method of ``plan``, resolved by the API's own parameter code."""
     if plan in _FPX_PLANS:
         # test banks resolve at once (no bank page) and a live key cannot use them
-        if plan == "fpx_bank" and not livemode and rng.random() < TEST_BANK_SHARE:
+        if order.get("bank"):
+            code = order["bank"]
+        elif plan == "fpx_bank" and not livemode and rng.random() < TEST_BANK_SHARE:
             code = _pick(rng, TEST_BANK_WEIGHTS)
         else:
             code = _pick(rng, _REAL_BANK_TABLE)
         method = params.fpx_method({"bank_code": code}, livemode, "payment_method_data[fpx]")
     else:
-        number = _FORCED_CARDS.get(plan)
+        number = order.get("number") or _FORCED_CARDS.get(plan)
         if plan == "card_decline":
             number = _declining_card(rng)
+        elif plan == "spike_decline":
+            number = _declining_card(rng, SPIKE_DECLINES)
         number = number or _pick(rng, BRANDS)
+        order["number"] = number
         year = datetime.fromtimestamp(t, UTC).year
         card = {
             "number": number,
@@ -435,10 +730,17 @@ def _method(
     )
 
 
-def _declining_card(rng: random.Random) -> str:
+def _declining_card(rng: random.Random, reasons: tuple[tuple[str, int], ...] = DECLINES) -> str:
     """A declining test card: brand first (declines follow the brand mix), then the reason."""
-    visa = _pick(rng, DECLINES)
-    prefix = BRAND_DECLINE_PREFIXES.get(_pick(rng, DECLINE_BRANDS))
+    visa = _pick(rng, reasons)
+    return _with_brand(visa, _pick(rng, DECLINE_BRANDS))
+
+
+def _with_brand(visa: str, card_brand: str) -> str:
+    """The ``card_brand`` test number that behaves as the Visa test number ``visa``."""
+    if TEST_CARDS[visa].outcome != "decline":
+        return visa if card_brand == "visa" else OK_CARD[card_brand]
+    prefix = BRAND_DECLINE_PREFIXES.get(card_brand)
     return visa if prefix is None else prefix + visa[-4:]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import uvicorn
 
+from gwtools._errors import ConfigurationError
 from gwtools.sandbox.app import create_app
 from gwtools.sandbox.auth import mask
 from gwtools.sandbox.clock import Clock
@@ -25,7 +26,8 @@ class Sandbox:
 
     Example::
 
-        with Sandbox("A", seed_payments=500, now=datetime(2026, 1, 1, tzinfo=UTC)) as sb:
+        with Sandbox("A", seed_payments=500, now=datetime(2026, 1, 1, tzinfo=UTC),
+                     incidents=["card-testing", "bank-outage:MB2U0227"]) as sb:
             httpx.get(f"{sb.base_url}/v1/payments",
                       headers={"Authorization": f"Bearer {sb.secret_key}"})
     """
@@ -45,7 +47,18 @@ class Sandbox:
         now: datetime | None = None,
         expiry_minutes: float | None = 60,
         progress: Callable[[int], None] | None = None,
+        incidents: Sequence[str] = (),
     ) -> None:
+        from gwtools.sandbox.history import parse_incident
+
+        # Checked here, before anything starts, so a typo fails at once.
+        self._incidents = [parse_incident(i) for i in incidents]
+        if self._incidents and not seed_payments:
+            raise ConfigurationError(
+                "incidents are placed in the generated history: give seed_payments as well"
+            )
+        #: The generated history's summary (counts, incident windows); None before start().
+        self.history: dict[str, Any] | None = None
         self.variant = variant
         self.host = host
         self.port = port
@@ -98,8 +111,13 @@ class Sandbox:
         if payments:
             from gwtools.sandbox.history import generate_history
 
-            generate_history(
-                self.gateway, payments=payments, days=days, seed=seed, progress=self._progress
+            self.history = generate_history(
+                self.gateway,
+                payments=payments,
+                days=days,
+                seed=seed,
+                progress=self._progress,
+                incidents=self._incidents,
             )
         config = uvicorn.Config(
             self.app,
