@@ -17,6 +17,24 @@ from gwtools.sandbox.store import Store
 
 RETENTION: Final = 24 * 3600
 MAX_KEY: Final = 255
+#: What an ``Idempotency-Key`` may hold: printable ASCII (a UUID, or any token of your own).
+KEY_RULE: Final = (
+    f"Idempotency-Key must be 1 to {MAX_KEY} printable ASCII characters (letters, digits, "
+    "punctuation, spaces); a UUID works well"
+)
+
+
+def key_problem(raw: bytes) -> str | None:
+    """Why the raw ``Idempotency-Key`` header value is unusable, or None if it is fine."""
+    if not raw.strip():
+        return f"{KEY_RULE}; this one is empty."
+    if len(raw) > MAX_KEY:
+        return f"{KEY_RULE}; this one has {len(raw)} bytes."
+    bad = next((b for b in raw if not 0x20 <= b <= 0x7E), None)
+    if bad is not None:
+        what = "a non-ASCII character" if bad >= 0x80 else f"the control character 0x{bad:02x}"
+        return f"{KEY_RULE}; this one contains {what}."
+    return None
 
 
 def fingerprint(body: bytes) -> bytes:

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gwtools.sandbox import errors
 from gwtools.sandbox.gateway import API_VERSION, DEPRECATED_VERSION, Gateway
-from gwtools.sandbox.idempotency import MAX_KEY, Idempotency, fingerprint
+from gwtools.sandbox.idempotency import Idempotency, fingerprint, key_problem
 from gwtools.sandbox.params import MAX_BODY
 from gwtools.sandbox.ratelimit import RateLimiter, Verdict
 
@@ -152,11 +152,9 @@ class GatewayMiddleware:
     async def _idempotent(
         self, scope: Scope, receive: Receive, send: Send, key: str, ikey: bytes
     ) -> None:
-        if not ikey.strip() or len(ikey) > MAX_KEY:
-            err = errors.invalid(
-                "Idempotency-Key", f"Idempotency-Key must have 1 to {MAX_KEY} characters."
-            )
-            await _respond(send, 400, err.body(), [])
+        problem = key_problem(ikey)
+        if problem is not None:
+            await _respond(send, 400, errors.invalid("Idempotency-Key", problem).body(), [])
             return
         body = await _read_body(receive)
         fp = fingerprint(body)

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
 from gwtools.sandbox import Sandbox
 from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, error_of
@@ -121,9 +122,35 @@ def test_concurrent_duplicates_wait_for_the_first(
     assert _count(payer) == 1
 
 
-def test_bad_idempotency_key(payer: Payer) -> None:
-    r = payer.http.post("/v1/payments", json=_body(payer), headers={"Idempotency-Key": "x" * 256})
-    assert r.status_code == 400 and error_of(r)["param"] == "Idempotency-Key"
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        (b"x" * 256, "256 bytes"),
+        ("caf\u00e9-1".encode(), "non-ASCII"),
+        ("\u8ba2\u53551".encode(), "non-ASCII"),
+        (b"caf\xe9-1", "non-ASCII"),  # the same key sent as Latin-1
+        (b"a\tb", "control character 0x09"),
+        (b"", "empty"),
+    ],
+    ids=["256 characters", "UTF-8", "Chinese", "Latin-1", "tab", "empty"],
+)
+def test_bad_idempotency_key(payer: Payer, key: bytes, why: str) -> None:
+    r = payer.http.post("/v1/payments", json=_body(payer), headers={"Idempotency-Key": key})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "Idempotency-Key")
+    assert "1 to 255 printable ASCII characters" in err["message"] and why in err["message"]
+    assert _count(payer) == 0  # nothing was created
+
+
+def test_longest_and_punctuated_keys_are_accepted(payer: Payer) -> None:
+    for key in ("x" * 255, "order 42/retry #1: {ok}~", "0b6f1c1e-4a7e-4c1e-9a51-6f0f5f2d9c3a"):
+        first = payer.http.post("/v1/payments", json=_body(payer), headers={"Idempotency-Key": key})
+        again = payer.http.post("/v1/payments", json=_body(payer), headers={"Idempotency-Key": key})
+        assert first.status_code == 201, first.text
+        assert again.headers.get("idempotent-replayed") == "true"
+        assert again.content == first.content
+    assert _count(payer) == 3
 
 
 def test_purge_forgets_only_expired_records(payer: Payer) -> None:
