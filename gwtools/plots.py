@@ -15,8 +15,6 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
@@ -24,10 +22,22 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from gwtools.analysis._fpx import FPX_OUTCOMES
+from gwtools._errors import ConfigurationError
+from gwtools.analysis._fpx import FPX_OUTCOMES, TEST_BANKS
+from gwtools.analysis._rates import add_rate
 
 _SIZE = (9.0, 4.8)
 _TYPE_COLOURS = {"soft": "#f0a020", "hard": "#c0392b", "unclassified": "#7f8c8d"}
+
+#: One colour per named series, never reused in a figure (matplotlib's tab10 without its
+#: grey, which stands for "other"). A chart shows at most this many named series.
+PALETTE: tuple[str, ...] = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+)  # fmt: skip
+OTHER_COLOUR = "#7f7f7f"
+#: Named series a rate-over-time chart draws by default; the rest are combined as "other".
+TOP = 6
 
 
 def _figure(size: tuple[float, float] = _SIZE) -> tuple[Figure, Axes]:
@@ -60,12 +70,51 @@ def _dates(ax: Axes) -> None:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
-def _series_groups(table: pd.DataFrame, group: str | None) -> Iterable[tuple[str, pd.DataFrame]]:
-    if group is None or group not in table.columns:
-        yield "", table
-        return
-    for key, part in table.groupby(group, dropna=False, sort=True):
-        yield (str(key) if pd.notna(key) else "(none)"), part
+def _check_top(top: int) -> None:
+    if not 1 <= top <= len(PALETTE):
+        raise ConfigurationError(
+            f"top must be between 1 and {len(PALETTE)} (one distinct colour per series), "
+            f"got {top}: pass a smaller top; the other series are combined as 'other'"
+        )
+
+
+def _top_groups(
+    table: pd.DataFrame,
+    group: str,
+    *,
+    top: int,
+    weight: str,
+    ratio: tuple[str, str] | None,
+    rate: str,
+) -> tuple[list[tuple[str, pd.DataFrame]], str]:
+    """The ``top`` largest series of ``table`` by ``weight`` (largest first), then "other":
+    the remaining series summed per period into one (``ratio``: the numerator and denominator
+    columns that add up), or left out with a note when they cannot be summed (amounts of
+    different currencies). Returns the series and the note for the title ("" if none)."""
+    keys = table[group].astype("string").fillna("(none)")
+    totals = (
+        table.assign(_key=keys)
+        .groupby("_key", sort=False)[weight]
+        .sum()
+        .reset_index()
+        .sort_values([weight, "_key"], ascending=[False, True], kind="stable")
+    )
+    names = totals["_key"].tolist()
+    kept = names if len(names) <= top else names[:top]
+    series = [(name, table[keys == name]) for name in kept]
+    rest = names[len(kept) :]
+    if not rest:
+        return series, ""
+    others = table[keys.isin(rest)]
+    if ratio is None:
+        shown = ", ".join(rest[:5]) + (f" and {len(rest) - 5} more" if len(rest) > 5 else "")
+        return series, f"not shown (smaller): {shown}"
+    num, den = ratio
+    summed = others.groupby("period", sort=True)[[num, den]].sum().reset_index()
+    interval = f"{rate}_ci_low".removeprefix("rate_") in table.columns
+    combined = add_rate(summed, num, den, name=rate, interval=interval)
+    series.append((f"other ({len(rest)})", combined))
+    return series, ""
 
 
 def _rate_over_time(
@@ -76,34 +125,68 @@ def _rate_over_time(
     ylabel: str,
     what: str,
     rate: str = "rate",
+    weight: str = "n",
+    ratio: tuple[str, str] | None = None,
+    top: int = TOP,
+    note: str = "",
 ) -> Figure:
+    _check_top(top)
     fig, ax = _figure()
-    ax.set_title(title)
+    ax.set_title(title + (f"\n{note}" if note else ""))
     if table.empty or table[rate].isna().all():
         _empty(ax, what)
         return fig
     tz = getattr(table["period"].dt, "tz", None)
-    groups = list(_series_groups(table, group))
+    grouped = group is not None and group in table.columns
+    if grouped:
+        assert group is not None
+        groups, left_out = _top_groups(table, group, top=top, weight=weight, ratio=ratio, rate=rate)
+    else:
+        groups, left_out = [("", table)], ""
+    notes = [n for n in (note, left_out) if n]
     # Beyond a few lines the bands hide each other: draw them for up to three series.
     bands = len(groups) <= 3
     if not bands:
-        ax.set_title(title.replace("band: 95% interval", "bands hidden for > 3 series"))
-    for name, part in groups:
+        title = title.replace("band: 95% interval", "bands hidden for > 3 series")
+    ax.set_title("\n".join([title, *notes]))
+    for i, (name, part) in enumerate(groups):
         part = part.sort_values("period")
         x = part["period"].dt.tz_localize(None)
-        line = ax.plot(x, part[rate], marker="o", markersize=3, label=name or None)[0]
+        colour = OTHER_COLOUR if name.startswith("other (") else PALETTE[i]
+        ax.plot(x, part[rate], marker="o", markersize=3, label=name or None, color=colour)
         lo, hi = f"{rate}_ci_low".removeprefix("rate_"), f"{rate}_ci_high".removeprefix("rate_")
         if bands and lo in part and part[lo].notna().any():
-            ax.fill_between(x, part[lo], part[hi], alpha=0.2, color=line.get_color(), linewidth=0)
+            ax.fill_between(x, part[lo], part[hi], alpha=0.2, color=colour, linewidth=0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylabel(ylabel)
     ax.set_xlabel(f"period start ({tz})" if tz is not None else "period start")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     _dates(ax)
-    if group is not None and group in table.columns:
+    if grouped:
+        assert group is not None
         fig.legend(title=group.replace("_", " "), loc="outside right upper", fontsize="small")
     return fig
+
+
+def _is_test_bank(table: pd.DataFrame, codes: pd.Series | None = None) -> pd.Series:
+    if codes is None and "test_bank" in table.columns:
+        return table["test_bank"].fillna(False).astype(bool)
+    codes = table["fpx_bank_code"] if codes is None else codes
+    return codes.isin(TEST_BANKS).fillna(False).astype(bool)
+
+
+def _without_test_banks(table: pd.DataFrame, test: pd.Series) -> tuple[pd.DataFrame, str]:
+    """The real banks, and a note saying how many test banks were left out; the test banks
+    themselves when nothing else is there (a test-mode selection of test banks only)."""
+    codes = table.loc[test, "fpx_bank_code"] if "fpx_bank_code" in table else table.index[test]
+    count = pd.Series(codes).nunique()
+    if table.empty or not test.any():
+        return table, ""
+    if test.all():
+        return table, "the gateway's test banks only (each ends one fixed way)"
+    plural = "s" if count != 1 else ""
+    return table[~test], f"{count} test bank{plural} not shown (each ends one fixed way)"
 
 
 def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
@@ -144,30 +227,51 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
     return fig
 
 
-def decline_rate_over_time(rates: pd.DataFrame, *, group: str | None = None) -> Figure:
+def decline_rate_over_time(
+    rates: pd.DataFrame, *, group: str | None = None, top: int = TOP
+) -> Figure:
     """Decline rate per period from :func:`gwtools.analysis.decline_rate` with ``freq``,
-    its 95% interval as a band; one line per value of ``group`` when given."""
+    its 95% interval as a band; one line per value of ``group`` when given (the ``top``
+    largest by decided payments, the rest combined as "other")."""
     return _rate_over_time(
         rates,
         group=group,
         title="Decline rate over time (band: 95% interval)",
         ylabel="declined / decided payments (%)",
         what="decided payments",
+        weight="n",
+        ratio=("failed", "n"),
+        top=top,
     )
 
 
-def refund_rate_over_time(rates: pd.DataFrame, *, measure: str = "count") -> Figure:
+def refund_rate_over_time(rates: pd.DataFrame, *, measure: str = "count", top: int = TOP) -> Figure:
     """Refund rate per period from :func:`gwtools.analysis.refund_rate` with ``freq``, one
-    line per currency; ``measure="amount"`` plots the refunded share of the captured amount."""
+    line per currency (the ``top`` largest); ``measure="amount"`` plots the refunded share of
+    the captured amount. The axis says what the rate divides: refunded payments of a cohort
+    (``cohort="payment"``), or the period's refunds against its succeeded payments
+    (``cohort="refund"``)."""
     if measure not in ("count", "amount"):
-        raise ValueError(f"measure must be 'count' or 'amount', got {measure!r}")
-    column = "rate" if measure == "count" else "amount_rate"
-    cohort = "payment cohort" if "refunded_payments" in rates.columns else "refund date"
-    ylabel = (
-        "refunded / succeeded payments (%)"
-        if measure == "count"
-        else "refunded / captured amount (%)"
-    )
+        raise ConfigurationError(f"measure must be 'count' or 'amount', got {measure!r}")
+    by_payment = "refunded_payments" in rates.columns
+    cohort = "payment cohort" if by_payment else "refund date"
+    if measure == "count":
+        column = "rate"
+        numerator = "refunded_payments" if by_payment else "refunds"
+        ratio: tuple[str, str] | None = (numerator, "payments")
+        ylabel = (
+            "refunded / succeeded payments of the cohort (%)"
+            if by_payment
+            else "refunds / succeeded payments in the period (%)"
+        )
+    else:
+        # Amounts of different currencies do not add up: smaller currencies are left out.
+        column, ratio = "amount_rate", None
+        ylabel = (
+            "refunded / captured amount of the cohort (%)"
+            if by_payment
+            else "refunded / captured amount in the period (%)"
+        )
     return _rate_over_time(
         rates,
         group="currency",
@@ -175,12 +279,18 @@ def refund_rate_over_time(rates: pd.DataFrame, *, measure: str = "count") -> Fig
         ylabel=ylabel,
         what="succeeded payments",
         rate=column,
+        weight="payments",
+        ratio=ratio,
+        top=top,
     )
 
 
 def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
     """Heatmap of :func:`gwtools.analysis.fpx_outcome_shares`: banks (rows, best first) x
-    outcome share, each cell annotated, the attempts behind each row in its label."""
+    outcome share, each cell annotated, the attempts behind each row in its label. The
+    gateway's test banks are left out (noted in the title) unless they are all there is."""
+    codes = shares.index.to_series().astype(str).str.extract(r"\((\w+)\)$", expand=False)
+    shares, note = _without_test_banks(shares, _is_test_bank(shares, codes.fillna("")))
     # Outcomes no bank had are noise in the grid; succeeded and failed always show.
     outcomes = [
         c
@@ -189,7 +299,7 @@ def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
     ]
     height = max(3.0, 0.45 * len(shares) + 1.8)
     fig, ax = _figure((9.0, height))
-    ax.set_title("FPX outcomes by bank (share of attempts)")
+    ax.set_title("FPX outcomes by bank (share of attempts)" + (f"\n{note}" if note else ""))
     if shares.empty:
         _empty(ax, "FPX payments")
         return fig
@@ -221,11 +331,16 @@ def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
 
 def fpx_success_rates(banks: pd.DataFrame) -> Figure:
     """Success rate per bank from :func:`gwtools.analysis.fpx_banks` with 95% interval
-    whiskers, sorted best to worst, the finished attempts ``n`` beside each bank."""
-    data = banks.dropna(subset=["rate"]).sort_values(["rate", "n"], ascending=[True, True])
+    whiskers, sorted best to worst, the finished attempts ``n`` beside each bank. The
+    gateway's test banks are left out (noted in the title) unless they are all there is."""
+    data = banks.dropna(subset=["rate"])
+    data, note = _without_test_banks(data, _is_test_bank(data))
+    data = data.sort_values(["rate", "n"], ascending=[True, True])
     height = max(3.0, 0.4 * len(data) + 1.6)
     fig, ax = _figure((9.0, height))
-    ax.set_title("FPX success rate by bank (whiskers: 95% interval)")
+    ax.set_title(
+        "FPX success rate by bank (whiskers: 95% interval)" + (f"\n{note}" if note else "")
+    )
     if data.empty:
         _empty(ax, "finished FPX payments")
         return fig
@@ -251,17 +366,25 @@ def fpx_success_rates(banks: pd.DataFrame) -> Figure:
     return fig
 
 
-def fpx_rate_over_time(banks_over_time: pd.DataFrame) -> Figure:
-    """Success rate per bank and period from :func:`gwtools.analysis.fpx_banks` with ``freq``."""
+def fpx_rate_over_time(banks_over_time: pd.DataFrame, *, top: int = TOP) -> Figure:
+    """Success rate per bank and period from :func:`gwtools.analysis.fpx_banks` with ``freq``:
+    the ``top`` banks by finished attempts, the others combined as "other", each in its own
+    colour. The gateway's test banks are left out (noted in the title) unless they are all
+    there is."""
     table = banks_over_time.assign(
         bank=banks_over_time["fpx_bank"].fillna(banks_over_time["fpx_bank_code"])
     )
+    table, note = _without_test_banks(table, _is_test_bank(table))
     return _rate_over_time(
         table,
         group="bank",
         title="FPX success rate over time (band: 95% interval)",
         ylabel="succeeded / finished attempts (%)",
         what="finished FPX payments",
+        weight="n",
+        ratio=("succeeded", "n"),
+        top=top,
+        note=note,
     )
 
 

@@ -172,3 +172,129 @@ def test_bands_are_dropped_beyond_three_series(make_payments: Build) -> None:
     ax = fig.axes[0]
     assert len(ax.lines) == 4 and len(ax.collections) == 0
     assert "bands hidden" in ax.get_title()
+
+
+def _fpx_rows(
+    bank: str, succeeded: int, failed: int, day: str = "2026-11-02"
+) -> list[dict[str, Any]]:
+    base = {
+        "method_type": "fpx",
+        "amount": 100,
+        "fpx_bank_code": bank,
+        "fpx_bank": f"Bank {bank}",
+        "created_at": f"{day}T02:00:00Z",
+    }
+    return [{**base, "status": "succeeded"}] * succeeded + [{**base, "status": "failed"}] * failed
+
+
+@pytest.fixture
+def many_banks(make_payments: Build) -> pd.DataFrame:
+    """Five real banks of 10, 8, 6, 4 and 2 finished attempts, and two test banks."""
+    rows = [
+        *_fpx_rows("B10", 9, 1),
+        *_fpx_rows("B08", 6, 2),
+        *_fpx_rows("B06", 6, 0),
+        *_fpx_rows("B04", 1, 3),  # B04 and B02 make "other": 1 + 2 of 4 + 2 = 3/6
+        *_fpx_rows("B02", 2, 0),
+        *_fpx_rows("TEST0002", 0, 5),
+        *_fpx_rows("TEST0001", 7, 0),
+    ]
+    return make_payments(rows)
+
+
+def test_fpx_rate_over_time_top_banks_other_and_no_test_banks(many_banks: pd.DataFrame) -> None:
+    fig = plots.fpx_rate_over_time(a.fpx_banks(many_banks, freq="day"), top=3)
+    ax = fig.axes[0]
+    by_label = {line.get_label(): line.get_ydata().tolist() for line in ax.lines}
+    assert list(by_label) == ["Bank B10", "Bank B08", "Bank B06", "other (2)"]  # largest first
+    assert by_label["Bank B08"] == [0.75] and by_label["other (2)"] == [0.5]
+    colours = [line.get_color() for line in ax.lines]
+    assert len(set(colours)) == len(colours)  # never a colour twice
+    assert colours[-1] == plots.OTHER_COLOUR
+    assert "2 test banks not shown" in ax.get_title()
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(by_label)
+
+
+def test_rate_over_time_colours_stay_distinct_at_the_palette_limit(make_payments: Build) -> None:
+    rows = [r for i in range(12) for r in _fpx_rows(f"B{i:02d}", 1 + i, 1)]
+    table = a.fpx_banks(make_payments(rows), freq="day")
+    fig = plots.fpx_rate_over_time(table, top=len(plots.PALETTE))
+    colours = [line.get_color() for line in fig.axes[0].lines]
+    assert len(colours) == len(plots.PALETTE) + 1 == len(set(colours))
+    # default: six banks and "other", which sums the six smallest (1/2, 2/3, ... 6/7)
+    lines = plots.fpx_rate_over_time(table).axes[0].lines
+    assert [line.get_label() for line in lines][-1] == "other (6)"
+    assert lines[-1].get_ydata().tolist() == pytest.approx([21 / 27])
+    from gwtools import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="top must be between 1 and 9"):
+        plots.fpx_rate_over_time(table, top=10)
+
+
+def test_fpx_rate_over_time_of_test_banks_only_says_so(make_payments: Build) -> None:
+    table = a.fpx_banks(make_payments(_fpx_rows("TEST0001", 2, 0)), freq="day")
+    ax = plots.fpx_rate_over_time(table).axes[0]
+    assert [line.get_label() for line in ax.lines] == ["Bank TEST0001"]
+    assert "test banks only" in ax.get_title()
+
+
+def test_fpx_success_rates_and_heatmap_leave_test_banks_out(many_banks: pd.DataFrame) -> None:
+    ax = plots.fpx_success_rates(a.fpx_banks(many_banks)).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 5 and not [label for label in labels if "TEST" in label]
+    assert "2 test banks not shown" in ax.get_title()
+    heat = plots.fpx_outcome_heatmap(a.fpx_outcome_shares(many_banks)).axes[0]
+    rows = [t.get_text() for t in heat.get_yticklabels()]
+    assert len(rows) == 5 and not [row for row in rows if "TEST" in row]
+    assert "2 test banks not shown" in heat.get_title()
+
+
+def test_decline_rate_groups_beyond_top_become_other(make_payments: Build) -> None:
+    brands = {"visa": (3, 1), "mastercard": (2, 0), "amex": (0, 1), "jcb": (1, 1)}
+    rows = [
+        {"status": status, "amount": 1, "card_brand": brand}
+        for brand, (ok, failed) in brands.items()
+        for status in ["succeeded"] * ok + ["failed"] * failed
+    ]
+    rates = a.decline_rate(make_payments(rows), by="card_brand", freq="day")
+    ax = plots.decline_rate_over_time(rates, group="card_brand", top=2).axes[0]
+    by_label = {line.get_label(): line.get_ydata().tolist() for line in ax.lines}
+    # visa 4 decided, then jcb and mastercard 2 each (ties by name); amex alone is "other"
+    assert by_label == {"visa": [0.25], "jcb": [0.5], "other (2)": [1 / 3]}
+
+
+def test_refund_rate_labels_say_what_the_rate_divides(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    p = make_payments([{"status": "succeeded", "amount": 100}] * 2)
+    r = make_refunds([{"payment_id": "pay_1", "amount": 50}])
+    cohort = a.refund_rate(p, r, freq="day")
+    by_date = a.refund_rate(p, r, freq="day", cohort="refund")
+    labels = {
+        (measure, which): plots.refund_rate_over_time(t, measure=measure).axes[0].get_ylabel()
+        for which, t in (("payment", cohort), ("refund", by_date))
+        for measure in ("count", "amount")
+    }
+    assert labels == {
+        ("count", "payment"): "refunded / succeeded payments of the cohort (%)",
+        ("amount", "payment"): "refunded / captured amount of the cohort (%)",
+        ("count", "refund"): "refunds / succeeded payments in the period (%)",
+        ("amount", "refund"): "refunded / captured amount in the period (%)",
+    }
+
+
+def test_refund_amounts_of_smaller_currencies_are_left_out_not_added(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    p = make_payments(
+        [
+            {"status": "succeeded", "amount": 100},
+            {"status": "succeeded", "amount": 100},
+            {"status": "succeeded", "amount": 100, "currency": "JPY"},
+        ]
+    )
+    r = make_refunds([{"payment_id": "pay_3", "amount": 50, "currency": "JPY"}])
+    table = a.refund_rate(p, r, freq="day")
+    ax = plots.refund_rate_over_time(table, measure="amount", top=1).axes[0]
+    assert [line.get_label() for line in ax.lines] == ["MYR"]
+    assert "not shown (smaller): JPY" in ax.get_title()
