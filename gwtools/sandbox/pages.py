@@ -6,6 +6,7 @@ next, POST does it and redirects (303) to the merchant's URL. Tests drive them w
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 from urllib.parse import parse_qsl
@@ -164,10 +165,12 @@ def _pay(gw: Gateway, rec: dict[str, Any], form: dict[str, str], now: float) -> 
         card: dict[str, Any] = {k: form.get(k, "") for k in ("number", "cvc")}
         for name in ("exp_month", "exp_year"):
             value = form.get(name, "").strip()
-            if not value.isdigit():
-                raise errors.invalid(
-                    name, f"Enter the card's {name.replace('_', ' ')} as a number."
+            # ASCII digits only: str.isdigit() also passes "²", which int() refuses
+            if not re.fullmatch("[0-9]{1,4}", value):
+                what = (
+                    "expiry month (e.g. 12)" if name == "exp_month" else "expiry year (e.g. 2030)"
                 )
+                raise errors.invalid(name, f"Enter the card's {what} in digits.")
             card[name] = int(value)
         method = params.card_method(card, rec["livemode"], "card", now)
     elif kind == "fpx":

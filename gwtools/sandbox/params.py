@@ -25,6 +25,7 @@ REASONS: Final = ("duplicate", "fraudulent", "requested_by_customer")
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _CURRENCY = re.compile(r"^[A-Za-z]{3}$")
+_QUERY_INT = re.compile(r"-?[0-9]{1,12}")
 # The currencies the sandbox accepts: those a Malaysian gateway settles, plus majors.
 CURRENCIES: Final = frozenset(
     {
@@ -127,15 +128,24 @@ def integer(
         if required:
             raise errors.missing(param)
         return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # 1500.0 is the integer 1500 (as in JSON Schema)
+    # orjson gives an int only for an integer literal (no fraction or exponent, within 64
+    # bits): 1500.0, 1.5e3 and 1e3 are refused alike, as 1.5 is.
     if isinstance(value, bool) or not isinstance(value, int):
+        bounds = f" from {low} to {high}" if high < 10**9 else ""
         raise errors.invalid(
-            param, f"Invalid {param}: must be an integer, got {type(value).__name__} {value!r}."
+            param,
+            f"Invalid {param}: must be an integer{bounds}, written with digits only (no decimal "
+            f"point or exponent); got {_json_type(value)} {orjson.dumps(value).decode()[:40]}.",
         )
     if not low <= value <= high:
         raise errors.invalid(param, f"Invalid {param}: {value} is out of range ({low} to {high}).")
     return value
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
+    return names.get(type(value), "object")
 
 
 def text(
@@ -442,10 +452,12 @@ def query_int(params: Mapping[str, str], name: str, default: int, high: int) -> 
     value = params.get(name)
     if value is None:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise errors.invalid(name, f"Invalid {name}: {value!r} is not an integer.") from None
+    # digits only: int() would also take " 5", "+5", "1_0" and non-ASCII digits
+    if not _QUERY_INT.fullmatch(value):
+        raise errors.invalid(
+            name, f"Invalid {name}: {value!r} is not an integer; use digits only, e.g. {default}."
+        )
+    number = int(value)
     if not 1 <= number <= high:
         raise errors.invalid(name, f"Invalid {name}: {number}; expected 1 to {high}.")
     return number
