@@ -10,6 +10,7 @@ Example::
     refunds = gw.refunds(refresh=False)   # the cache as it is, no network
 
     cached = gwtools.read_cache("data/sample-cache", "payments")   # no gateway at all
+    lazy = gwtools.scan_cache("data/sample-cache", "payments")     # DuckDB, read on demand
 
 Errors raised for gateway answers (see ``gwtools._errors`` for the tree)::
 
@@ -40,6 +41,7 @@ from gwtools._errors import (
 )
 from gwtools._gateway import Gateway, connect
 from gwtools._normalize import normalize_payments, normalize_refunds
+from gwtools._scan import scan_cache
 from gwtools._schema import empty_payments, empty_refunds
 from gwtools._sync import GatewayDataWarning, ResourceResult, SyncResult
 
@@ -64,6 +66,7 @@ __all__ = [
     "normalize_payments",
     "normalize_refunds",
     "read_cache",
+    "scan_cache",
 ]
 
 # Public names say `gwtools.X` in reprs and tracebacks, as in httpx.

@@ -238,6 +238,31 @@ class Gateway:
             self.sync(("refunds",))
         return self._read("refunds", since, until, status)
 
+    def scan(
+        self,
+        resource: Resource,
+        since: Any = None,
+        until: Any = None,
+        status: str | Sequence[str] | None = None,
+    ) -> Any:
+        """The cached ``resource`` as a lazy DuckDB table (see :func:`gwtools.scan_cache`).
+
+        Reads the cache only, never the network: call :meth:`sync` first for fresh data.
+        Nothing is read until a result is asked for; pass it to any ``gwtools.analysis``
+        function, which runs in DuckDB and returns a small DataFrame::
+
+            analysis.decline_rate(gw.scan("payments"), freq="week", tz="Asia/Kuala_Lumpur")
+        """
+        from gwtools._scan import connection, scan_cache
+
+        if not self.dataset(resource).exists():
+            from gwtools._schema import arrow_schema
+
+            return connection().from_arrow(arrow_schema(resource).empty_table())
+        return scan_cache(
+            self.dataset(resource).path, resource, since=since, until=until, status=status
+        )
+
     def _read(self, resource: Resource, since: Any, until: Any, status: Any) -> pd.DataFrame:
         ds = self.dataset(resource)
         if not ds.exists():

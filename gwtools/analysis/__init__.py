@@ -29,6 +29,7 @@ from gwtools.analysis._fpx import (
     fpx_outcome,
     fpx_outcome_shares,
 )
+from gwtools.analysis._engine import to_pandas
 from gwtools.analysis._funnel import funnel, status_counts
 from gwtools.analysis._money import exponent, format_money, to_major, totals_by_currency
 from gwtools.analysis._overview import Overview, overview
@@ -90,6 +91,7 @@ __all__ = [
     "success_rate",
     "time_to_refund",
     "to_major",
+    "to_pandas",
     "totals_by_currency",
     "wilson_interval",
 ]

@@ -1,0 +1,271 @@
+"""Lazy tables over the Parquet cache, on DuckDB in this process.
+
+:func:`scan_cache` (and :meth:`gwtools.Gateway.scan`) return a ``duckdb.DuckDBPyRelation``: a
+query plan over the cache's Parquet files that reads nothing until a result is asked for
+(``.df()``, ``.arrow()``, ``len()``, or any :mod:`gwtools.analysis` function, which runs its
+filters and group-bys in DuckDB and brings back only the small result)::
+
+    payments = gwtools.scan_cache("data/sample-cache", "payments", since="2024-05-01")
+    analysis.decline_rate(payments, freq="week", tz="Asia/Kuala_Lumpur")
+    failed = gwtools.collect(payments.filter(...))   # or payments.df() for DuckDB's own dtypes
+
+The table has the canonical columns in the canonical order with the cache's types (timestamps
+``TIMESTAMP WITH TIME ZONE`` on a UTC connection, amounts ``BIGINT``, strings ``VARCHAR``).
+:func:`gwtools.analysis.to_pandas` turns any lazy result into a DataFrame with the canonical
+pandas dtypes.
+
+A cache on shared storage is read through a filesystem: a URL (``s3://bucket/gwtools``,
+``gs://…``, ``file:///…``, any fsspec protocol) or ``filesystem=`` a ``pyarrow.fs.FileSystem``
+or an fsspec filesystem. Those are scanned as a pyarrow dataset that DuckDB reads lazily, with
+the same columns, filters and deduplication.
+
+A lazy table sees the files present when it was made: scan again after a sync.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import narwhals as nw
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+
+from gwtools import _schema
+from gwtools._cache import PARTITION, _timestamp, find_dataset
+from gwtools._errors import CacheError, ConfigurationError
+from gwtools._schema import Resource
+
+__all__ = ["connection", "scan_cache"]
+
+_FILE = "__gw_file"
+_lock = threading.Lock()
+
+
+@functools.cache
+def _connection() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    # Timestamps come back in the connection's zone: UTC, as every canonical timestamp.
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def connection() -> duckdb.DuckDBPyConnection:
+    """The in-process DuckDB connection every lazy table of this process lives on.
+
+    Relations from one connection can be joined with each other, so payments and refunds
+    scanned separately still go into one query. Its time zone is UTC.
+    """
+    with _lock:
+        return _connection()
+
+
+def _visible(name: str) -> bool:
+    # Readers ignore names starting with "_" or "." (state, lock, half-written temporaries).
+    return name.endswith(".parquet") and not name.startswith((".", "_"))
+
+
+def _local_files(root: Path) -> list[str]:
+    """Every visible ``**/*.parquet`` under the dataset folder, sorted (= write order per month)."""
+    return sorted(
+        str(p)
+        for p in root.rglob("*.parquet")
+        if _visible(p.name)
+        and not any(part.startswith((".", "_")) for part in p.relative_to(root).parts[:-1])
+    )
+
+
+def _needs_dedup(files: Sequence[str]) -> bool:
+    """Several files in one month: an interrupted sync; the newest version of an id must win."""
+    months = [os.path.basename(os.path.dirname(f)) for f in files]
+    return len(set(months)) != len(months)
+
+
+def _resolve_filesystem(
+    cache_dir: str | os.PathLike[str], filesystem: Any
+) -> tuple[pafs.FileSystem, str] | None:
+    """``(filesystem, path)`` for a cache on shared storage, ``None`` for a local path."""
+    if filesystem is None:
+        text = os.fspath(cache_dir)
+        if "://" not in text or text.startswith("file://"):
+            return None
+        try:
+            fs, path = pafs.FileSystem.from_uri(text)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+            try:
+                import fsspec.core
+            except ImportError:
+                raise ConfigurationError(
+                    f"cannot open {text!r}: pyarrow does not know the scheme and fsspec is not "
+                    "installed; pip install fsspec (and the protocol's package, e.g. s3fs)"
+                ) from None
+            fsspec_fs, path = fsspec.core.url_to_fs(text)
+            fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_fs))
+        return fs, path.rstrip("/")
+    if not isinstance(filesystem, pafs.FileSystem):
+        # An fsspec filesystem: pyarrow reads through it.
+        filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+    return filesystem, os.fspath(cache_dir).rstrip("/")
+
+
+def _is_dir(fs: pafs.FileSystem, path: str) -> bool:
+    return fs.get_file_info(path).type == pafs.FileType.Directory
+
+
+def _remote_dataset_dir(
+    fs: pafs.FileSystem, root: str, resource: Resource, account: str | None, mode: str | None
+) -> str:
+    """The dataset folder under ``root`` on ``fs``, by the rules of :func:`find_dataset`.
+
+    ``root`` may be the dataset folder, its parent, or the cache root (then ``account``/``mode``
+    pick one when several are cached).
+    """
+    if not _is_dir(fs, root):
+        raise CacheError(f"no cache at {root!r} on {fs.type_name}: check the path or URL")
+    candidates = [root, f"{root}/{resource}"]
+    accounts = (
+        [account]
+        if account
+        else sorted(
+            i.base_name
+            for i in fs.get_file_info(pafs.FileSelector(root))
+            if i.type == pafs.FileType.Directory
+        )
+    )
+    modes = [mode] if mode else ["test", "live"]
+    nested = [f"{root}/{a}/{m}/{resource}" for a in accounts for m in modes]
+    for c in candidates:
+        if c.rsplit("/", 1)[-1] == resource and _has_months(fs, c):
+            return c
+    found = [c for c in nested if _has_months(fs, c)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CacheError(
+            f"no cached {resource} under {root!r}: run a sync first, or check the path"
+        )
+    raise ConfigurationError(
+        f"several cached {resource} datasets under {root!r} ({', '.join(found)}); "
+        "pass account= and mode="
+    )
+
+
+def _has_months(fs: pafs.FileSystem, path: str) -> bool:
+    if not _is_dir(fs, path):
+        return False
+    return any(
+        i.type == pafs.FileType.Directory and i.base_name.startswith(f"{PARTITION}=")
+        for i in fs.get_file_info(pafs.FileSelector(path))
+    )
+
+
+def _remote_files(fs: pafs.FileSystem, root: str) -> list[str]:
+    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    return sorted(
+        i.path
+        for i in infos
+        if i.type == pafs.FileType.File
+        and _visible(i.base_name)
+        and not any(
+            p.startswith((".", "_")) for p in i.path[len(root) :].strip("/").split("/")[:-1]
+        )
+    )
+
+
+def _empty(resource: Resource, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    return con.from_arrow(_schema.arrow_schema(resource).empty_table())
+
+
+def scan_cache(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    *,
+    account: str | None = None,
+    mode: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    status: str | Sequence[str] | None = None,
+    filesystem: Any = None,
+) -> duckdb.DuckDBPyRelation:
+    """The cached canonical table as a lazy DuckDB table: nothing is read until asked.
+
+    Same arguments as :func:`gwtools.read_cache` (``since <= created_at < until``, naive times
+    UTC; one status or several), plus ``filesystem`` for a cache on shared storage: a
+    ``pyarrow.fs.FileSystem`` or fsspec filesystem, with ``cache_dir`` a path on it; or leave
+    it out and give a URL (``s3://bucket/gwtools``). Pass the result to any
+    :mod:`gwtools.analysis` function, or call ``.df()``/``.arrow()`` on it. Example::
+
+        payments = gwtools.scan_cache("data/sample-cache", "payments", status="failed")
+        analysis.decline_breakdown(payments)
+    """
+    columns = list(_schema.columns(resource))
+    con = connection()
+    remote = _resolve_filesystem(cache_dir, filesystem)
+    rel: duckdb.DuckDBPyRelation
+    if remote is None:
+        text = os.fspath(cache_dir)
+        local = Path(text[len("file://") :] if text.startswith("file://") else text)
+        try:
+            dataset = find_dataset(local, resource, account=account, mode=mode)
+        except FileNotFoundError as exc:
+            raise CacheError(str(exc)) from None
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        files = _local_files(dataset.path)
+        if not files:
+            return _empty(resource, con)
+        rel = con.read_parquet(files, hive_partitioning=True, filename=_needs_dedup(files))
+    else:
+        fs, root = remote
+        folder = _remote_dataset_dir(fs, root, resource, account, mode)
+        files = _remote_files(fs, folder)
+        if not files:
+            return _empty(resource, con)
+        schema = _schema.arrow_schema(resource)
+        if _needs_dedup(files):
+            # One dataset per file: the file's name (write order) decides which version wins.
+            parts = [pads.dataset(f, filesystem=fs, format="parquet", schema=schema) for f in files]
+            tables = [
+                con.from_arrow(p).project(
+                    *[duckdb.ColumnExpression(c) for c in columns],
+                    duckdb.ConstantExpression(f).alias(_FILE),
+                )
+                for p, f in zip(parts, files, strict=True)
+            ]
+            rel = functools.reduce(lambda a, b: a.union(b), tables)
+        else:
+            rel = con.from_arrow(
+                pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
+            )
+    lf = nw.from_native(rel)
+    if "filename" in lf.columns:
+        lf = lf.rename({"filename": _FILE})
+    if _FILE in lf.columns:
+        newest = nw.col(_FILE).max().over("id")
+        lf = lf.filter(nw.col(_FILE) == newest)
+    lf = lf.filter(*_filters(since, until, status)) if (since, until, status) != (None,) * 3 else lf
+    return lf.select(columns).to_native()
+
+
+def _filters(since: Any, until: Any, status: str | Sequence[str] | None) -> list[nw.Expr]:
+    """``read_cache``'s filters as expressions (run in the engine)."""
+    out: list[nw.Expr] = []
+    try:
+        lo = None if since is None else _timestamp(since, "since").to_pydatetime()
+        hi = None if until is None else _timestamp(until, "until").to_pydatetime()
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    if since is not None:
+        out.append(nw.col("created_at") >= lo)
+    if until is not None:
+        out.append(nw.col("created_at") < hi)
+    if status is not None:
+        wanted = [status] if isinstance(status, str) else list(status)
+        out.append(nw.col("status").is_in(wanted))
+    return out or [nw.lit(True)]

@@ -1,0 +1,316 @@
+"""The engine layer: one analysis, three kinds of table, written once against Narwhals.
+
+Every analysis takes a *table*: a pandas DataFrame, a lazy DuckDB table
+(:func:`gwtools.scan_cache`, :meth:`gwtools.Gateway.scan`), a PySpark DataFrame with the canonical
+columns, or a Narwhals frame over any of them. It runs its filters, group-bys and joins where
+the data lives and returns a small pandas DataFrame, the same for the same data whatever the
+input. How an analysis function is written against this layer::
+
+    from gwtools.analysis import _engine as E
+
+    def failed_by_brand(payments: E.Table) -> pd.DataFrame:
+        lf = E.lazy(payments)                           # nw.LazyFrame over the native table
+        lf = lf.with_columns(failed=E.flag(nw.col("outcome") == "failed"))
+        out = lf.group_by("card_brand").agg(nw.len(), nw.col("failed").sum())
+        small = E.to_pandas(out)                        # runs in the engine; canonical dtypes
+        return small.sort_values("card_brand")          # finish the small frame in pandas
+
+Rules (each one is a difference between pandas, DuckDB and Spark that bit us):
+
+- Only Narwhals expressions, never SQL text. Aggregate in the engine, then finish the
+  *aggregated* frame in pandas (Wilson intervals, reindexing, Babel formatting, ordering).
+- Comparisons with a null are null in SQL engines and False in pandas: wrap predicates in
+  :func:`truthy` (or :func:`flag` for a 0/1 column to sum). Aggregate flags with a plain
+  ``nw.col(...).sum()`` after ``with_columns``: pandas runs simple aggregations fast and warns
+  about complex ones.
+- Narwhals cannot convert time zones on DuckDB or Spark, so local time is built here:
+  :func:`local_wall` shifts UTC by the zone's offsets over the data's range (exact, DST
+  included) and :func:`period_start` truncates it to a local day, week (Monday) or month;
+  :func:`finish_period` turns the collected wall-clock value into an aware local timestamp,
+  exactly as ``gwtools.analysis.bucket`` does in pandas.
+- Durations: :func:`epoch_seconds` (Spark has no ``total_seconds``).
+- Two tables in one analysis (payments and refunds) must live in the same engine:
+  :func:`lazy_pair` checks, and says what to do.
+- :func:`to_pandas` collects and restores the canonical dtypes (UTC timestamps, pyarrow
+  strings, ``Int64``, ``boolean``); Spark hands back naive times, DuckDB its own dtypes.
+
+A Spark session must use UTC (``spark.sql.session.timeZone``), as the scan's DuckDB
+connection does, so its truncation and collected times are UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import zoneinfo
+from collections.abc import Sequence
+from typing import Any
+
+import narwhals as nw
+import numpy as np
+import pandas as pd
+
+from gwtools import _schema
+from gwtools._errors import ConfigurationError
+
+#: Anything an analysis accepts: pandas DataFrame, DuckDB relation, PySpark DataFrame, or a
+#: Narwhals DataFrame/LazyFrame over one of them.
+Table = Any
+
+#: Canonical column -> pandas dtype, for both resources (shared names agree).
+_CANONICAL: dict[str, Any] = {**_schema.REFUND_COLUMNS, **_schema.PAYMENT_COLUMNS}
+
+#: Beyond this many offset changes (in 1970-2100), local time is built for the data's range only.
+_MAX_PIECES = 8
+
+
+def lazy(table: Table) -> nw.LazyFrame[Any]:
+    """``table`` as a Narwhals LazyFrame on its own engine (pandas stays pandas)."""
+    if isinstance(table, nw.LazyFrame):
+        return table
+    if isinstance(table, nw.DataFrame):
+        return table.lazy()
+    try:
+        frame = nw.from_native(table)
+    except TypeError:
+        raise ConfigurationError(
+            f"cannot analyse a {type(table).__module__}.{type(table).__name__}: pass a pandas "
+            "DataFrame, a lazy table from gwtools.scan_cache()/Gateway.scan(), or a PySpark "
+            "DataFrame with the canonical columns"
+        ) from None
+    if isinstance(frame, nw.DataFrame):
+        return frame.lazy()
+    _check_spark(frame)
+    return frame
+
+
+def _check_spark(lf: nw.LazyFrame[Any]) -> None:
+    if lf.implementation is not nw.Implementation.PYSPARK:
+        return
+    native = lf.to_native()
+    zone = native.sparkSession.conf.get("spark.sql.session.timeZone")
+    if zone not in ("UTC", "Etc/UTC", "GMT", "Z", "+00:00"):
+        raise ConfigurationError(
+            f"the Spark session's time zone is {zone!r}: gwtools reads timestamps as UTC; set "
+            "spark.conf.set('spark.sql.session.timeZone', 'UTC') (or builder.config(...))"
+        )
+
+
+def lazy_pair(a: Table, b: Table) -> tuple[nw.LazyFrame[Any], nw.LazyFrame[Any]]:
+    """Two tables as LazyFrames on one engine, for analyses that join them."""
+    la, lb = lazy(a), lazy(b)
+    if la.implementation is not lb.implementation:
+        raise ConfigurationError(
+            f"payments and refunds are on different engines ({la.implementation.name.lower()} "
+            f"and {lb.implementation.name.lower()}): pass both the same kind, e.g. both from "
+            "gwtools.scan_cache() or both from spark.read.parquet()"
+        )
+    return la, lb
+
+
+def native_like(lf: nw.LazyFrame[Any], table: Table) -> Any:
+    """``lf`` in the same kind as ``table`` (for functions that filter: a lazy table stays lazy)."""
+    if isinstance(table, nw.LazyFrame):
+        return lf
+    if isinstance(table, nw.DataFrame):
+        return lf.collect()
+    if lf.implementation.is_pandas_like():
+        return lf.collect().to_native()
+    return lf.to_native()
+
+
+def to_pandas(frame: Any) -> pd.DataFrame:
+    """Collect a (small, aggregated) result to pandas with the canonical dtypes.
+
+    Timestamps become ``datetime64[us, UTC]``, text the pyarrow string dtype, canonical
+    columns their canonical dtype (``Int64`` amounts, ``boolean`` flags).
+    """
+    if isinstance(frame, nw.LazyFrame):
+        out = frame.collect("pandas").to_native()
+    elif isinstance(frame, nw.DataFrame):
+        out = frame.to_pandas()
+    else:
+        out = lazy(frame).collect("pandas").to_native()
+    out = out.reset_index(drop=True)
+    for name in out.columns:
+        col = out[name]
+        if isinstance(col.dtype, pd.DatetimeTZDtype):
+            out[name] = col.dt.tz_convert("UTC").astype(_schema.TIMESTAMP)
+        elif pd.api.types.is_datetime64_dtype(col.dtype):
+            out[name] = col.astype("datetime64[us]").dt.tz_localize("UTC")
+        elif pd.api.types.is_string_dtype(col.dtype) and not _is_bool_object(col):
+            out[name] = col.astype(_schema.STRING)
+        if name in _CANONICAL and _CANONICAL[name] != _schema.FLOAT:
+            out[name] = out[name].astype(_CANONICAL[name])
+    return out
+
+
+def _is_bool_object(col: pd.Series) -> bool:
+    if col.dtype != object:
+        return False
+    values = col.dropna()
+    return len(values) > 0 and all(isinstance(v, bool | np.bool_) for v in values)
+
+
+def truthy(expr: nw.Expr) -> nw.Expr:
+    """A predicate that is False (not null) where its input is null, as in pandas."""
+    return expr.fill_null(False)
+
+
+def flag(expr: nw.Expr) -> nw.Expr:
+    """A predicate as a 0/1 ``Int64`` column, to sum in a group-by."""
+    return truthy(expr).cast(nw.Int64)
+
+
+def epoch_seconds(expr: nw.Expr) -> nw.Expr:
+    """Seconds since 1970-01-01 UTC of a UTC timestamp column, exactly, on every engine.
+
+    Narwhals has no portable epoch or ``total_seconds``; the calendar's arithmetic is
+    portable (days before the year, Gregorian leap rules, plus the day of the year).
+    """
+    y = expr.dt.year().cast(nw.Int64)
+    days = (
+        (y - 1970) * 365
+        + (y - 1969) // 4
+        - (y - 1901) // 100
+        + (y - 1601) // 400
+        + expr.dt.ordinal_day().cast(nw.Int64)
+        - 1
+    )
+    return (
+        days * 86_400
+        + expr.dt.hour().cast(nw.Int64) * 3_600
+        + expr.dt.minute().cast(nw.Int64) * 60
+        + expr.dt.second().cast(nw.Int64)
+        + expr.dt.microsecond().cast(nw.Float64) / 1e6
+    )
+
+
+# -- local time ----------------------------------------------------------------------------
+Piece = tuple[dt.datetime | None, int]  # (first UTC instant, naive; offset in seconds)
+
+
+@functools.lru_cache(maxsize=64)
+def zone_pieces(tz: str) -> tuple[Piece, ...]:
+    """The zone's UTC offsets from 1970 to 2100 as (start, seconds) pieces, from tzdata."""
+    zone = zoneinfo.ZoneInfo(tz)
+    days = pd.date_range("1970-01-01", "2100-01-01", freq="D", tz="UTC")
+    naive_days = [d.to_pydatetime().replace(tzinfo=None) for d in days]
+    shifted = days.tz_convert(tz).tz_localize(None) - days.tz_localize(None)
+    offsets = np.asarray(shifted.total_seconds(), dtype=np.int64)
+    pieces: list[Piece] = [(None, int(offsets[0]))]
+
+    def offset(t: dt.datetime) -> int:
+        delta = t.replace(tzinfo=dt.UTC).astimezone(zone).utcoffset()
+        return int(delta.total_seconds()) if delta is not None else 0
+
+    for i in np.flatnonzero(np.diff(offsets)).tolist():
+        lo, hi = naive_days[i], naive_days[i + 1]
+        while hi - lo > dt.timedelta(seconds=1):  # the first second of the new offset
+            mid = (lo + (hi - lo) / 2).replace(microsecond=0)
+            if offset(mid) == offsets[i]:
+                lo = mid
+            else:
+                hi = mid
+        pieces.append((hi, offset(hi)))
+    return tuple(pieces)
+
+
+def _pieces_for(lf: nw.LazyFrame[Any], column: str, tz: str) -> list[Piece]:
+    pieces = list(zone_pieces(tz))
+    if len(pieces) <= _MAX_PIECES:
+        return pieces
+    # A zone with daylight saving: only the offsets over the data's range (one small query).
+    bounds = to_pandas(lf.select(lo=nw.col(column).min(), hi=nw.col(column).max()))
+    lo, hi = bounds["lo"].iloc[0], bounds["hi"].iloc[0]
+    if pd.isna(lo):
+        return pieces[:1]
+    lo_n = lo.tz_convert("UTC").tz_localize(None).to_pydatetime()
+    hi_n = hi.tz_convert("UTC").tz_localize(None).to_pydatetime()
+    kept = [
+        p
+        for k, p in enumerate(pieces)
+        if (k + 1 == len(pieces) or _after(pieces[k + 1][0], lo_n))
+        and (p[0] is None or p[0] <= hi_n)
+    ]
+    return [(None, kept[0][1]), *kept[1:]]
+
+
+def _after(start: dt.datetime | None, t: dt.datetime) -> bool:
+    return start is None or start > t
+
+
+def _shift(expr: nw.Expr, seconds: int) -> nw.Expr:
+    return expr if seconds == 0 else expr.dt.offset_by(f"{seconds}s")
+
+
+def local_wall(lf: nw.LazyFrame[Any], column: str, tz: str) -> nw.Expr:
+    """The local wall-clock time in ``tz`` of UTC column ``column``, as a naive timestamp."""
+    naive = nw.col(column).dt.replace_time_zone(None)
+    pieces = _pieces_for(lf, column, tz)
+    if len(pieces) == 1:
+        return _shift(naive, pieces[0][1])
+    chain: Any = nw.when(naive < pieces[1][0]).then(_shift(naive, pieces[0][1]))
+    for (start, _), (_, seconds) in zip(pieces[2:], pieces[1:-1], strict=True):
+        chain = chain.when(naive < start).then(_shift(naive, seconds))
+    result: nw.Expr = chain.otherwise(_shift(naive, pieces[-1][1]))
+    return result
+
+
+def period_start(wall: nw.Expr, freq: str) -> nw.Expr:
+    """Start of the local day, week (Monday) or month of a wall-clock expression."""
+    from gwtools.analysis._time import period_code
+
+    code = period_code(freq)
+    if code == "M":
+        return wall.dt.truncate("1mo")
+    day = wall.dt.truncate("1d")
+    if code == "D":
+        return day
+    weekday = day.dt.weekday()  # 1 = Monday, as ISO 8601
+    chain: Any = nw.when(weekday == 1).then(day)
+    for back in range(1, 6):
+        chain = chain.when(weekday == back + 1).then(day.dt.offset_by(f"-{back}d"))
+    result: nw.Expr = chain.otherwise(day.dt.offset_by("-6d"))
+    return result
+
+
+def finish_period(values: pd.Series, tz: str) -> pd.Series:
+    """Collected wall-clock bucket starts -> aware timestamps in ``tz`` (as ``bucket`` gives)."""
+    naive = pd.to_datetime(values)
+    if isinstance(naive.dtype, pd.DatetimeTZDtype):
+        naive = naive.dt.tz_localize(None)
+    naive = naive.astype("datetime64[us]")
+    # A local midnight can be ambiguous or missing on a DST change: take the first.
+    ambiguous = np.ones(len(naive), dtype=bool)
+    return naive.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent="shift_forward")
+
+
+def when_map(expr: nw.Expr, mapping: dict[Any, Any], default: Any = None) -> nw.Expr:
+    """``mapping[expr]`` as an expression (``default`` elsewhere), for small fixed maps."""
+    items = list(mapping.items())
+    if not items:
+        return nw.lit(default)
+    chain: Any = nw.when(truthy(expr == items[0][0])).then(nw.lit(items[0][1]))
+    for key, value in items[1:]:
+        chain = chain.when(truthy(expr == key)).then(nw.lit(value))
+    result: nw.Expr = chain.otherwise(nw.lit(default)) if default is not None else chain
+    return result
+
+
+def distinct(lf: nw.LazyFrame[Any], expr: nw.Expr) -> list[Any]:
+    """The distinct non-null values of ``expr`` (a small query: use on low-cardinality columns)."""
+    values = to_pandas(lf.select(expr.alias("v")).unique())["v"]
+    return sorted(v for v in values.tolist() if not pd.isna(v))
+
+
+def columns_of(lf: nw.LazyFrame[Any]) -> list[str]:
+    """Column names (no data read)."""
+    return list(lf.collect_schema().names())
+
+
+def require(lf: nw.LazyFrame[Any], names: Sequence[str], what: str = "the table") -> None:
+    """Raise a clear error when ``names`` are not columns of ``lf``."""
+    missing = [n for n in names if n not in columns_of(lf)]
+    if missing:
+        raise ConfigurationError(f"cannot group by {missing}: not a column of {what}")
