@@ -51,6 +51,7 @@ import functools
 import gc
 import itertools
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -116,6 +117,12 @@ _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.large_string()
 #: Raw fields that are dropped on purpose (see the module docstring).
 _DROPPED = frozenset({"object", "client_secret"})
+#: The documented id format: the resource's prefix, then letters and digits (the sandbox uses
+#: 24 base-62 characters; other lengths are accepted, anything else in an id is damage).
+ID_PREFIX: dict[str, str] = {"payments": "pay_", "refunds": "rfnd_"}
+ID_PATTERN: dict[str, str] = {r: f"^{p}[A-Za-z0-9]+$" for r, p in ID_PREFIX.items()}
+_ID_RE = {r: re.compile(p) for r, p in ID_PATTERN.items()}
+MALFORMED_ID = "malformed id"
 #: Unix seconds of 0001-01-01 and 9999-12-31T23:59:59, the range a timestamp column holds.
 _MIN_UNIX, _MAX_UNIX = -62135596800, 253402300799
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -148,6 +155,7 @@ class Reject:
     resource: str
     reason: str
     record: str  # the raw object as JSON text, or the start of an unusable body
+    kind: str = ""  # a short category for counting (e.g. MALFORMED_ID); "" when unset
 
 
 @dataclass
@@ -577,9 +585,10 @@ def _pre_schema(resource: Resource) -> pa.Schema:
 class _Collector:
     """The tolerant path: reads any object one by one, collecting rows and rejects."""
 
-    def __init__(self, resource: Resource, livemode: bool | None) -> None:
+    def __init__(self, resource: Resource, livemode: bool | None, check_ids: bool = False) -> None:
         self.resource = resource
         self.livemode = livemode
+        self.check_ids = check_ids
         self.read = _ROW_READERS[resource]
         self.rows: list[tuple[Any, ...]] = []
         self.rests: list[_Fields] = []
@@ -588,9 +597,9 @@ class _Collector:
         self.pages: list[int] = []
         self.rejects: list[Reject] = []
 
-    def reject(self, reason: str, record: Any) -> None:
+    def reject(self, reason: str, record: Any, kind: str = "") -> None:
         text = record if isinstance(record, str) else _record_text(record)
-        self.rejects.append(Reject(self.resource, reason, text))
+        self.rejects.append(Reject(self.resource, reason, text, kind))
 
     def add(
         self, obj: Any, envelope: Variant | None, page: int = 0, raw: msgspec.Raw | None = None
@@ -609,6 +618,15 @@ class _Collector:
                 else f"record `id` is not a string (got {ident!r})"
             )
             self.reject(why, source)
+            return
+        if self.check_ids and not _ID_RE[self.resource].match(ident):
+            self.reject(
+                f"malformed id {ident!r}: {self.resource} ids are {ID_PREFIX[self.resource]!r} "
+                "followed by letters and digits (damaged in transit?); the next sync fetches it "
+                "again",
+                source,
+                MALFORMED_ID,
+            )
             return
         f = _Fields(obj)
         meta_raw = raw_metadata(raw) if raw is not None else None
@@ -958,6 +976,8 @@ def _fast_table(
 
     cols["id"] = ids = text("id")
     flag(pc.is_null(ids))
+    # Ids outside the documented format: the tolerant path decides (rejects them in a sync).
+    flag(pc.invert(pc.match_substring_regex(ids, ID_PATTERN[resource])))
     cols["api_variant"] = pa.array(itertools.repeat(variant, n), _STR)
     cols["livemode"] = pc.coalesce(col["livemode"], pa.scalar(livemode, pa.bool_()))
     used, other = _CREATION_ORDER[variant]
@@ -1157,18 +1177,20 @@ def normalize_bodies(
     bodies: Sequence[bytes],
     *,
     livemode: bool | None = None,
+    check_ids: bool = False,
 ) -> NormalizedBatch:
     """List response bodies, as received, of either variant -> one canonical frame.
 
     Never raises for bad data: an unusable body or record becomes a :class:`Reject`
     with its reason; unknown statuses map to ``unknown`` and are listed in
-    ``unknown_statuses`` for the caller to warn about once. Rows keep the order of
-    the bodies and of the records in them::
+    ``unknown_statuses`` for the caller to warn about once. ``check_ids`` also rejects
+    records whose id is not in the documented format (kind :data:`MALFORMED_ID`), as a
+    sync does. Rows keep the order of the bodies and of the records in them::
 
         batch = normalize_bodies("payments", [r.content for r in responses], livemode=False)
         batch.frame, batch.rejects, batch.unknown_statuses
     """
-    return _normalize_bodies(resource, bodies, livemode, fast=True)
+    return _normalize_bodies(resource, bodies, livemode, fast=True, check_ids=check_ids)
 
 
 def _normalize_bodies(
@@ -1177,6 +1199,7 @@ def _normalize_bodies(
     livemode: bool | None,
     *,
     fast: bool,
+    check_ids: bool = False,
 ) -> NormalizedBatch:
     """normalize_bodies; ``fast=False`` reads every body with the tolerant path (tests compare)."""
     _schema.columns(resource)  # a clear error for a bad resource name
@@ -1186,7 +1209,7 @@ def _normalize_bodies(
             tolerant = list(range(len(bodies)))
         else:
             tables, tolerant = _strict_share(resource, bodies, range(len(bodies)), livemode)
-        collector = _Collector(resource, livemode)
+        collector = _Collector(resource, livemode, check_ids)
         for i in sorted(tolerant):
             try:
                 variant, raws = decode_raw_records(bodies[i])

@@ -17,6 +17,18 @@
 Pages are handed, as raw bytes with their :class:`PageInfo`, to an async ``sink``; strategies
 hold no rows. A page whose body stays malformed through every retry is reported to
 ``on_malformed`` and the listing is marked incomplete (so the sync state is not advanced).
+
+Completeness is checked, not assumed (a proxy may answer 200 with trailing items missing):
+
+- Variant A: each page must hold what ``meta.total`` leaves for it (``limit`` rows, fewer on
+  the last page); a short page is fetched again. The frozen pages must agree on ``total``
+  (else the list changed while it was read: it is read once more), and the rows listed must
+  add up to it.
+- Variant B: a page shorter than the limit while ``has_more`` is true is fetched again; a
+  cursor ends only on an empty page (a short last page is followed by one more request,
+  since a page cut short looks like a last page).
+
+What stays wrong is written to :attr:`ListOutcome.problems` and makes the listing incomplete.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from gwtools._client import Client, MalformedBodyError
 from gwtools._normalize import PageInfo, page_info
@@ -47,6 +60,8 @@ _SECOND = dt.timedelta(seconds=1)
 _WINDOW_DAYS = tuple(2**k for k in range(13))
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MAX_WINDOWS = 12
+#: Times a page that came back short is fetched again before the listing is called incomplete.
+MAX_REFETCHES = 2
 
 
 def list_cost(rows: Any, variant: str | None, page_limit: int = PAGE_LIMIT) -> Any:
@@ -57,8 +72,12 @@ def list_cost(rows: Any, variant: str | None, page_limit: int = PAGE_LIMIT) -> A
     filled page, about one window per four pages.
     """
     pages = np.maximum(1, np.ceil(np.asarray(rows, dtype=float) / page_limit))
-    extra = np.minimum(_MAX_WINDOWS, np.ceil(pages / 4)) if variant == "B" else 1
-    return pages + np.where(pages > 1, extra, 0)
+    if variant != "B":
+        return pages + np.where(pages > 1, 1, 0)
+    # Each window ends on a part-filled page, and a cursor ends on an empty page (a short
+    # last page could be one cut short), so each window costs two more requests.
+    windows = np.where(pages > 1, np.minimum(_MAX_WINDOWS, np.ceil(pages / 4)), 0)
+    return pages + 2 * windows + np.where(pages > 1, 0, 1)
 
 
 @dataclass
@@ -72,6 +91,33 @@ class ListOutcome:
     time_filters_ignored: bool = False
     newest: dt.datetime | None = None
     estimated_rows: int | None = None
+    #: rows in the pages kept (a page fetched again counts once)
+    listed: int = 0
+    #: rows the gateway said the listing holds (variant A's ``meta.total``; None in B)
+    expected: int | None = None
+    #: pages that came back short (fewer rows than the gateway's own figures imply)
+    short_pages: int = 0
+    #: pages fetched again because they came back short, or because the list changed
+    refetched: int = 0
+    #: why the listing is incomplete, in words (empty when complete)
+    problems: list[str] = field(default_factory=list)
+
+    def problem(self, text: str) -> None:
+        """Record why the listing is incomplete."""
+        self.complete = False
+        if text not in self.problems:
+            self.problems.append(text)
+
+    def absorb(self, other: ListOutcome) -> None:
+        """Add another listing's figures (the status lists of an incremental sync)."""
+        self.listed += other.listed
+        if other.expected is not None:
+            self.expected = (self.expected or 0) + other.expected
+        self.short_pages += other.short_pages
+        self.refetched += other.refetched
+        for p in other.problems:
+            self.problem(p)
+        self.complete = self.complete and other.complete
 
 
 def _page(body: bytes) -> tuple[bytes, PageInfo]:
@@ -101,13 +147,57 @@ class _Run:
         try:
             return await self.client.get(self.resource, params, parse=_page)
         except MalformedBodyError as exc:
-            self.outcome.complete = False
+            self.outcome.problem(f"a {self.resource} list response stayed unreadable")
             self.on_malformed(exc)
             return None
+
+    async def fetch_checked(
+        self,
+        params: dict[str, Any],
+        expected: Callable[[PageInfo], int],
+        got: tuple[bytes, PageInfo] | None = None,
+    ) -> tuple[bytes, PageInfo] | None:
+        """Fetch a page (unless ``got`` is it already); while it holds fewer rows than
+        ``expected`` says, fetch it again.
+
+        Returns the fullest version. One that stays short is recorded as a problem.
+        """
+        if got is None:
+            got = await self.fetch(params)
+        if got is None or got[1].count >= expected(got[1]):
+            return got
+        self.outcome.short_pages += 1
+        for _ in range(MAX_REFETCHES):
+            self.outcome.refetched += 1
+            again = await self.fetch(params)
+            if again is None:
+                return got
+            if again[1].count > got[1].count:
+                got = again
+            if got[1].count >= expected(got[1]):
+                return got
+        where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit")
+        self.outcome.problem(
+            f"a {self.resource} page ({where}) stayed short after {MAX_REFETCHES} re-fetches: "
+            f"{got[1].count} rows where the gateway's own figures imply {expected(got[1])}"
+        )
+        return got
 
 
 def _iso(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _page_share(page: int) -> Callable[[PageInfo], int]:
+    """Variant A: the rows page ``page`` must hold, by its own ``meta.total`` and ``limit``."""
+
+    def expected(info: PageInfo) -> int:
+        if info.total is None:
+            return 0
+        limit = info.limit or PAGE_LIMIT
+        return max(0, min(limit, info.total - (page - 1) * limit))
+
+    return expected
 
 
 @dataclass
@@ -118,6 +208,7 @@ class PageNumbers:
     first_body: bytes
     first: PageInfo
     base: dict[str, Any]
+    first_params: dict[str, Any] = field(default_factory=dict)
 
     async def __call__(self) -> None:
         total_pages = self.first.total_pages or 1
@@ -130,32 +221,91 @@ class PageNumbers:
             # what page 1 showed (`to`), and re-read page 1 under the same filter.
             # `to` may be exclusive (it is in the sandbox): one second past the newest row.
             params["to"] = _iso(first + _SECOND)
-        else:
-            await self.run.sink(self.first_body, self.first)
-        if total_pages <= 1:
+            await self._listing(params, total_pages, {})
             return
-        pages = range(1 if "to" in params else 2, total_pages + 1)
-        seen_pages = await self._fetch(params, pages)
-        # A list that grew anyway (no usable `to`): fetch the pages that appeared.
-        while seen_pages > total_pages:
-            extra = range(total_pages + 1, seen_pages + 1)
-            total_pages = seen_pages
-            seen_pages = max(seen_pages, await self._fetch(params, extra))
+        # Page 1 as it came (one page, or rows without usable times), checked against its meta.
+        got = await self.run.fetch_checked(
+            {**self.first_params, "page": 1}, _page_share(1), (self.first_body, self.first)
+        )
+        assert got is not None
+        await self.run.sink(*got)
+        await self._listing(params, total_pages, {1: got[1]})
 
-    async def _fetch(self, params: dict[str, Any], pages: range) -> int:
-        async def one(n: int) -> int:
-            got = await self.run.fetch({**params, "page": n})
+    async def _listing(
+        self, params: dict[str, Any], total_pages: int, kept: dict[int, PageInfo]
+    ) -> None:
+        """Fetch pages 1..total_pages (those not in ``kept``) and check they add up."""
+        given = dict(kept)
+        for attempt in range(2):
+            kept = dict(given)
+            todo = range(1, total_pages + 1)
+            while todo:
+                kept.update(await self._fetch(params, [n for n in todo if n not in kept]))
+                # A list that grew (no usable `to`, or rows becoming visible late): fetch the
+                # pages that appeared.
+                reported = max((i.total_pages or 0 for i in kept.values()), default=0)
+                todo = range(max(kept, default=0) + 1, reported + 1)
+            totals = sorted({i.total for i in kept.values() if i.total is not None})
+            if len(totals) <= 1:
+                break
+            if attempt == 0:
+                # The list changed while it was read: rows may have moved between pages.
+                self.run.outcome.refetched += len(kept) - len(given)
+                continue
+            self.run.outcome.problem(
+                f"the {self.run.resource} list kept changing while it was read "
+                f"(meta.total {totals[0]} to {totals[-1]}): rows may have been skipped"
+            )
+        listed = sum(i.count for i in kept.values())
+        total = max(totals, default=None)
+        self.run.outcome.listed += listed
+        if total is not None:
+            self.run.outcome.expected = (self.run.outcome.expected or 0) + total
+            if listed < total:
+                self.run.outcome.problem(
+                    f"{self.run.resource}: {listed} rows listed where meta.total promised {total}"
+                )
+
+    async def _fetch(self, params: dict[str, Any], pages: list[int]) -> dict[int, PageInfo]:
+        async def one(n: int) -> tuple[int, PageInfo | None]:
+            got = await self.run.fetch_checked({**params, "page": n}, _page_share(n))
             if got is None:
-                return 0
+                return n, None
             await self.run.sink(*got)
-            return got[1].total_pages or 0
+            return n, got[1]
 
         results = await asyncio.gather(*(one(n) for n in pages))
-        return max(results, default=0)
+        return {n: info for n, info in results if info is not None}
 
 
 class _TimeFiltersIgnored(Exception):
     pass
+
+
+def _cursor_share(info: PageInfo) -> int:
+    """Variant B: a page with more to come must be full."""
+    return PAGE_LIMIT if info.has_more else 0
+
+
+def _more(body: bytes, info: PageInfo) -> bool:
+    """Whether a cursor goes on after this page: while ``has_more``, and once more after a
+    short last page (a page cut short in transit looks like a last page; an empty page ends).
+
+    The extra request is made only when the page's last record has the id the cursor
+    continues from (else it would return records already seen).
+    """
+    if not info.last_id:
+        return False
+    if info.has_more:
+        return True
+    if not 0 < info.count < PAGE_LIMIT:
+        return False
+    try:
+        data = orjson.loads(body).get("data")
+        last = data[-1] if isinstance(data, list) and data else None
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return isinstance(last, dict) and last.get("id") == info.last_id
 
 
 @dataclass
@@ -170,18 +320,22 @@ class Cursor:
     include_first: bool = True
 
     async def __call__(self) -> None:
-        info = self.first
+        body, info = self.first_body, self.first
         if self.include_first:
-            await self.run.sink(self.first_body, info)
-        while info.has_more and info.last_id:
+            await self.run.sink(body, info)
+            self.run.outcome.listed += info.count
+        while _more(body, info):
             lo, _ = _bounds(info)
             if self.since is not None and lo is not None and lo < self.since:
                 return
-            got = await self.run.fetch({**self.base, "starting_after": info.last_id})
+            got = await self.run.fetch_checked(
+                {**self.base, "starting_after": info.last_id}, _cursor_share
+            )
             if got is None:
                 return
             await self.run.sink(*got)
-            info = got[1]
+            body, info = got
+            self.run.outcome.listed += info.count
 
 
 @dataclass
@@ -207,10 +361,11 @@ class TimeWindows:
     async def __call__(self) -> None:
         lo, hi = _bounds(self.first)
         if not self.first.has_more or lo is None or hi is None:
-            await self.run.sink(self.first_body, self.first)
+            await Cursor(self.run, self.first_body, self.first, self.base, self.since)()
             return
         # The first page already covers [lo, hi]; the windows cover what is older.
         await self.run.sink(self.first_body, self.first)
+        self.run.outcome.listed += self.first.count
         if self.since is not None:
             # Incremental: the range is known; cut it evenly.
             span = max((hi - lo).total_seconds(), 1.0)
@@ -253,8 +408,8 @@ class TimeWindows:
             }
             cursor: str | None = None
             while True:
-                got = await self.run.fetch(
-                    {**params, **({"starting_after": cursor} if cursor else {})}
+                got = await self.run.fetch_checked(
+                    {**params, **({"starting_after": cursor} if cursor else {})}, _cursor_share
                 )
                 if got is None:
                     return
@@ -267,7 +422,8 @@ class TimeWindows:
                 ):
                     raise _TimeFiltersIgnored
                 await self.run.sink(body, info)
-                if not info.has_more or not info.last_id or lo is None or hi is None:
+                self.run.outcome.listed += info.count
+                if not _more(body, info) or lo is None or hi is None:
                     return
                 if w.stop_below is not None and lo < w.stop_below:
                     return
@@ -349,6 +505,9 @@ async def list_pages(
     got = first if first is not None else await run.fetch(first_params)
     if got is None:
         return outcome
+    if got[1].variant == "B":
+        got = await run.fetch_checked(first_params, _cursor_share, got)
+        assert got is not None
     body, info = got
     outcome.variant = info.variant
     outcome.newest = _bounds(info)[1]
@@ -356,7 +515,7 @@ async def list_pages(
         outcome.strategy = "page numbers"
         if since is not None:
             base["from"] = _iso(since)
-        await PageNumbers(run, body, info, base)()
+        await PageNumbers(run, body, info, base, first_params)()
         return outcome
     outcome.strategy = "time windows"
     lo, _ = _bounds(info)

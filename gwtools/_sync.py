@@ -40,7 +40,7 @@ from gwtools._cache import Dataset, MergeStats, _next_seq
 from gwtools._client import Client, MalformedBodyError, RequestStats
 from gwtools._config import Settings
 from gwtools._errors import InvalidRequestError, NotFoundError
-from gwtools._normalize import PageInfo, Reject, normalize_bodies
+from gwtools._normalize import MALFORMED_ID, PageInfo, Reject, normalize_bodies
 from gwtools._paging import PAGE_LIMIT, ListOutcome, first_page, list_cost, list_pages
 from gwtools._schema import Resource
 
@@ -78,6 +78,33 @@ class ResourceResult:
     api_variant: str | None = None
     reread_by_id: int = 0
     complete: bool = True
+    #: rows in the list pages kept (completeness report; a page fetched again counts once)
+    listed: int = 0
+    #: rows the gateway said its lists hold (variant A's meta.total; None in variant B)
+    expected: int | None = None
+    #: list pages that came back short, and pages fetched again
+    short_pages: int = 0
+    refetched: int = 0
+    #: rejected records by why
+    rejects_by_reason: dict[str, int] = field(default_factory=dict)
+    #: why the sync of this resource is incomplete (empty when complete)
+    problems: list[str] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        """The completeness report: rows listed vs expected, requests, retries, rejects, why."""
+        return {
+            "complete": self.complete,
+            "listed": self.listed,
+            "expected": self.expected,
+            "requests": self.requests,
+            "retries": self.retries,
+            "rate_limited": self.rate_limited,
+            "short_pages": self.short_pages,
+            "refetched": self.refetched,
+            "rejected": self.rejected,
+            "rejects_by_reason": dict(self.rejects_by_reason),
+            "problems": list(self.problems),
+        }
 
 
 _FIELDS = ("fetched", "new", "updated", "unchanged", "rejected")
@@ -109,7 +136,18 @@ class SyncResult:
 
     @property
     def complete(self) -> bool:
+        """Whether every resource was listed completely (see :attr:`problems`)."""
         return all(r.complete for r in self.resources.values())
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the sync is incomplete, one line each (empty when complete)."""
+        return [p for r in self.resources.values() for p in r.problems]
+
+    @property
+    def report(self) -> dict[str, dict[str, Any]]:
+        """Per resource: rows listed vs expected, requests, retries, rejects and why."""
+        return {name: r.report() for name, r in self.resources.items()}
 
     @property
     def rows_per_second(self) -> float:
@@ -148,12 +186,40 @@ class SyncResult:
             )
             for r in rows
         ]
-        note = (
-            ""
-            if self.complete
-            else "\nincomplete: some pages could not be read; the next sync retries them"
+        return "\n".join(lines) + self._note()
+
+    def _note(self) -> str:
+        if self.complete:
+            return ""
+        why = "".join(f"\n  - {p}" for p in self.problems)
+        return (
+            "\nincomplete: the high-water mark was not advanced; the next sync lists the "
+            f"affected range again{why}"
         )
-        return "\n".join(lines) + note
+
+    def _report_html(self) -> str:
+        head = ["resource", "listed", "expected", "short pages", "re-fetched", "rejects"]
+        cells = []
+        for r in self.resources.values():
+            why = ", ".join(f"{k}: {v:,}" for k, v in sorted(r.rejects_by_reason.items()))
+            cells.append(
+                [
+                    r.resource,
+                    f"{r.listed:,}",
+                    "" if r.expected is None else f"{r.expected:,}",
+                    f"{r.short_pages:,}",
+                    f"{r.refetched:,}",
+                    f"{r.rejected:,}" + (f" ({why})" if why else ""),
+                ]
+            )
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in cells
+        )
+        th = "".join(f"<th>{escape(c)}</th>" for c in head)
+        return (
+            "<details><summary>completeness</summary>"
+            f"<table><thead><tr>{th}</tr></thead><tbody>{rows}</tbody></table></details>"
+        )
 
     def _repr_html_(self) -> str:
         rows = self._rows()
@@ -167,25 +233,32 @@ class SyncResult:
             + "</tr>"
             for r in rows[1:]
         )
-        note = (
-            ""
-            if self.complete
-            else "<p><b>incomplete</b>: the next sync retries what could not be read</p>"
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+        note = ""
+        if not self.complete:
+            items = "".join(f"<li>{escape(p)}</li>" for p in self.problems)
+            note = (
+                "<p><b>incomplete</b>: the high-water mark was not advanced; the next sync "
+                f"lists the affected range again</p><ul>{items}</ul>"
+            )
+        table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return table + note + self._report_html()
 
     def __repr__(self) -> str:
         return (
             f"SyncResult(fetched={self.fetched}, new={self.new}, updated={self.updated}, "
             f"unchanged={self.unchanged}, rejected={self.rejected}, requests={self.requests}, "
-            f"rate_limited={self.rate_limited}, retries={self.retries}, seconds={self.seconds:.2f})"
+            f"rate_limited={self.rate_limited}, retries={self.retries}, seconds={self.seconds:.2f}, "
+            f"complete={self.complete})"
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """Everything as plain JSON-ready values (``gwtools sync --json`` prints this)."""
         return {
+            "complete": self.complete,
+            "problems": self.problems,
             "seconds": self.seconds,
             **{f: getattr(self, f) for f in (*_FIELDS, *_HTTP)},
-            "resources": {k: vars(v) for k, v in self.resources.items()},
+            "resources": {k: {**vars(v), "report": v.report()} for k, v in self.resources.items()},
         }
 
 
@@ -223,6 +296,21 @@ class BatchOutcome:
     rejected: int = 0
     max_created: dt.datetime | None = None
     unknown_statuses: set[str] = field(default_factory=set)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def reject_kind(reject: Reject) -> str:
+    """A short category of a reject for counting: its kind, else its reason up to the detail."""
+    if reject.kind:
+        return reject.kind
+    cut = min((i for i in (reject.reason.find(c) for c in ":(=") if i > 0), default=None)
+    return reject.reason[:cut].strip().rstrip("`").strip()
+
+
+def _count_kinds(rejects: Iterable[Reject], into: dict[str, int]) -> None:
+    for r in rejects:
+        kind = reject_kind(r)
+        into[kind] = into.get(kind, 0) + 1
 
 
 def write_batch(
@@ -230,14 +318,15 @@ def write_batch(
 ) -> BatchOutcome:
     """Normalise raw bodies and write them as part files (runs in the writer thread)."""
     ds = Dataset(path, resource)
-    batch = normalize_bodies(resource, bodies, livemode=livemode)
+    batch = normalize_bodies(resource, bodies, livemode=livemode, check_ids=True)
     del bodies
     out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
     if batch.rejects:
         out.rejected = ds.append_rejects(batch.rejects, sync_id=sync_id)
+        _count_kinds(batch.rejects, out.reasons)
     if len(batch.frame):
         table = pa.Table.from_pandas(batch.frame, schema=ds.schema, preserve_index=False)
-        out.months = ds.write_batch(table)
+        out.months = ds.stage_batch(table)  # merged into the dataset by compact() at the end
         out.max_created = pc.max(table.column("created_at")).as_py()
     return out
 
@@ -289,6 +378,7 @@ class BatchWriter:
         self.pages = 0
         self.fetched = 0
         self.rejected = 0
+        self.reasons: dict[str, int] = {}
         self.max_created: dt.datetime | None = None
 
     async def add_page(self, body: bytes, info: PageInfo) -> None:
@@ -311,8 +401,9 @@ class BatchWriter:
         self.bodies.extend(_envelope(objects))
         await self.flush()
 
-    def add_rejects(self, rejects: Sequence[Any]) -> None:
+    def add_rejects(self, rejects: Sequence[Reject]) -> None:
         self.rejected += self.dataset.append_rejects(rejects, sync_id=self.sync_id)
+        _count_kinds(rejects, self.reasons)
 
     async def flush(self, *, force: bool = True) -> None:
         """Write what is collected (only a full batch unless ``force``)."""
@@ -337,6 +428,8 @@ class BatchWriter:
         _warn_unknown(self.resource, out.unknown_statuses)
         self.months |= out.months
         self.rejected += out.rejected
+        for kind, n in out.reasons.items():
+            self.reasons[kind] = self.reasons.get(kind, 0) + n
         if out.max_created is not None and (
             self.max_created is None or out.max_created > self.max_created
         ):
@@ -528,6 +621,14 @@ async def run_sync(
             lock.release()
     result.resources = {r: result.resources[r] for r in wanted if r in result.resources}
     result.seconds = time.perf_counter() - started
+    if not result.complete:
+        # Loud: a notebook shows warnings; the CLI also exits non-zero.
+        warnings.warn(
+            "the sync is incomplete, so the high-water mark was not advanced and the next sync "
+            "lists the affected range again: " + "; ".join(result.problems),
+            GatewayDataWarning,
+            stacklevel=2,
+        )
     return result
 
 
@@ -560,7 +661,7 @@ async def _sync_one(
     resource = ds.resource
     started = time.perf_counter()
     before = ctx.client.stats.snapshot()
-    ds.remove_temporaries()
+    ds.recover()  # leftovers of a killed sync; unreadable files to quarantine
     state = ds.state()
     high_water = state.get("high_water")
     incremental = bool(not full and high_water)
@@ -578,9 +679,8 @@ async def _sync_one(
     )
 
     def on_malformed(exc: MalformedBodyError) -> None:
-        writer.add_rejects(
-            [Reject(resource, f"unusable response body from {exc.url}: {exc.message}", exc.snippet)]
-        )
+        reason = f"unusable response body from {exc.url}: {exc.message}"
+        writer.add_rejects([Reject(resource, reason, exc.snippet, "unusable body")])
 
     plan = (
         await _plan_incremental(ctx, ds, str(high_water), extra_ids, on_malformed)
@@ -603,10 +703,10 @@ async def _sync_one(
             outcome: ListOutcome = await listing
         else:
             # The new rows and the open ones are listed at the same time.
-            outcome, (left, listed_all) = await asyncio.gather(
+            outcome, (left, rereads) = await asyncio.gather(
                 listing, _reread_open(ctx, plan, writer, on_malformed)
             )
-            outcome.complete = outcome.complete and listed_all
+            outcome.absorb(rereads)
             by_id = left
             res.reread_by_id = len(by_id)
             if by_id:
@@ -614,6 +714,12 @@ async def _sync_one(
         await writer.flush()
     finally:
         progress.close()
+    malformed = writer.reasons.get(MALFORMED_ID, 0)
+    if malformed:
+        outcome.problem(
+            f"{malformed:,} {resource} record(s) had a malformed id and were rejected "
+            "(see _rejects.jsonl)"
+        )
     complete = outcome.complete and outcome.variant is not None
     replace = complete and not incremental
     stats: MergeStats = await asyncio.get_running_loop().run_in_executor(
@@ -650,6 +756,11 @@ async def _sync_one(
     res.new, res.updated, res.unchanged = stats.new, stats.updated, stats.unchanged
     res.requests, res.rate_limited, res.retries = http.requests, http.rate_limited, http.retries
     res.strategy, res.api_variant, res.complete = outcome.strategy, outcome.variant, complete
+    res.listed, res.expected = outcome.listed, outcome.expected
+    res.short_pages, res.refetched = outcome.short_pages, outcome.refetched
+    res.rejects_by_reason, res.problems = dict(writer.reasons), list(outcome.problems)
+    if not complete and not res.problems:
+        res.problems.append(f"{resource}: the first list page could not be read")
     res.seconds = time.perf_counter() - started
     log.info("synced %s: %s", resource, res)
     return _OneResult(res, stats.changed)
@@ -830,13 +941,14 @@ async def _reread_open(
     plan: _Plan,
     writer: BatchWriter,
     on_malformed: Callable[[MalformedBodyError], None],
-) -> tuple[list[str], bool]:
+) -> tuple[list[str], ListOutcome]:
     """List the statuses the plan lists; then re-read what no list returned.
 
     Old open rows not returned and the plan's other rows go by id, or, when there are more of
     them than expected, by listing their creation range again where that is cheaper. Returns
-    the ids to retrieve one by one, and whether every list was complete.
+    the ids to retrieve one by one, and what the lists' completeness checks found.
     """
+    found = ListOutcome()
     seen: set[str] = set()  # across statuses: a row can move from one open status to another
 
     async def sink(body: bytes, info: PageInfo) -> None:
@@ -847,8 +959,8 @@ async def _reread_open(
         if s.probe is not None:  # current rows, whatever is decided: keep them
             await sink(*s.probe)
 
-    async def one(s: _Status) -> bool:
-        outcome = await list_pages(
+    async def one(s: _Status) -> ListOutcome:
+        return await list_pages(
             ctx.client,
             writer.resource,
             sink,
@@ -859,10 +971,10 @@ async def _reread_open(
             filters={"status": s.status},
             first=s.probe,
         )
-        return outcome.complete
 
     # All statuses at once: the client's pacing, not round trips, sets the speed.
-    complete = all(await asyncio.gather(*(one(s) for s in plan.statuses if s.by_list)))
+    for outcome in await asyncio.gather(*(one(s) for s in plan.statuses if s.by_list)):
+        found.absorb(outcome)
     todo = dict(plan.extra)
     for s in plan.statuses:
         todo.update((i, c) for i, c in s.rows.items() if i not in seen)
@@ -879,9 +991,9 @@ async def _reread_open(
             on_malformed=on_malformed,
             ready=writer.ready,
         )
-        complete = complete and outcome.complete
+        found.absorb(outcome)
         todo = {i: c for i, c in todo.items() if c < start}
-    return sorted(todo) + plan.unknown, complete
+    return sorted(todo) + plan.unknown, found
 
 
 def _object(body: bytes) -> tuple[bytes, str]:
@@ -905,13 +1017,21 @@ async def _retrieve(client: Client, resource: str, ids: Sequence[str], writer: B
                         resource,
                         f"cached id no longer found on the gateway: {exc.message}",
                         orjson.dumps({"id": ident}).decode(),
+                        "not found",
                     )
                 ]
             )
             return None
         except MalformedBodyError as exc:
             writer.add_rejects(
-                [Reject(resource, f"unusable body for {ident}: {exc.message}", exc.snippet)]
+                [
+                    Reject(
+                        resource,
+                        f"unusable body for {ident}: {exc.message}",
+                        exc.snippet,
+                        "unusable body",
+                    )
+                ]
             )
             return None
 
