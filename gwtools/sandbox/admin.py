@@ -71,9 +71,9 @@ async def create_account(request: Request) -> Response:
 @router.post("/keys/roll")
 async def roll_key(request: Request) -> Response:
     auth, gw = _auth(request), _gw(request)
-    new = gw.roll_key(auth)
+    new, old_expires = gw.roll_key(auth)
     name = "secret_key" if auth.kind == "secret" else "publishable_key"
-    return _json({name: new, "old_key_expires_at": gw.clock.now() + 24 * 3600})
+    return _json({name: new, "old_key_expires_at": old_expires})
 
 
 @router.put("/keys/allowlist")

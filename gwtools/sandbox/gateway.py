@@ -12,8 +12,8 @@ from typing import Any, Final
 import orjson
 
 from gwtools.sandbox import domain, errors, params, render
-from gwtools.sandbox.auth import ROLL_GRACE, Auth, Keys
-from gwtools.sandbox.clock import Clock, parse_instant
+from gwtools.sandbox.auth import ROLL_GRACE, Auth, Keys, mask
+from gwtools.sandbox.clock import Clock, iso, parse_instant
 from gwtools.sandbox.domain import Event, Ids, Method, Record, Sequence
 from gwtools.sandbox.events import RETRY_WINDOW, Webhooks, backoff
 from gwtools.sandbox.store import DeliveryStore, ListQuery, Row, Store
@@ -154,12 +154,23 @@ class Gateway:
         ):
             self.store.set_meta(key, value)
 
-    def roll_key(self, auth: Auth) -> str:
+    def roll_key(self, auth: Auth) -> tuple[str, float]:
+        """A new key in place of ``auth.key``, which stays valid for ``ROLL_GRACE`` seconds
+        (returned: the new key and when the old one expires). An earlier key still in its
+        grace ends now; a key already rolled cannot be rolled again (409)."""
         kind = auth.key[: auth.key.index("_", 3) + 1]
         new = f"{kind}{self.ids.token(32)}"
-        self.store.roll_key(auth.key, new, self.clock.now() + ROLL_GRACE)
+        now = self.clock.now()
+        rolled = self.store.roll_key(auth.key, new, now, now + ROLL_GRACE)
         self.keys.forget()
-        return new
+        if not rolled:
+            until = self.keys.lookup(auth.key)
+            when = iso(until.expires_at) if until and until.expires_at else "its expiry"
+            raise errors.invalid_state(
+                f"The key {mask(auth.key)} was already rolled and stays valid until {when}; "
+                "roll the key that replaced it instead."
+            )
+        return new, now + ROLL_GRACE
 
     def set_allowlist(self, auth: Auth, ips: list[str]) -> None:
         self.store.set_allowlist(auth.key, ips or None)

@@ -448,14 +448,28 @@ class Store:
             None if row[4] is None else orjson.loads(row[4]),
         )
 
-    def roll_key(self, old: str, new: str, expires_at: float) -> None:
+    def roll_key(self, old: str, new: str, now: float, expires_at: float) -> bool:
+        """Replace ``old`` by ``new``: ``old`` stays valid until ``expires_at``, and a key rolled
+        earlier in its place (same account, kind and mode) ends now, so that two keys at most
+        are valid. False, and nothing changes, if ``old`` was already rolled."""
         with self.tx() as db:
+            taken = db.execute(
+                "UPDATE keys SET expires_at = ? WHERE key = ? AND expires_at IS NULL",
+                (expires_at, old),
+            ).rowcount
+            if taken != 1:
+                return False
+            db.execute(
+                "UPDATE keys SET expires_at = ? WHERE expires_at > ? AND key != ? AND "
+                "(account, kind, livemode) = (SELECT account, kind, livemode FROM keys WHERE key = ?)",
+                (now, now, old, old),
+            )
             db.execute(
                 "INSERT INTO keys (key, account, kind, livemode, allowlist) SELECT ?, account, "
                 "kind, livemode, allowlist FROM keys WHERE key = ?",
                 (new, old),
             )
-            db.execute("UPDATE keys SET expires_at = ? WHERE key = ?", (expires_at, old))
+        return True
 
     def set_allowlist(self, key: str, ips: list[str] | None) -> None:
         with self.lock:

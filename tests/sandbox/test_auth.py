@@ -61,6 +61,52 @@ def test_roll_key_keeps_old_key_for_24_hours(payer: Payer, account: dict[str, An
     assert payer.http.get("/v1/payments", headers=_bearer(new)).status_code == 200
 
 
+def _status(payer: Payer, key: str) -> int:
+    return payer.http.get("/v1/payments", headers=_bearer(key)).status_code
+
+
+def test_a_rolled_key_cannot_be_rolled_again(payer: Payer, account: dict[str, Any]) -> None:
+    """Rotation gives one new key; rolling the old one again would leave a third key valid."""
+    old = account["secret_key"]
+    first = payer.http.post("/_sandbox/keys/roll", headers=_bearer(old))
+    assert first.status_code == 200
+    new, expires = first.json()["secret_key"], first.json()["old_key_expires_at"]
+    payer.advance(3600)
+    again = payer.http.post("/_sandbox/keys/roll", headers=_bearer(old))
+    assert again.status_code == 409, again.text
+    err = error_of(again)
+    assert err["code"] == "invalid_state" and "already rolled" in err["message"]
+    assert old not in again.text and old[-4:] in err["message"]  # masked, not echoed
+    # nothing changed: the replacement works, the old key keeps its original 24 h
+    assert _status(payer, new) == 200 and _status(payer, old) == 200
+    clock = payer.http.get("/_sandbox/clock").json()["unix"]
+    payer.advance(expires - clock - 1)
+    assert _status(payer, old) == 200
+    payer.advance(1)
+    assert _status(payer, old) == 401 and _status(payer, new) == 200
+
+
+def test_rolling_the_replacement_ends_the_older_grace(
+    payer: Payer, account: dict[str, Any]
+) -> None:
+    """At most two keys are valid after a roll: the new one and the one just rolled."""
+    k0 = account["secret_key"]
+    k1 = payer.http.post("/_sandbox/keys/roll", headers=_bearer(k0)).json()["secret_key"]
+    payer.advance(600)
+    r = payer.http.post("/_sandbox/keys/roll", headers=_bearer(k1))
+    assert r.status_code == 200
+    k2 = r.json()["secret_key"]
+    assert len({k0, k1, k2}) == 3
+    assert [_status(payer, k) for k in (k0, k1, k2)] == [401, 200, 200]
+    payer.advance(24 * 3600)
+    assert [_status(payer, k) for k in (k0, k1, k2)] == [401, 401, 200]
+    # the account's other keys were never touched (a pk_ key may only create payments; a
+    # test card with a live key is declined, which still shows the key was accepted)
+    assert _status(payer, account["live_secret_key"]) == 200
+    for other in ("publishable_key", "live_publishable_key"):
+        assert payer.create(headers=_bearer(account[other])).status_code != 401, other
+
+
 @pytest.mark.parametrize(
     ("ips", "allowed"),
     [
