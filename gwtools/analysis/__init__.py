@@ -32,7 +32,9 @@ from gwtools.analysis._fpx import (
 from gwtools.analysis._engine import to_pandas
 from gwtools.analysis._funnel import funnel, status_counts
 from gwtools.analysis._money import exponent, format_money, to_major, totals_by_currency
+from gwtools.analysis._monitor import MONITOR_KINDS, MonitorSettings, monitor
 from gwtools.analysis._overview import Overview, overview
+from gwtools.analysis._quality import QUALITY_RULES, quality
 from gwtools.analysis._rates import (
     AMOUNT_BANDS,
     add_rate,
@@ -40,6 +42,14 @@ from gwtools.analysis._rates import (
     outcome_counts,
     success_rate,
     wilson_interval,
+)
+from gwtools.analysis._recovery import (
+    ORDER_KEY,
+    ORDER_WINDOW,
+    acceptance,
+    order_key,
+    orders,
+    recovery,
 )
 from gwtools.analysis._refunds import (
     FPX_REFUND_BUSINESS_DAYS,
@@ -57,9 +67,15 @@ __all__ = [
     "AMOUNT_BANDS",
     "FPX_OUTCOMES",
     "FPX_REFUND_BUSINESS_DAYS",
+    "MONITOR_KINDS",
+    "ORDER_KEY",
+    "ORDER_WINDOW",
+    "QUALITY_RULES",
     "RETRY_ADVICE",
     "TIMEOUT_CODES",
+    "MonitorSettings",
     "Overview",
+    "acceptance",
     "add_rate",
     "amount_band",
     "between",
@@ -79,10 +95,15 @@ __all__ = [
     "fpx_outcome_shares",
     "funnel",
     "local_time",
+    "monitor",
+    "order_key",
+    "orders",
     "outcome_counts",
     "overview",
     "partial_vs_full",
     "pending_refunds",
+    "quality",
+    "recovery",
     "refund_details",
     "refund_rate",
     "refunds_by_reason",
