@@ -39,6 +39,7 @@ from gwtools.analysis._refunds import (
     refunds_by_reason,
 )
 from gwtools.analysis._time import between, local_time, resolve_tz
+from gwtools.report import TABLE_CSS, tidy_tables
 
 #: A dashboard view: the filtered payments in, the table to show and its chart out.
 View = Callable[[pd.DataFrame], tuple[pd.DataFrame, Figure | None]]
@@ -89,25 +90,18 @@ def _for_display(frame: pd.DataFrame, tz: str) -> pd.DataFrame:
     return out.astype("object").where(out.notna(), "")
 
 
-#: Scoped to the dashboards' tables: readable padding, right-aligned numbers, zebra rows.
-_TABLE_STYLE = """<style>
-.gwtools-table {border-collapse: collapse; font-size: 12px; margin: 4px 0}
-.gwtools-table th, .gwtools-table td {padding: 2px 10px; text-align: right}
-.gwtools-table tbody tr:nth-child(odd) {background: #f4f6f8}
-.gwtools-table th {border-bottom: 1px solid #999}
-</style>"""
-
-
 def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50) -> str:
-    """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut."""
+    """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut: no index
+    column, numbers on one line, long text (retry advice) wrapping in a wide column, and a
+    sideways scroll bar when the table is wider than the dashboard."""
     if frame.empty:
         return "<p><i>nothing matches the filters</i></p>"
     shown = _for_display(frame.head(max_rows), tz)
-    table = shown.to_html(index=False, escape=True, border=0, classes="gwtools-table")
+    table = tidy_tables(shown.to_html(index=False, escape=True, border=0))
     note = (
         f"<p><i>first {max_rows:,} of {len(frame):,} rows</i></p>" if len(frame) > max_rows else ""
     )
-    return _TABLE_STYLE + table + note
+    return f"<style>{TABLE_CSS}</style>{table}{note}"
 
 
 def figure_png(fig: Figure, dpi: int = 90) -> bytes:
@@ -185,8 +179,15 @@ class Dashboard(widgets.VBox):
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="900px"))
         self.table = widgets.HTML()
         self.drilldown = widgets.HTML()
-        self.csv_button = widgets.Button(description="Export CSV", icon="download")
-        self.parquet_button = widgets.Button(description="Export Parquet", icon="download")
+        # No icon: ipywidgets draws icons with Font Awesome, which Voila loads from a CDN, so
+        # offline the buttons would show an empty box. The arrow is plain text in any font.
+        self.csv_button = widgets.Button(
+            description="\u2193 Export CSV", tooltip="the table and the drill-down rows as CSV"
+        )
+        self.parquet_button = widgets.Button(
+            description="\u2193 Export Parquet",
+            tooltip="the table and the drill-down rows as Parquet",
+        )
         self.links = widgets.HTML()
 
         self.filters: dict[str, widgets.ValueWidget] = {

@@ -301,3 +301,62 @@ def test_private_caches_of_dead_processes_are_removed(
     assert report._private_cache_dir() == str(mine)  # one per process
     assert report._private_cache is not None
     report._private_cache.cleanup()
+
+
+def test_tidy_tables_drops_the_unnamed_index_and_wraps_only_long_text() -> None:
+    from bs4 import BeautifulSoup
+
+    advice = "retry once later; if it fails again ask the customer to call their bank"
+    frame = pd.DataFrame(
+        {"decline_code": ["lost_card", None], "count": [3, 1], "advice": [advice, "retry"]}
+    ).astype({"decline_code": "string"})
+    soup = BeautifulSoup(report.tidy_tables(frame.to_html()), "html.parser")
+    table = soup.find("table")
+    assert "gwtools-table" in table["class"] and not table.has_attr("border")
+    assert "gwtools-scroll" in table.parent["class"]  # scrolls sideways, never cut
+    header = [th.get_text() for th in table.select("thead th")]
+    assert header == ["decline_code", "count", "advice"]  # no empty index corner
+    assert table.select("tbody th") == []  # no 0, 1 down the side
+    assert str(table.select("thead th")[0]) == "<th>decline_<wbr/>code</th>"
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.select("tbody tr")]
+    assert rows == [["lost_card", "3", advice], ["", "1", "retry"]]  # <NA> shown blank
+    long = [td.get_text() for td in table.select("td.gwtools-long")]
+    assert long == [advice]  # only text longer than LONG_TEXT wraps
+    assert len(advice) > report.LONG_TEXT > len("retry")
+
+
+def test_tidy_tables_keeps_a_named_index_on_the_header_row() -> None:
+    from bs4 import BeautifulSoup
+
+    shares = pd.DataFrame(
+        {"succeeded": [0.9], "attempts": [10]}, index=pd.Index(["BSN"], name="bank")
+    )
+    soup = BeautifulSoup(report.tidy_tables(shares.to_html()), "html.parser")
+    assert len(soup.select("thead tr")) == 1  # pandas' row of its own for the name is gone
+    assert [th.get_text() for th in soup.select("thead th")] == ["bank", "succeeded", "attempts"]
+    assert [th.get_text() for th in soup.select("tbody th")] == ["BSN"]
+
+
+def test_tidy_tables_leaves_other_markup_alone() -> None:
+    plain = "<p>5 payments</p><table><tr><td>x</td></tr></table>"
+    assert report.tidy_tables(plain) == plain
+    assert report.tidy_tables("no markup at all") == "no markup at all"
+
+
+def test_report_pages_carry_the_table_styles() -> None:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("frame")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "execute_result",
+            data={"text/html": pd.DataFrame({"a": [1]}).to_html(), "text/plain": "a 1"},
+            execution_count=1,
+        )
+    ]
+    notebook.cells = [cell]
+    page = report.export_html(notebook, "A title")
+    assert "table.gwtools-table" in page  # TABLE_CSS is in the page
+    assert 'class="dataframe gwtools-table"' in page and "<th>0</th>" not in page
+    assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", page)

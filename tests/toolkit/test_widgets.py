@@ -182,3 +182,32 @@ def test_export_failure_is_shown_not_swallowed(payments: pd.DataFrame, tmp_path:
     d.csv_button.click()
     assert "export failed" in d.links.value and "GW_EXPORT_DIR" in d.links.value
     assert d.exported == []
+
+
+def test_tables_have_no_index_and_advice_wraps_in_a_wide_column(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    from bs4 import BeautifulSoup
+
+    d = w.declines_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
+    for markup in (d.table.value, d.drilldown.value):
+        soup = BeautifulSoup(markup, "html.parser")
+        table = soup.find("table")
+        assert table.select("tbody th") == []  # no index column
+        assert "gwtools-scroll" in table.parent["class"]  # wide tables scroll, never squeeze
+        assert "table.gwtools-table" in soup.find("style").get_text()
+    drill = BeautifulSoup(d.drilldown.value, "html.parser")
+    header = [th.get_text() for th in drill.select("thead th")]
+    column = header.index("advice")
+    cells = [tr.find_all("td")[column] for tr in drill.select("tbody tr")]
+    # every advice sentence is long text: it wraps in a wide column, not one word per line
+    assert cells and all("gwtools-long" in td.get("class", []) for td in cells)
+    ids = [tr.find_all("td")[header.index("id")] for tr in drill.select("tbody tr")]
+    assert not [td for td in ids if "gwtools-long" in td.get("class", [])]
+
+
+def test_export_buttons_need_no_icon_font(payments: pd.DataFrame, tmp_path: Path) -> None:
+    d = w.declines_dashboard(payments, export_dir=tmp_path)
+    for button, label in ((d.csv_button, "Export CSV"), (d.parquet_button, "Export Parquet")):
+        assert button.icon == ""  # ipywidgets icons are Font Awesome, fetched from a CDN
+        assert label in button.description
