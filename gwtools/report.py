@@ -321,6 +321,10 @@ def _drop_unnamed_index(table: Any) -> None:
         header_rows[1].decompose()
 
 
+def _classes(tag: Any) -> list[str]:
+    return [c for value in tag.get_attribute_list("class") if value for c in str(value).split()]
+
+
 def tidy_tables(markup: str) -> str:
     """The pandas tables in ``markup`` made readable (styled by :data:`TABLE_CSS`): the
     unnamed index column dropped, column names breakable after underscores, long text
@@ -332,7 +336,7 @@ def tidy_tables(markup: str) -> str:
     tables = [
         t
         for t in soup.find_all("table")
-        if {"dataframe", "gwtools-table"} & set(t.get("class", []))
+        if {"dataframe", "gwtools-table"} & set(t.get_attribute_list("class"))
     ]
     if not tables:
         return markup
@@ -352,12 +356,12 @@ def tidy_tables(markup: str) -> str:
             if text.strip() in _MISSING:
                 cell.string = ""
             elif len(text) > LONG_TEXT:
-                cell["class"] = [*cell.get("class", []), "gwtools-long"]
+                cell["class"] = " ".join([*_classes(cell), "gwtools-long"])
         del table["border"]
-        table["class"] = [c for c in table.get("class", []) if c != "gwtools-table"] + [
-            "gwtools-table"
-        ]
-        if not (table.parent is not None and "gwtools-scroll" in table.parent.get("class", [])):
+        table["class"] = " ".join(
+            [c for c in _classes(table) if c != "gwtools-table"] + ["gwtools-table"]
+        )
+        if table.parent is None or "gwtools-scroll" not in _classes(table.parent):
             table.wrap(soup.new_tag("div", attrs={"class": "gwtools-scroll"}))
     return str(soup)
 
