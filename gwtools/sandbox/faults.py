@@ -1,10 +1,13 @@
-"""Fault injection for the sandbox: 500s, dropped connections, latency, forced 429s.
+"""Fault injection for the sandbox: 500s, dropped connections, latency, forced 429s, and the
+data faults users report against connectors (short pages, late visibility, stale
+``updated_at``, rows inserted while paging, truncated and garbled bodies).
 
 Use it to see how a client behaves when the gateway misbehaves. Faults touch only ``/v1/``
 requests, never the ``/_sandbox/`` admin API, so a test can always turn them off again::
 
     PUT /_sandbox/faults   {"error_rate": 0.2, "latency_ms": 50, "seed": 7}
     PUT /_sandbox/faults   {"drop_rate": 1, "count": 3}      # the next 3 requests are dropped
+    PUT /_sandbox/faults   {"short_page_rate": 0.1, "late_visibility_s": 30, "seed": 1}
     GET /_sandbox/faults                                      # settings and what was injected
     DELETE /_sandbox/faults                                   # back to the start-up settings
 
@@ -21,7 +24,10 @@ check per request, so it never slows the sandbox down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
@@ -53,6 +59,13 @@ Millis = Annotated[int, Field(ge=0, le=120_000)]
 _LIST_PATHS = frozenset({"/v1/payments", "/v1/refunds", "/v1/events"})
 # Query parameters that filter lists on creation time (DESIGN.md section 3).
 _TIME_FILTERS = frozenset({b"from", b"to"})
+# Lists whose rows the data faults change (events are left alone).
+_DATA_LISTS = frozenset({"/v1/payments", "/v1/refunds"})
+#: The scope key under which a list request gets its late-visibility setting (delay, seed):
+#: the list route passes it to the store, which hides rows not yet visible.
+VISIBILITY_KEY = "gwtools.visibility"
+# Characters a garbled id gets: never valid in an id, and safe inside a JSON string.
+_GARBLE = "{}|~^!#"
 
 
 class FaultSettings(BaseModel):
@@ -80,6 +93,37 @@ class FaultSettings(BaseModel):
     ignore_time_filters: bool = Field(
         default=False, description="lists ignore their from/to filters, as some gateways do"
     )
+    truncated_rate: Rate = Field(
+        default=0.0,
+        description="share of GET list requests answered 200 with the JSON body cut short",
+    )
+    short_page_rate: Rate = Field(
+        default=0.0,
+        description="share of payment/refund list pages answered 200 with 1-10 trailing items "
+        "dropped (at least one item is kept; the envelope is unchanged)",
+    )
+    garbled_id_rate: Rate = Field(
+        default=0.0,
+        description="share of payment/refund list pages where one character of one record's "
+        "id is replaced by one ids never hold (e.g. '{')",
+    )
+    late_visibility_s: int = Field(
+        default=0,
+        ge=0,
+        le=86_400,
+        description="payments and refunds appear in lists only 0..N seconds (sandbox clock, "
+        "fixed per row by the seed) after their creation time",
+    )
+    stale_updated_at: bool = Field(
+        default=False,
+        description="payments' updated_at stays at their creation time: status changes leave "
+        "it unchanged",
+    )
+    insert_rate: Rate = Field(
+        default=0.0,
+        description="share of payment list requests before which a new payment is created in "
+        "the caller's account (rows inserted while a client pages)",
+    )
     seed: int | None = Field(
         default=None, description="seed of the fault sequence, for reproducibility"
     )
@@ -91,13 +135,24 @@ class FaultSettings(BaseModel):
 
     @model_validator(mode="after")
     def _shares_fit(self) -> FaultSettings:
-        total = self.error_rate + self.drop_rate + self.force_429_rate + self.non_json_rate
+        total = (
+            self.error_rate
+            + self.drop_rate
+            + self.force_429_rate
+            + self.non_json_rate
+            + self.truncated_rate
+        )
         if total > 1.0 + 1e-9:
             raise ValueError(
-                "error_rate + drop_rate + force_429_rate + non_json_rate must be at most 1 "
-                f"(got {total:g}): each request gets at most one of these faults"
+                "error_rate + drop_rate + force_429_rate + non_json_rate + truncated_rate must "
+                f"be at most 1 (got {total:g}): each request gets at most one of these faults"
             )
         return self
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether list or payment bodies are changed on their way out."""
+        return bool(self.short_page_rate or self.garbled_id_rate or self.stale_updated_at)
 
     @property
     def active(self) -> bool:
@@ -111,6 +166,10 @@ class FaultSettings(BaseModel):
             or self.latency_jitter_ms
             or (self.spike_rate and self.spike_ms)
             or self.ignore_time_filters
+            or self.truncated_rate
+            or self.rewrites
+            or self.late_visibility_s
+            or self.insert_rate
         )
 
 
@@ -122,7 +181,8 @@ class FaultStatus(BaseModel):
     remaining: int | None = Field(description="requests left of a `count` budget, else null")
     seen: int = Field(description="/v1 requests seen while faults were on")
     injected: dict[str, int] = Field(
-        description="requests per fault kind: error, drop, rate_limit, non_json, delayed"
+        description="requests per fault kind: error, drop, rate_limit, non_json, truncated, "
+        "delayed, short_page, garbled_id, stale_updated_at, inserted, late_visibility"
     )
 
 
@@ -147,6 +207,9 @@ class FaultState:
     # Read on every request: kept as a plain attribute so the no-fault path stays one check.
     active: bool = field(init=False, default=False)
     _rng: random.Random = field(init=False, repr=False)
+    # The data faults draw from their own sequence, so adding them leaves the seeded
+    # sequence of the older faults as it was.
+    _data_rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.apply(self.baseline)
@@ -156,8 +219,9 @@ class FaultState:
         self.settings = settings
         self.remaining = settings.count
         self.seen = 0
-        self.injected = dict.fromkeys(("error", "drop", "rate_limit", "non_json", "delayed"), 0)
+        self.injected = dict.fromkeys(_KINDS, 0)
         self._rng = random.Random(settings.seed)
+        self._data_rng = random.Random(None if settings.seed is None else f"data-{settings.seed}")
         self.active = settings.active
 
     def reset(self) -> None:
@@ -188,6 +252,7 @@ class FaultState:
             ("error", s.error_rate),
             ("rate_limit", s.force_429_rate),
             ("non_json", s.non_json_rate if is_list else 0.0),
+            ("truncated", s.truncated_rate if is_list else 0.0),
         ):
             if outcome < share:
                 fault = kind
@@ -205,6 +270,142 @@ class FaultState:
                 self.settings, self.remaining = self.baseline, None
                 self.active = self.baseline.active
         return fault, delay_ms / 1000.0
+
+    def draw_data(self, s: FaultSettings, path: str, is_get: bool, is_list: bool) -> DataFaults:
+        """The data faults of one served request under settings ``s`` (those in force when it
+        arrived; always six draws per list request, so a seed fixes the whole sequence)."""
+        stale = s.stale_updated_at and is_get and path.startswith("/v1/payments")
+        out = DataFaults(stale_updated_at=stale)
+        if not is_list or path not in _DATA_LISTS:
+            return out
+        u = [self._data_rng.random() for _ in range(6)]
+        if u[0] < s.short_page_rate:
+            out.drop = 1 + int(u[1] * 10)
+        if u[2] < s.garbled_id_rate:
+            out.garble = (u[3], _GARBLE[int(u[4] * len(_GARBLE))])
+        out.insert = path == "/v1/payments" and u[5] < s.insert_rate
+        if s.late_visibility_s:
+            seed = 0 if s.seed is None else s.seed % 2**31
+            out.visibility = (s.late_visibility_s, seed)
+            self.injected["late_visibility"] += 1
+        if out.insert:
+            self.injected["inserted"] += 1
+        return out
+
+
+_KINDS = (
+    "error",
+    "drop",
+    "rate_limit",
+    "non_json",
+    "truncated",
+    "delayed",
+    "short_page",
+    "garbled_id",
+    "stale_updated_at",
+    "inserted",
+    "late_visibility",
+)
+
+
+@dataclass
+class DataFaults:
+    """What one served request gets: trailing items to drop, an id to garble (position in
+    the page and the character), updated_at kept at creation, an insert before serving,
+    and the late-visibility setting (delay, seed) for the store."""
+
+    drop: int = 0
+    garble: tuple[float, str] | None = None
+    stale_updated_at: bool = False
+    insert: bool = False
+    visibility: tuple[int, int] | None = None
+
+    @property
+    def rewrites(self) -> bool:
+        return bool(self.drop or self.garble or self.stale_updated_at)
+
+
+def _rewrite(body: bytes, faults: DataFaults, injected: dict[str, int]) -> bytes:
+    """Apply the body faults to a 200 answer (a list envelope or one payment)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    if not isinstance(obj, dict):
+        return body
+    data = obj.get("data") if isinstance(obj.get("data"), list) else None
+    records = data if data is not None else [obj]
+    if faults.stale_updated_at:
+        for r in records:
+            if isinstance(r, dict) and "updated_at" in r and "created_at" in r:
+                r["updated_at"] = r["created_at"]
+        injected["stale_updated_at"] += 1
+    if data is not None and faults.drop and len(data) > 1:
+        del data[-min(faults.drop, len(data) - 1) :]
+        injected["short_page"] += 1
+    if data is not None and faults.garble is not None and data:
+        where, char = faults.garble
+        rec = data[int(where * len(data))]
+        ident = rec.get("id") if isinstance(rec, dict) else None
+        if isinstance(ident, str) and len(ident) > 5:
+            # Keep the prefix: the damage is in the part a client cannot guess.
+            pos = 5 + int(where * 7919) % (len(ident) - 5)
+            rec["id"] = ident[:pos] + char + ident[pos + 1 :]
+            injected["garbled_id"] += 1
+    return orjson.dumps(obj)
+
+
+def _insert_payment(scope: Scope) -> None:
+    """Create a payment in the caller's account, as another client of the gateway would."""
+    app = scope.get("app")
+    gateway = getattr(getattr(app, "state", None), "gateway", None)
+    auth = scope.get("state", {}).get("auth")
+    if gateway is None or auth is None or auth.kind != "secret":
+        return
+    if gateway.variant == "A":
+        body = {
+            "amount": 1234,
+            "success_url": "https://x.example/ok",
+            "cancel_url": "https://x.example/no",
+        }
+    else:
+        year = time.gmtime(gateway.clock.now()).tm_year + 2
+        card = {"number": "4242424242424242", "exp_month": 12, "exp_year": year, "cvc": "123"}
+        body = {
+            "amount": 1234,
+            "currency": "myr",
+            "payment_method_data": {"type": "card", "card": card},
+        }
+    with contextlib.suppress(errors.ApiError):  # the list is served whatever happens here
+        gateway.create_payment(auth, orjson.dumps(body))
+
+
+async def _serve_rewritten(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, rewrite: Callable[[bytes], bytes]
+) -> None:
+    """Serve the request, passing a 200 answer's whole body through ``rewrite``."""
+    start: dict[str, Any] = {}
+    chunks: list[bytes] = []
+
+    async def capture(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+            return
+        if message["type"] != "http.response.body" or not start:
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        body = b"".join(chunks)
+        if start["status"] == 200:
+            body = rewrite(body)
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    await app(scope, receive, capture)
 
 
 def _error_body(type_: str, code: str, message: str, **extra: Any) -> bytes:
@@ -271,11 +472,31 @@ class FaultInjector:
         is_list = scope["method"] == "GET" and path.rstrip("/") in _LIST_PATHS
         if is_list and state.settings.ignore_time_filters:
             scope = {**scope, "query_string": _strip_time_filters(scope["query_string"])}
+        settings = state.settings  # a `count` budget may run out in draw()
         fault, delay = state.draw(is_list)
         if delay > 0:
             await asyncio.sleep(delay)
         if fault is None:
-            await self.app(scope, receive, send)
+            data = state.draw_data(settings, path.rstrip("/"), scope["method"] == "GET", is_list)
+            if data.visibility is not None:
+                scope = {**scope, VISIBILITY_KEY: data.visibility}
+            if data.insert:
+                _insert_payment(scope)
+            if data.rewrites:
+                injected = state.injected
+                await _serve_rewritten(
+                    self.app, scope, receive, send, lambda b: _rewrite(b, data, injected)
+                )
+            else:
+                await self.app(scope, receive, send)
+        elif fault == "truncated":
+            rng = state._data_rng
+            cut = rng.random()
+
+            def truncate(body: bytes) -> bytes:
+                return body[: max(1, int(len(body) * cut * 0.9))]
+
+            await _serve_rewritten(self.app, scope, receive, send, truncate)
         elif fault == "drop":
             await _drop_connection(receive, send)
         elif fault == "error":

@@ -503,9 +503,18 @@ class Gateway:
 
     # -- lists ----------------------------------------------------------------------------------
     def list_objects(
-        self, table: str, auth: Auth, query: Mapping[str, str], *, cursor: bool, url: str
+        self,
+        table: str,
+        auth: Auth,
+        query: Mapping[str, str],
+        *,
+        cursor: bool,
+        url: str,
+        visibility: tuple[int, int] | None = None,
     ) -> bytes:
-        """A list response; ``query`` is the request's query parameters (validated here)."""
+        """A list response; ``query`` is the request's query parameters (validated here).
+
+        ``visibility`` (fault injection: max delay, seed) hides rows not yet visible."""
         self.apply_due()
         allowed = {"status", "from", "to", "limit"}
         allowed |= {"starting_after", "ending_before"} if cursor else {"page"}
@@ -524,6 +533,8 @@ class Gateway:
             created_gte=params.instant(query, "from"),
             created_lt=params.instant(query, "to"),
         )
+        if visibility is not None:
+            q.visibility = (*visibility, self.clock.now())
         status = query.get("status")
         if status is not None:
             vocab = (

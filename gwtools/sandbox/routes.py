@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from gwtools.sandbox import errors
 from gwtools.sandbox.auth import Auth
+from gwtools.sandbox.faults import VISIBILITY_KEY
 from gwtools.sandbox.gateway import EXPANDABLE, Gateway
 
 JSON = "application/json"
@@ -49,7 +50,12 @@ async def list_payments(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(
         gw.list_objects(
-            "payments", auth, request.query_params, cursor=gw.variant == "B", url="/v1/payments"
+            "payments",
+            auth,
+            request.query_params,
+            cursor=gw.variant == "B",
+            url="/v1/payments",
+            visibility=request.scope.get(VISIBILITY_KEY),
         )
     )
 
@@ -102,7 +108,12 @@ async def list_refunds(request: Request) -> Response:
     gw, auth = _ctx(request)
     return _ok(
         gw.list_objects(
-            "refunds", auth, request.query_params, cursor=gw.variant == "B", url="/v1/refunds"
+            "refunds",
+            auth,
+            request.query_params,
+            cursor=gw.variant == "B",
+            url="/v1/refunds",
+            visibility=request.scope.get(VISIBILITY_KEY),
         )
     )
 

@@ -101,6 +101,9 @@ class ListQuery:
     created_gte: float | None = None
     created_lt: float | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    #: fault injection (late visibility): (max delay s, seed, now); a row is listed only once
+    #: ``now`` reaches its creation time plus its own delay (0..max, fixed by rid and seed)
+    visibility: tuple[int, int, float] | None = None
 
     def where(self) -> tuple[str, list[Any]]:
         sql = "account = ? AND livemode = ?"
@@ -117,6 +120,10 @@ class ListQuery:
         if self.created_lt is not None:
             sql += " AND created < ?"
             args.append(self.created_lt)
+        if self.visibility is not None:
+            delay, seed, now = self.visibility
+            sql += " AND (created <= ? OR created + ((rid * 2654435761 + ?) % ?) <= ?)"
+            args += [now - delay, seed, delay + 1, now]
         return sql, args
 
     def cache_key(self, table: str) -> tuple[Any, ...]:
@@ -126,6 +133,7 @@ class ListQuery:
             tuple(sorted(self.extra.items())),
             self.created_gte,
             self.created_lt,
+            self.visibility,
         )
 
 

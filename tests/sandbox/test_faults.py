@@ -224,6 +224,9 @@ def test_delete_turns_faults_off(http: httpx.Client, faults: Any) -> None:
         ({"count": 0}, "count"),
         ({"eror_rate": 0.1}, "eror_rate"),
         ({"error_rate": 0.6, "drop_rate": 0.6}, None),
+        ({"error_rate": 0.6, "truncated_rate": 0.6}, None),
+        ({"late_visibility_s": -1}, "late_visibility_s"),
+        ({"short_page_rate": 2}, "short_page_rate"),
     ],
 )
 def test_bad_settings_are_refused_and_change_nothing(
@@ -238,6 +241,127 @@ def test_bad_settings_are_refused_and_change_nothing(
     else:
         assert "at most 1" in err["message"]
     assert _status(faults)["active"] is False
+
+
+# --- data faults: short pages, garbled ids, truncated bodies, late visibility, stale
+# updated_at, inserts while paging ------------------------------------------------------------
+
+
+def _seed(http: httpx.Client, payments: int = 30) -> None:
+    r = http.post("/_sandbox/history", json={"payments": payments, "days": 5, "seed": 1})
+    assert r.status_code == 201, r.text
+
+
+def _ids(r: httpx.Response) -> list[str]:
+    assert r.status_code == 200, r.text
+    return [p["id"] for p in r.json()["data"]]
+
+
+def test_short_pages_drop_1_to_10_trailing_items_and_keep_the_envelope(
+    http: httpx.Client, faults: Any
+) -> None:
+    _seed(http)
+    url = f"{PAYMENTS}?limit=20"
+    truth = http.get(url).json()
+
+    def short_pages() -> list[list[str]]:
+        faults(short_page_rate=1.0, seed=3)
+        return [_ids(http.get(url)) for _ in range(8)]
+
+    pages = short_pages()
+    ids = [p["id"] for p in truth["data"]]
+    for page in pages:
+        assert 10 <= len(page) <= 19 and page == ids[: len(page)]  # a prefix: trailing dropped
+    assert len({len(p) for p in pages}) > 1
+    assert _status(faults)["injected"]["short_page"] == 8
+    served = http.get(url).json()
+    assert {k: v for k, v in served.items() if k != "data"} == {
+        k: v for k, v in truth.items() if k != "data"
+    }
+    assert short_pages() == pages  # the seed fixes which items go
+
+
+def test_short_page_keeps_at_least_one_item(http: httpx.Client, faults: Any) -> None:
+    _seed(http, 2)
+    faults(short_page_rate=1.0, seed=1)
+    assert len(_ids(http.get(PAYMENTS))) == 1
+
+
+def test_garbled_id_changes_one_character_of_one_id(http: httpx.Client, faults: Any) -> None:
+    _seed(http)
+    truth = _ids(http.get(PAYMENTS))
+    faults(garbled_id_rate=1.0, seed=5)
+    served = _ids(http.get(PAYMENTS))
+    changed = [(a, b) for a, b in zip(truth, served, strict=True) if a != b]
+    assert len(changed) == 1
+    good, bad = changed[0]
+    assert len(bad) == len(good) and bad.startswith("pay_")
+    assert sum(x != y for x, y in zip(good, bad, strict=True)) == 1
+    assert any(c in bad for c in "{}|~^!#")
+    assert _status(faults)["injected"]["garbled_id"] == 1
+
+
+def test_truncated_body_is_a_200_cut_short(http: httpx.Client, faults: Any) -> None:
+    _seed(http)
+    truth = http.get(PAYMENTS).content
+    faults(truncated_rate=1.0, count=1, seed=2)
+    r = http.get(PAYMENTS)
+    assert r.status_code == 200 and 0 < len(r.content) < len(truth)
+    assert truth.startswith(r.content)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(r.content)
+    assert http.get(PAYMENTS).content == truth  # budget spent
+    assert _status(faults)["injected"]["truncated"] == 1
+
+
+def test_late_visibility_hides_new_rows_from_lists_for_a_while(
+    http: httpx.Client, faults: Any, payer: Payer
+) -> None:
+    made = []
+    for _ in range(20):
+        r = payer.create()
+        assert r.status_code in (200, 201), r.text
+        made.append(r.json()["id"])
+    faults(late_visibility_s=60, seed=9)
+    listed = set(_ids(http.get(f"{PAYMENTS}?limit=100")))
+    assert listed < set(made)  # some are not visible yet (each row has its own delay)
+    hidden = sorted(set(made) - listed)
+    assert http.get(f"{PAYMENTS}/{hidden[0]}").status_code == 200  # retrieve sees it
+    assert set(_ids(http.get(f"{PAYMENTS}?limit=100"))) == listed  # fixed per row
+    r = faults.admin.post("/_sandbox/clock/advance", json={"seconds": 30})
+    assert r.status_code == 200
+    later = set(_ids(http.get(f"{PAYMENTS}?limit=100")))
+    assert listed <= later <= set(made)
+    faults.admin.post("/_sandbox/clock/advance", json={"seconds": 30})
+    assert set(_ids(http.get(f"{PAYMENTS}?limit=100"))) == set(made)
+
+
+def test_stale_updated_at_stays_at_creation(http: httpx.Client, faults: Any, payer: Payer) -> None:
+    r = payer.create()
+    assert r.status_code in (200, 201), r.text
+    ident = r.json()["id"]
+    faults.admin.post("/_sandbox/clock/advance", json={"seconds": 20})
+    if payer.variant == "A":
+        assert http.post(f"{PAYMENTS}/{ident}/void", json={}).status_code == 200
+        fresh = http.get(f"{PAYMENTS}/{ident}").json()
+        assert fresh["updated_at"] > fresh["created_at"]
+    faults(stale_updated_at=True)
+    for body in (http.get(f"{PAYMENTS}/{ident}").json(), http.get(PAYMENTS).json()["data"][0]):
+        if payer.variant == "A":
+            assert body["status"] == "cancelled" and body["updated_at"] == body["created_at"]
+        else:
+            assert "updated_at" not in body  # variant B has none
+
+
+def test_insert_while_paging_creates_a_payment_before_each_list(
+    http: httpx.Client, faults: Any
+) -> None:
+    _seed(http, 5)
+    faults(insert_rate=1.0, count=2)
+    first, second = _ids(http.get(PAYMENTS)), _ids(http.get(PAYMENTS))
+    assert len(second) == len(first) + 1 == 7 and set(first) < set(second)
+    assert _status(faults)["injected"]["inserted"] == 2
+    assert len(_ids(http.get(PAYMENTS))) == 7  # budget spent: no more inserts
 
 
 # --- in process (httpx.ASGITransport): start-up settings and what a drop becomes there --------
