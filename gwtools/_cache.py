@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock
 
 from gwtools import _schema
+from gwtools._config import check_filters
 from gwtools._schema import Resource
 
 __all__ = ["Dataset", "MergeStats", "read_cache"]
@@ -494,6 +495,8 @@ class Dataset:
         removes the old ones, so when a listed file has gone, listing again finds a
         complete set.
         """
+        # The one check of what a read selects (unknown status, since >= until: errors).
+        since, until, status = check_filters(self.resource, since, until, status)
         for attempt in range(READ_ATTEMPTS):
             try:
                 return self._read_table_once(since, until, status, columns)
@@ -718,6 +721,7 @@ def read_cache(
 
         payments = gwtools.read_cache("data/sample-cache", "payments", status="failed")
     """
+    check_filters(resource, since, until, status)  # before looking for the cache
     return find_dataset(cache_dir, resource, account=account, mode=mode).read(
         since=since, until=until, status=status
     )

@@ -12,6 +12,10 @@ HTTP/1.1 keep-alive pool). Every request:
   ``error.retry_after``) and is retried; other 4xx raise at once
   (:func:`~gwtools._errors.error_from_response`).
 
+Nothing it raises leads back to the key: an httpx error (whose request carries the
+``Authorization`` header) is never chained; the GatewayError raised instead keeps its class
+name and its message, with the key masked (:func:`~gwtools._errors.summarize`).
+
 :class:`RequestStats` counts requests, 429s and retries for the :class:`~gwtools.SyncResult`.
 """
 
@@ -36,14 +40,16 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from gwtools._config import Settings
+from gwtools._config import Settings, check_key_text
 from gwtools._errors import (
     APIConnectionError,
     APIError,
     GatewayError,
     RateLimitError,
     error_from_response,
+    redact,
     safe_url,
+    summarize,
 )
 
 __all__ = ["Client", "MalformedBodyError", "RequestStats"]
@@ -196,6 +202,9 @@ class Client:
         max_attempts: int = 8,
         max_429_attempts: int = 30,
     ) -> None:
+        # A key httpx cannot put in a header would fail in httpx with the whole key in the
+        # error (UnicodeEncodeError's repr); refuse it here with the masked key instead.
+        check_key_text(settings.api_key)
         self.settings = settings
         self.stats = RequestStats()
         self.concurrency = concurrency
@@ -249,8 +258,11 @@ class Client:
                 with attempt:
                     return await self._once(group, path.lstrip("/"), params, parse)
         except _Retry as exc:
-            raise exc.final from None
-        raise AssertionError("unreachable")  # pragma: no cover
+            final = exc.final
+        else:  # pragma: no cover
+            raise AssertionError("unreachable")
+        # Raised outside the handler, so the error has no __context__ to lead anywhere.
+        raise final
 
     async def _once(
         self,
@@ -262,18 +274,20 @@ class Client:
         async with self._slots:
             await self._pacer.acquire(group)
             self.stats.requests += 1
+            failure: tuple[GatewayError, bool] | None = None  # (error, worth retrying)
             try:
                 response = await self._http.get(path, params=params)
-            except httpx.TransportError as exc:
-                url = safe_url(self._http.base_url.join(path))
-                raise _Retry(
-                    APIConnectionError(
-                        f"could not reach the gateway at GET {url}: {type(exc).__name__}"
-                        f"{f': {exc}' if str(exc) else ''}. What to do: check the base URL "
-                        "and the network; the request was retried with back-off before giving up.",
-                        url=url,
-                    )
-                ) from None
+            except httpx.RequestError as exc:
+                # Not raised in here: the httpx error (and its request, whose headers hold the
+                # key) would become the new error's __context__. Only a summary is kept.
+                failure = (self._request_failed(exc, path), True)
+            except Exception as exc:
+                # Anything else from below httpx (an ExceptionGroup of connection attempts, an
+                # OSError): no point retrying, but still a GatewayError without a chain.
+                failure = (self._request_failed(exc, path), False)
+        if failure is not None:
+            error, retry = failure
+            raise _Retry(error) if retry else error
         self._pacer.observe(group, response.headers)
         status = response.status_code
         if status == 429:
@@ -289,17 +303,42 @@ class Client:
         try:
             return parse(response.content)
         except ValueError as exc:
-            url = safe_url(response.request.url)
-            snippet = response.content[:200].decode("utf-8", errors="replace")
-            raise _Retry(
-                MalformedBodyError(
-                    f"{status} from GET {url} is not the JSON the gateway should answer "
-                    f"({exc}); body starts {snippet[:80]!r}. What to do: retry later; if it "
-                    "persists, the gateway or a proxy in between is broken.",
-                    url=url,
-                    snippet=snippet,
-                )
-            ) from None
+            failed = self._malformed(response, exc)
+        raise _Retry(failed)
+
+    def _request_failed(self, exc: Exception, path: str) -> GatewayError:
+        """The GatewayError for a request that got no usable answer (a summary, no chain)."""
+        key = self.settings.api_key
+        url = redact(safe_url(self._http.base_url.join(path)), key)
+        if not isinstance(exc, httpx.RequestError) or isinstance(exc, httpx.TransportError):
+            return APIConnectionError(
+                f"could not reach the gateway at GET {url}: {summarize(exc, key)}. What to do: "
+                "check the base URL and the network; the request was retried with back-off "
+                "before giving up.",
+                url=url,
+            )
+        # Decoding errors, redirect loops: the gateway answered, but not usably.
+        return APIError(
+            f"the answer to GET {url} could not be read: {summarize(exc, key)}. What to do: "
+            "retry later; if it persists, the gateway or a proxy in between is broken.",
+            url=url,
+        )
+
+    def _malformed(self, response: httpx.Response, exc: ValueError) -> MalformedBodyError:
+        """A 2xx whose body ``parse`` refused; body and parser message have the key masked
+        (a proxy that echoes requests would send the Authorization header back)."""
+        key = self.settings.api_key
+        url = redact(safe_url(response.request.url), key)
+        # Redact before cutting, so a key that straddles the cut is still masked whole.
+        head = response.content[: 200 + len(key)].decode("utf-8", errors="replace")
+        snippet = redact(head, key)[:200]
+        return MalformedBodyError(
+            f"{response.status_code} from GET {url} is not the JSON the gateway should answer "
+            f"({redact(str(exc), key)}); body starts {snippet[:80]!r}. What to do: retry "
+            "later; if it persists, the gateway or a proxy in between is broken.",
+            url=url,
+            snippet=snippet,
+        )
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None

@@ -3,9 +3,15 @@
 Precedence: an explicit argument, then the environment (``GW_API_KEY``, ``GW_BASE_URL``,
 ``GW_CACHE_DIR``), then the default. With neither a key nor a base URL, gwtools uses the
 embedded sandbox (see :mod:`gwtools._embedded`); with only one of them it refuses, saying
-which is missing. The key is checked before anything is sent: publishable (``pk_``) keys and
-strings that are not secret keys are refused. The key is kept out of ``repr`` and never
-written anywhere; the cache directory is named by ``account`` or by a hash of the key.
+which is missing. The key is checked before anything is sent: a key with a character that
+cannot be sent in a header (a zero-width space from a copy-paste, a line break, any space or
+non-ASCII character), publishable (``pk_``) keys and strings that are not secret keys are
+refused, showing at most the masked key. The key is kept out of ``repr`` and never written
+anywhere; the cache directory is named by ``account`` or by a hash of the key.
+
+:func:`check_filters` is the one place that checks what a read selects (``since``, ``until``,
+``status``): :meth:`~gwtools.Gateway.payments`, :func:`~gwtools.read_cache` and
+``gwtools export`` all use it.
 """
 
 from __future__ import annotations
@@ -13,16 +19,31 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import httpx
 import platformdirs
 
-from gwtools._errors import ConfigurationError, mask_key
+from gwtools._errors import ConfigurationError, mask_key, redact
 
-__all__ = ["SERVICE_VERSIONS", "Settings", "default_cache_dir", "resolve_settings"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "SERVICE_VERSIONS",
+    "Filters",
+    "Settings",
+    "check_filters",
+    "check_key",
+    "check_key_text",
+    "check_resource",
+    "default_cache_dir",
+    "resolve_settings",
+]
 
 Mode = Literal["test", "live"]
 SERVICE_VERSIONS = ("2024-01-01", "2023-12-01")
@@ -64,14 +85,60 @@ class Settings:
     __str__ = __repr__
 
 
+def _describe(ch: str) -> tuple[str, str]:
+    """What an unusable key character is, in words, and what to do about it."""
+    code = f"U+{ord(ch):04X}"
+    name = unicodedata.name(ch, "").lower()
+    if ch in "\r\n":
+        return f"a line break ({code})", "the key is one line; check GW_API_KEY or the key file"
+    if ch == "\t" or ch == " ":
+        what = "a tab" if ch == "\t" else "a space"
+        return f"{what} ({code})", "keys have no spaces; check GW_API_KEY or the key file"
+    if unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp") or ch.isspace():
+        return (
+            f"an invisible character ({name or 'control character'}, {code})",
+            "copy the key again from the dashboard (or type it); a copy-paste added it",
+        )
+    return (
+        f"a non-ASCII character ({name or code}, {code})",
+        "keys are plain ASCII letters, digits and underscores; copy the key again",
+    )
+
+
+def check_key_text(api_key: str) -> None:
+    """Refuse a key that cannot be sent in an ``Authorization`` header, before anything is.
+
+    A key is printable ASCII without spaces. The error shows the masked key (of its usable
+    characters) and where the bad character is, never the key itself.
+    """
+    if not api_key:
+        raise ConfigurationError(
+            "the API key is empty; set GW_API_KEY (or the key file) to the secret key, "
+            "e.g. sk_test_…",
+            param="api_key",
+        )
+    for i, ch in enumerate(api_key):
+        if "!" <= ch <= "~":
+            continue
+        what, fix = _describe(ch)
+        where = (
+            "at the start"
+            if i == 0
+            else "at the end"
+            if i == len(api_key) - 1
+            else f"at position {i + 1} of {len(api_key)} characters"
+        )
+        masked = mask_key("".join(c for c in api_key if "!" <= c <= "~"))
+        raise ConfigurationError(
+            f"the API key ({masked}) has {what} {where}: {fix}. Nothing was sent.",
+            param="api_key",
+        )
+
+
 def check_key(api_key: str) -> Mode:
     """The mode of a secret key; refuses publishable and malformed keys with a clear error."""
-    key = api_key.strip()
-    if key != api_key or not key:
-        raise ConfigurationError(
-            "the API key is empty or has surrounding whitespace; set GW_API_KEY (or the key "
-            "file) to the secret key exactly, e.g. sk_test_…"
-        )
+    check_key_text(api_key)
+    key = api_key
     if key.startswith(("pk_test_", "pk_live_")):
         raise ConfigurationError(
             f"{mask_key(key)} is a publishable key: it can only create payments, so it cannot "
@@ -88,16 +155,30 @@ def check_key(api_key: str) -> Mode:
     )
 
 
-def normalize_base_url(base_url: str) -> str:
-    """``http://host:port``, ``…/`` or ``…/v1`` -> ``http://host:port/v1``."""
+def normalize_base_url(base_url: str, key: str | None = None) -> str:
+    """``http://host:port``, ``…/`` or ``…/v1`` -> ``http://host:port/v1``.
+
+    Errors quote the URL with ``key`` (and anything shaped like a key) masked: a key pasted
+    into the wrong place must not end up in a message.
+    """
     raw = base_url.strip()
+    shown = repr(redact(raw, key))
     try:
         url = httpx.URL(raw)
     except httpx.InvalidURL as exc:
-        raise ConfigurationError(f"base URL {raw!r} is not a URL: {exc}") from None
+        raise ConfigurationError(
+            f"base URL {shown} is not a URL ({redact(str(exc), key)}); use the gateway's "
+            "address, e.g. https://api.example.com",
+            param="base_url",
+        ) from None
     if url.scheme not in ("http", "https") or not url.host:
         raise ConfigurationError(
-            f"base URL {raw!r} must be an absolute http(s) URL such as https://api.example.com"
+            f"base URL {shown} must be an absolute http(s) URL such as https://api.example.com",
+            param="base_url",
+        )
+    if url.port is not None and not 0 < url.port < 65536:
+        raise ConfigurationError(
+            f"base URL {shown} has port {url.port}; a port is 1-65535", param="base_url"
         )
     if url.query or url.userinfo:
         raise ConfigurationError(
@@ -157,9 +238,190 @@ def resolve_settings(
     mode = check_key(key)
     return Settings(
         api_key=key,
-        base_url=normalize_base_url(url),
+        base_url=normalize_base_url(url, key),
         cache_dir=Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(),
         account=account_name(key, account),
         mode=mode,
         service_version=service_version,
     )
+
+
+# -- what a read selects -------------------------------------------------------------------
+
+#: Words people use for a status, mapped to the canonical one they most likely mean. They are
+#: not accepted silently (a "declined" filter that quietly meant "failed" would hide that the
+#: table has no such word); the error suggests the canonical word instead.
+_SYNONYMS: dict[str, dict[str, str]] = {
+    "payments": {
+        **dict.fromkeys(
+            ("declined", "decline", "fail", "failure", "error", "errored", "rejected"), "failed"
+        ),
+        **dict.fromkeys(
+            (
+                "paid",
+                "success",
+                "successful",
+                "succeed",
+                "complete",
+                "completed",
+                "captured",
+                "settled",
+                "approved",
+            ),
+            "succeeded",
+        ),
+        **dict.fromkeys(("cancelled", "cancel", "voided", "void"), "canceled"),
+        **dict.fromkeys(("requires_capture", "authorised", "auth"), "authorized"),
+        **dict.fromkeys(("timeout", "timed_out", "expire"), "expired"),
+        "in_progress": "processing",
+        "action_required": "requires_action",
+    },
+    "refunds": {
+        **dict.fromkeys(
+            (
+                "declined",
+                "decline",
+                "fail",
+                "failure",
+                "error",
+                "rejected",
+                "canceled",
+                "cancelled",
+            ),
+            "failed",
+        ),
+        **dict.fromkeys(
+            ("success", "successful", "complete", "completed", "refunded", "done", "paid"),
+            "succeeded",
+        ),
+        **dict.fromkeys(("processing", "in_progress", "requested", "open"), "pending"),
+    },
+}
+#: Outcome words that stand for several payment statuses.
+_GROUPS = {
+    "open": ("pending", "requires_action", "processing", "authorized"),
+    "abandoned": ("canceled", "expired"),
+}
+RESOURCES: tuple[str, ...] = ("payments", "refunds")
+
+
+class Filters(NamedTuple):
+    """A read's selection, checked: UTC bounds and canonical statuses (``None``: no filter)."""
+
+    since: pd.Timestamp | None
+    until: pd.Timestamp | None
+    status: tuple[str, ...] | None
+
+
+def check_resource(resource: object) -> str:
+    """``resource`` if it is ``"payments"`` or ``"refunds"``, else a ConfigurationError."""
+    if resource not in RESOURCES:
+        hint = f"; did you mean {resource}s?" if f"{resource}s" in RESOURCES else ""
+        raise ConfigurationError(
+            f"resource={resource!r} is not one gwtools reads: use 'payments' or 'refunds'{hint}",
+            param="resource",
+        )
+    return str(resource)
+
+
+def _timestamp(value: Any, name: str) -> pd.Timestamp:
+    import pandas as pd
+
+    example = "use e.g. '2024-05-01', '2024-05-01T08:00:00+08:00' or a datetime"
+    # A number would be read as nanoseconds since 1970: almost never what was meant.
+    if isinstance(value, (bool, int, float)):
+        raise ConfigurationError(
+            f"{name}={value!r} is a number, not a date or time; {example}", param=name
+        )
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ConfigurationError(
+            f"{name}={value!r} is not a date or time ({exc}); {example}", param=name
+        ) from None
+    if pd.isna(ts):
+        raise ConfigurationError(f"{name}={value!r} is not a date or time; {example}", param=name)
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+def _statuses(resource: str, status: str | Sequence[str]) -> tuple[str, ...]:
+    import difflib
+
+    from gwtools._schema import PAYMENT_STATUSES, REFUND_STATUSES
+
+    allowed: tuple[str, ...] = PAYMENT_STATUSES if resource == "payments" else REFUND_STATUSES
+    values = [status] if isinstance(status, str) else list(status)
+    if not values:
+        raise ConfigurationError(
+            f"status={status!r} selects no status at all, so nothing would match; leave status "
+            f"out (None) for every status, or name some of: {', '.join(allowed)}",
+            param="status",
+        )
+    out: list[str] = []
+    bad: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigurationError(
+                f"status must be a string or a list of strings; got {value!r} "
+                f"({type(value).__name__}). Use the canonical {resource} statuses: "
+                f"{', '.join(allowed)}",
+                param="status",
+            )
+        # Case and separators do not matter: "FAILED" and "Requires-Action" are unambiguous.
+        word = re.sub(r"[\s-]+", "_", value.strip()).casefold()
+        if word in allowed:
+            out.append(word)
+            continue
+        if (meant := _SYNONYMS[resource].get(word)) is not None:
+            guess = f"did you mean {meant!r}?"
+        elif resource == "payments" and word in _GROUPS:
+            guess = f"did you mean one of the {word} ones: {', '.join(_GROUPS[word])}?"
+        elif resource == "payments" and word == "refunded":
+            guess = "refunds are not a payment status: filter on the `refunded` column instead"
+        elif close := difflib.get_close_matches(word, allowed, n=1, cutoff=0.75):
+            guess = f"did you mean {close[0]!r}?"
+        else:
+            guess = ""
+        bad.append(f"{value!r}{f' ({guess})' if guess else ''}")
+    if bad:
+        what = (
+            f"is not a {resource[:-1]} status"
+            if len(bad) == 1
+            else f"are not {resource[:-1]} statuses"
+        )
+        raise ConfigurationError(
+            f"status {' and '.join(bad)} {what}; the canonical {resource} statuses are: "
+            f"{', '.join(allowed)}",
+            param="status",
+        )
+    return tuple(dict.fromkeys(out))
+
+
+def check_filters(
+    resource: object,
+    since: Any = None,
+    until: Any = None,
+    status: str | Sequence[str] | None = None,
+) -> Filters:
+    """Check what a read of ``resource`` selects; the one place every reader calls.
+
+    ``since``/``until`` bound ``created_at`` (``since <= created_at < until``), as strings,
+    datetimes or dates; naive ones are UTC. ``status`` is one canonical status or several;
+    case does not matter. Raises :class:`~gwtools.ConfigurationError` (``param`` names the
+    argument) for an unknown status, suggesting the canonical word (``"declined"`` ->
+    ``'failed'``), for something that is not a date, and for ``since`` not before ``until``
+    (an empty range). Example::
+
+        check_filters("payments", "2024-06-01", None, "FAILED").status   # ('failed',)
+    """
+    name = check_resource(resource)
+    lo = _timestamp(since, "since") if since is not None else None
+    hi = _timestamp(until, "until") if until is not None else None
+    if lo is not None and hi is not None and lo >= hi:
+        raise ConfigurationError(
+            f"since ({lo.isoformat()}) is {'after' if lo > hi else 'the same as'} until "
+            f"({hi.isoformat()}), so no row can match (since <= created_at < until); swap them, "
+            "or move until later (it is exclusive: until='2024-06-02' includes all of 1 June)",
+            param="since",
+        )
+    return Filters(lo, hi, _statuses(name, status) if status is not None else None)

@@ -20,11 +20,16 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
 
 Use :func:`error_from_response` to turn any non-2xx :class:`httpx.Response` into the right
 exception: it is the only place that knows the mapping. Messages never contain an API key or a
-query string; keys are shown, at most, as ``sk_test_…abcd`` (:func:`mask_key`).
+query string; keys are shown, at most, as ``sk_test_…abcd`` (:func:`mask_key`). Nothing a
+:class:`GatewayError` holds leads back to the key either: no attribute, ``args`` or
+``__cause__``/``__context__`` holds a request (whose headers carry the key); an underlying
+error is kept only as a summary, its class name and its message with any key masked
+(:func:`summarize`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -43,8 +48,14 @@ __all__ = [
     "RateLimitError",
     "error_from_response",
     "mask_key",
+    "redact",
     "safe_url",
+    "summarize",
 ]
+
+#: Anything shaped like one of the gateway's keys (prefix and at least 8 letters or digits):
+#: masked in every GatewayError's text, whoever built it, as a last line of defence.
+_KEY_SHAPED = re.compile(r"(?<![A-Za-z0-9])(?:sk|pk|rk)_(?:test|live)_[A-Za-z0-9]{8,}")
 
 
 def mask_key(key: str | None) -> str:
@@ -62,6 +73,36 @@ def mask_key(key: str | None) -> str:
             break
     tail = key[-4:] if len(key) - len(prefix) >= 8 else ""
     return f"{prefix}…{tail}"
+
+
+def redact(text: str, *keys: str | None) -> str:
+    """``text`` with each of ``keys`` (and anything shaped like a key) shown as :func:`mask_key`.
+
+    Use it on any text that may have seen a key: another library's error message, a body the
+    gateway (or a proxy) sent back.
+    """
+    for key in keys:
+        if key and len(key) >= 4:
+            text = text.replace(key, mask_key(key))
+    return _KEY_SHAPED.sub(lambda m: mask_key(m.group(0)), text)
+
+
+def summarize(exc: BaseException, *keys: str | None) -> str:
+    """A safe one-line summary of an underlying error: its class name and redacted message.
+
+    What a GatewayError keeps of an httpx (or other) error instead of chaining it: chaining
+    would keep the request, and the request's headers hold the key.
+    """
+    said = redact(str(exc), *keys)
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+
+def _key_of(request: httpx.Request) -> str | None:
+    """The bearer key a request was sent with (to redact it from what came back)."""
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return key.strip() or None
 
 
 def safe_url(url: httpx.URL | str) -> str:
@@ -86,15 +127,16 @@ class GatewayError(Exception):
         url: str | None = None,
         retry_after: float | None = None,
     ) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
-        self.type = type
-        self.code = code
-        self.param = param
+        self.type = _redacted(type)
+        self.code = _redacted(code)
+        self.param = _redacted(param)
         self.http_status = http_status
-        self.request_id = request_id
-        self.decline_code = decline_code
-        self.url = url
+        self.request_id = _redacted(request_id)
+        self.decline_code = _redacted(decline_code)
+        self.url = _redacted(url)
         self.retry_after = retry_after
 
     def __repr__(self) -> str:
@@ -110,6 +152,10 @@ class GatewayError(Exception):
             if v is not None
         )
         return f"{type(self).__name__}({self.message!r}{', ' if fields else ''}{fields})"
+
+
+def _redacted(value: str | None) -> str | None:
+    return redact(value) if isinstance(value, str) else value
 
 
 class ConfigurationError(GatewayError, ValueError):
@@ -210,14 +256,19 @@ def error_from_response(response: httpx.Response) -> GatewayError:
     without a usable body the HTTP status decides. The message names the status, the
     method and URL (no query string), what the gateway said, and what to do.
     """
-    err = _error_body(response.content)
+    request = response.request
+    key = _key_of(request)
+    # What the gateway (or a proxy in between) said may echo the key: redact every string.
+    err = {
+        k: redact(v, key) if isinstance(v, str) else v
+        for k, v in _error_body(response.content).items()
+    }
     status = response.status_code
     etype = err.get("type") if isinstance(err.get("type"), str) else None
     cls = _BY_TYPE.get(etype or "", _status_class(status))
     if cls is InvalidRequestError and status == 404:
         cls = NotFoundError
-    request = response.request
-    url = safe_url(request.url)
+    url = redact(safe_url(request.url), key)
     said = err.get("message") if isinstance(err.get("message"), str) else None
     if said is None:
         said = "the body is not a gateway error object" if response.content else "empty body"
@@ -225,6 +276,7 @@ def error_from_response(response: httpx.Response) -> GatewayError:
         f"{k}={err[k]}" for k in ("type", "code", "param", "decline_code") if err.get(k)
     )
     request_id = response.headers.get("Request-Id") or response.headers.get("X-Request-Id")
+    request_id = redact(request_id, key) if request_id else None
     message = (
         f"{status} {response.reason_phrase or ''} from {request.method} {url}: {said}"
         f"{f' ({details})' if details else ''}"

@@ -32,7 +32,8 @@ import pandas as pd
 
 from gwtools._cache import Dataset
 from gwtools._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
-from gwtools._config import Settings, resolve_settings
+from gwtools._config import Settings, check_filters, check_resource, resolve_settings
+from gwtools._errors import GatewayError
 from gwtools._schema import Resource
 from gwtools._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
 
@@ -73,6 +74,16 @@ class _LoopThread:
             self.loop.close()
 
 
+def _first_gateway_error(group: BaseExceptionGroup[Any]) -> GatewayError | None:
+    """The first GatewayError in a group raised by concurrent requests, if any."""
+    for exc in group.exceptions:
+        if isinstance(exc, GatewayError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup) and (found := _first_gateway_error(exc)):
+            return found
+    return None
+
+
 def _shutdown(loop: _LoopThread | None, client: Client | None) -> None:
     if loop is None:
         return
@@ -100,6 +111,7 @@ class Gateway:
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout: float = 30.0,
         max_attempts: int = 8,
+        max_429_attempts: int = 30,
         overlap: dt.timedelta = DEFAULT_OVERLAP,
         pages_per_batch: int = PAGES_PER_BATCH,
         progress: bool | None = None,
@@ -112,6 +124,7 @@ class Gateway:
             "concurrency": concurrency,
             "timeout": timeout,
             "max_attempts": max_attempts,
+            "max_429_attempts": max_429_attempts,
         }
         self.overlap = overlap
         self.pages_per_batch = pages_per_batch
@@ -152,7 +165,13 @@ class Gateway:
             async def make() -> Client:
                 return Client(self.settings, **self._client_args)
 
-            self._client = self._loop.run(make())
+            try:
+                self._client = self._loop.run(make())
+            except BaseException:
+                # E.g. a key that cannot be sent: no thread left running behind the error.
+                self._loop.stop()
+                self._loop = None
+                raise
             self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._client)
         return self._loop
 
@@ -189,6 +208,8 @@ class Gateway:
         wanted: tuple[Resource, ...] = (
             (resources,) if isinstance(resources, str) else tuple(resources)
         )
+        for resource in wanted:
+            check_resource(resource)
         key = (str(self.settings.cache_dir), self.settings.account)
         if self.settings.embedded and key not in _embedded_synced:
             full = True
@@ -202,7 +223,17 @@ class Gateway:
                 pages_per_batch=self.pages_per_batch,
                 progress=progress if progress is not None else self.progress,
             )
-            result = loop.run(run_sync(ctx, wanted, full=full))
+            failed: GatewayError | None = None
+            try:
+                result = loop.run(run_sync(ctx, wanted, full=full))
+            except BaseExceptionGroup as group:
+                # Concurrent requests (a task group) fail together: raise the gateway's
+                # error itself, which says what to do, rather than a group of them.
+                failed = _first_gateway_error(group)
+                if failed is None:
+                    raise
+            if failed is not None:
+                raise failed  # outside the handler: no __context__ leading to the group
         if self.settings.embedded and result.complete and set(wanted) >= set(RESOURCES):
             _embedded_synced.add(key)
         self.last_result = result
@@ -219,11 +250,15 @@ class Gateway:
         """Canonical payments (``since <= created_at < until``, canonical ``status``).
 
         Syncs first unless ``refresh=False``; a refresh syncs refunds too, because a new
-        refund changes its payment's ``refunded_amount``.
+        refund changes its payment's ``refunded_amount``. An unknown ``status`` (``"declined"``:
+        did you mean ``"failed"``?), a value that is not a date, or ``since`` not before
+        ``until`` raise :class:`~gwtools.ConfigurationError` before anything is sent; case
+        does not matter (``"FAILED"`` is ``"failed"``).
         """
+        where = check_filters("payments", since, until, status)
         if refresh:
             self.sync(RESOURCES)
-        return self._read("payments", since, until, status)
+        return self._read("payments", *where)
 
     def refunds(
         self,
@@ -233,10 +268,12 @@ class Gateway:
         *,
         refresh: bool = True,
     ) -> pd.DataFrame:
-        """Canonical refunds; syncs first unless ``refresh=False``."""
+        """Canonical refunds; syncs first unless ``refresh=False``. Filters are checked as in
+        :meth:`payments`, against the refund statuses (pending, succeeded, failed, unknown)."""
+        where = check_filters("refunds", since, until, status)
         if refresh:
             self.sync(("refunds",))
-        return self._read("refunds", since, until, status)
+        return self._read("refunds", *where)
 
     def scan(
         self,

@@ -223,16 +223,13 @@ def export(
     account: str | None,
 ) -> None:
     """Write canonical payments or refunds to CSV or Parquet."""
-    from gwtools._errors import GatewayError
-    from gwtools._schema import PAYMENT_STATUSES, REFUND_STATUSES
+    from gwtools._config import check_filters
+    from gwtools._errors import ConfigurationError, GatewayError
 
-    allowed = PAYMENT_STATUSES if resource == "payments" else REFUND_STATUSES
-    bad = [s for s in status if s not in allowed]
-    if bad:
-        raise click.BadParameter(
-            f"{', '.join(bad)} not canonical {resource} statuses; use {', '.join(allowed)}",
-            param_hint="--status",
-        )
+    try:  # the library's own check of --status/--since/--until, before anything starts
+        check_filters(resource, since, until, list(status) or None)
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
     where = {"since": since, "until": until, "status": list(status) or None}

@@ -7,10 +7,14 @@ import logging
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+import gwtools
 import gwtools._gateway as gateway
+from gwtools._errors import ConfigurationError
 from gwtools._schema import columns
 from gwtools._sync import choose_cutoff
+from gwtools.cli import main
 from tests.library._shop import CARD_DECLINE, Shop
 
 
@@ -81,3 +85,55 @@ def test_pacing_off_still_reads_rate_limit_headers(shop: Shop, tmp_path: Path) -
     ids = {shop.card(), shop.card(CARD_DECLINE)}
     with shop.connect(tmp_path, max_rps=None) as gw:
         assert set(gw.payments()["id"]) == ids
+
+
+def test_filters_are_checked_before_anything_is_sent(shop: Shop, tmp_path: Path) -> None:
+    """A word the table does not use is an error naming the right word, not 0 rows."""
+    declined = shop.card(CARD_DECLINE)
+    ok = shop.card()
+    payment_statuses = (
+        "pending, requires_action, processing, authorized, succeeded, failed, canceled, "
+        "expired, unknown"
+    )
+    with shop.connect(tmp_path) as gw:
+        with pytest.raises(ConfigurationError, match="did you mean 'failed'") as info:
+            gw.payments(status="declined")
+        assert payment_statuses in str(info.value) and info.value.param == "status"
+        with pytest.raises(ConfigurationError, match="'bogus' is not a refund status") as info:
+            gw.refunds(status="bogus")
+        assert "pending, succeeded, failed, unknown" in str(info.value)
+        with pytest.raises(ConfigurationError, match=r"since \(2024-06-02.*is after until"):
+            gw.payments(since="2024-06-02", until="2024-06-01")
+        with pytest.raises(ConfigurationError, match="is the same as until"):
+            gw.refunds(since="2024-06-01", until="2024-06-01T00:00:00Z")
+        assert isinstance(info.value, ValueError)  # as before, for code that caught ValueError
+        assert gw.last_result is None and gw._client is not None
+        assert gw._client.stats.requests == 0  # refused before syncing
+        # A real status in any case is that status.
+        assert gw.payments(status="FAILED")["id"].tolist() == [declined]
+        both = gw.payments(status=["Failed", "SUCCEEDED"], refresh=False)
+        assert set(both["id"]) == {declined, ok}
+        assert gw.refunds(status="Pending", refresh=False).empty
+    # The cache read without a gateway checks the same way.
+    with pytest.raises(ConfigurationError, match="did you mean 'failed'"):
+        gwtools.read_cache(tmp_path, "payments", status="declined")
+    with pytest.raises(ConfigurationError, match="is after until"):
+        gwtools.read_cache(tmp_path, "refunds", since="2024-06-02", until="2024-06-01")
+    assert gwtools.read_cache(tmp_path, "payments", status="FAILED")["id"].tolist() == [declined]
+
+
+def test_the_cli_uses_the_same_check(shop: Shop, tmp_path: Path) -> None:
+    shop.card()
+    env = {"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url, "GW_CACHE_DIR": str(tmp_path)}
+    runner = CliRunner()
+    assert runner.invoke(main, ["sync", "--account", "shop"], env=env).exit_code == 0
+    export = ["export", "payments", "--format", "csv", "--out", "-", "--account", "shop"]
+    result = runner.invoke(main, [*export, "--no-refresh", "--status", "declined"], env=env)
+    assert result.exit_code == 2 and "did you mean 'failed'" in result.output
+    assert "--status" in result.output and "canonical payments statuses" in result.output
+    result = runner.invoke(
+        main, [*export, "--no-refresh", "--since", "2024-06-02", "--until", "2024-06-01"], env=env
+    )
+    assert result.exit_code == 2 and "is after until" in result.output
+    result = runner.invoke(main, [*export, "--no-refresh", "--status", "FAILED"], env=env)
+    assert result.exit_code == 0 and result.output.startswith("id,")
