@@ -66,8 +66,8 @@ def _hourly_holes(payments: pd.DataFrame, tz: str) -> tuple[int, list[str]]:
     counts = hours.value_counts()
     span = pd.date_range(hours.min(), hours.max(), freq="h")
     series = counts.reindex(span, fill_value=0)
-    # usual traffic of each hour of the week, over the whole table
-    slot = series.index.dayofweek * 24 + series.index.hour
+    # usual traffic of each hour of the day, over the whole table
+    slot = series.index.hour
     expected = series.groupby(slot).transform("mean").to_numpy()
     empty = (series.to_numpy() == 0).astype(int)
     holes: list[str] = []

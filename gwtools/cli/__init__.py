@@ -7,6 +7,8 @@ it runs, so ``gwtools sandbox`` starts without loading pandas::
     gwtools sync
     gwtools export payments --format csv --out payments.csv
     gwtools report --out report/
+    gwtools monitor --tz Asia/Kuala_Lumpur
+    gwtools check --json
     gwtools demo
 """
 
@@ -19,8 +21,10 @@ import click
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
+    "check": "gwtools.cli._monitor:check",
     "demo": "gwtools.cli._report:demo",
     "export": "gwtools.cli._sync:export",
+    "monitor": "gwtools.cli._monitor:monitor",
     "report": "gwtools.cli._report:report",
     "sandbox": "gwtools.sandbox.cli:sandbox",
     "sync": "gwtools.cli._sync:sync",

@@ -1,0 +1,158 @@
+"""``gwtools monitor`` and ``gwtools check``: alerts and data-quality rules on the cache.
+
+Both read the cache as ``gwtools export --no-refresh`` does (nothing is contacted or started;
+run ``gwtools sync`` first) and exit 1 when something needs a look, so a cron job or CI step
+can act on them::
+
+    gwtools sync && gwtools monitor --tz Asia/Kuala_Lumpur || notify "payments need a look"
+    gwtools check --json > quality.json
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from gwtools.cli._sync import _read_cache, _read_key_file, connection_options
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _tables(
+    api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from gwtools._errors import GatewayError
+
+    try:
+        payments = _read_cache("payments", api_key_file, base_url, cache_dir, account)
+        refunds = _read_cache("refunds", api_key_file, base_url, cache_dir, account)
+    except (GatewayError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return payments, refunds
+
+
+def _states(
+    api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
+) -> dict[str, Any]:
+    """Each dataset's ``_state.json`` (what the last sync reported about itself)."""
+    from gwtools._cache import Dataset
+    from gwtools._config import resolve_settings
+    from gwtools._embedded import embedded_cache
+
+    settings = resolve_settings(
+        _read_key_file(api_key_file), base_url, cache_dir=cache_dir, account=account
+    )
+    mode: str
+    if settings is None:
+        root, name, mode = embedded_cache(cache_dir, account)
+    else:
+        root, name, mode = settings.cache_dir, settings.account, settings.mode
+    return {r: Dataset.at(root, name, mode, r).state() for r in ("payments", "refunds")}
+
+
+def _tz_option(f: Any) -> Any:
+    return click.option(
+        "--tz",
+        default=None,
+        help="Time zone of days and hours (else GW_TIMEZONE, else UTC); FPX outages are "
+        "always in Malaysia time.",
+    )(f)
+
+
+@click.command()
+@click.option(
+    "--since",
+    help="Start of the monitored window (date or date-time); default: 7 days before the "
+    "newest cached row.",
+)
+@click.option("--until", help="End of the monitored window; default: the newest cached row.")
+@click.option(
+    "--baseline-days",
+    type=click.FloatRange(1, 3650),
+    default=28,
+    show_default=True,
+    help="Days before the window that form the baseline.",
+)
+@_tz_option
+@click.option("--json", "as_json", is_flag=True, help="Print the alerts as a JSON array.")
+@connection_options
+def monitor(
+    since: str | None,
+    until: str | None,
+    baseline_days: float,
+    tz: str | None,
+    as_json: bool,
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+) -> None:
+    """Print alerts (decline spike, card testing, FPX bank outage, refund spike); exit 1 if any."""
+    from gwtools import analysis
+
+    payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
+    try:
+        alerts = analysis.monitor(
+            payments, refunds, since=since, until=until, baseline_days=baseline_days, tz=tz
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        records = json.loads(alerts.to_json(orient="records", date_format="iso"))
+        for record, (_, row) in zip(records, alerts.iterrows(), strict=True):
+            record["start"], record["end"] = row["start"].isoformat(), row["end"].isoformat()
+        click.echo(json.dumps(records, indent=2))
+    else:
+        window = alerts.attrs.get("window") or {}
+        span = (
+            f"{window['since']:%Y-%m-%d %H:%M} to {window['until']:%Y-%m-%d %H:%M} UTC"
+            if window
+            else "no data"
+        )
+        if alerts.empty:
+            click.echo(f"No alerts ({span}).")
+        for _, a in alerts.iterrows():
+            click.echo(
+                f"[{a['severity']}] {a['kind']} {a['scope']} {a['start']:%Y-%m-%d %H:%M} to "
+                f"{a['end']:%Y-%m-%d %H:%M}: {a['explanation']}"
+            )
+    if not alerts.empty:
+        raise SystemExit(1)
+
+
+@click.command()
+@_tz_option
+@click.option("--json", "as_json", is_flag=True, help="Print the rules as a JSON array.")
+@connection_options
+def check(
+    tz: str | None,
+    as_json: bool,
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+) -> None:
+    """Check the cached data against the quality rules; exit 1 if a rule fails."""
+    from gwtools import analysis
+    from gwtools.analysis import resolve_tz
+
+    payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
+    try:
+        states = _states(api_key_file, base_url, cache_dir, account)
+        table = analysis.quality(payments, refunds, completeness=states, tz=resolve_tz(tz))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
+    else:
+        for _, rule in table.iterrows():
+            mark = "ok  " if rule["ok"] else "FAIL"
+            line = f"{mark} {rule['rule']}: {rule['count']} of {rule['checked']}"
+            if not rule["ok"]:
+                line += f" (e.g. {', '.join(rule['examples'])})"
+            click.echo(line)
+    if not table["ok"].all():
+        raise SystemExit(1)
