@@ -3,18 +3,25 @@
 Layout (plain Parquet that pyarrow, DuckDB, Polars and Spark read as it is)::
 
     {cache_dir}/{account}/{test|live}/{payments|refunds}/
-        created_month=2024-05/part-00001716900000000000000-1a2b3c4d.parquet
+        created_month=2024-05/part-00001716900000000000000-1a2b3c4d.parquet   one file a month
         _state.json        high-water mark, last sync, schema version (written last)
         _rejects.jsonl     records the gateway sent that could not be used, with the reason
         _sync.lock         held by the sync that is running (a second one waits)
+    {cache_dir}/{account}/{test|live}/_staging/{resource}/     a running sync's batches
+    {cache_dir}/{account}/{test|live}/_quarantine/{resource}/  files that could not be read
 
-Files whose names start with ``_`` or ``.`` are ignored by every Parquet reader, so the state,
-the lock and half-written temporary files (``.tmp-*``) never show up as data.
+Consistency for direct readers (DuckDB, Spark, pyarrow reading the folder): a sync writes its
+batches to ``_staging`` (beside the dataset, on the same file system, so a rename is atomic),
+and only its final step merges them into the dataset, one month at a time: the month's new
+file is written in ``_staging`` and renamed over the month's file. So the dataset folder never
+holds a temporary or partial file, each month is one file with one row per id, and a reader
+sees each month either as it was before the sync or as it is after it. Every month that holds
+more than one file (an older gwtools, or a sync killed between two renames) is compacted by
+the next completed sync. A killed sync's staged batches are merged by the next sync.
 
-Crash safety: a part file is written to a temporary name and renamed into place, so every
-visible file is complete. File names sort in write order; when a partition holds several files
-(a sync was interrupted before compacting it) readers keep the newest version of each id, so
-the cache is always readable and correct, and the next sync compacts it again.
+Damage: a part file that cannot be read is moved to ``_quarantine`` by the next sync, with a
+warning, and its month is fetched again; disk full, read-only folders and paths that are files
+raise :class:`gwtools.CacheError` naming the folder and what to do.
 
 Use :func:`read_cache` to read without any network::
 
@@ -25,11 +32,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
+import re
+import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +56,7 @@ from filelock import FileLock
 
 from gwtools import _schema
 from gwtools._config import check_filters
+from gwtools._errors import CacheError
 from gwtools._schema import Resource
 
 __all__ = ["Dataset", "MergeStats", "read_cache"]
@@ -62,6 +74,149 @@ _last_seq = 0
 
 #: A reader racing a compaction re-lists this many times before giving up.
 READ_ATTEMPTS = 8
+
+#: Folders beside the dataset (never inside it, so no reader's glob or discovery finds them).
+STAGING = "_staging"
+QUARANTINE = "_quarantine"
+#: A high-water mark later than this machine's clock by more than this cannot be right.
+CLOCK_SKEW = dt.timedelta(days=1)
+
+#: Test seam: ``GWTOOLS_TEST_CRASH_AT=step`` (or ``step@n``) kills this process with SIGKILL the
+#: first (n-th) time a writer passes ``step`` (see :func:`_step`), so crash tests are exact.
+CRASH_ENV = "GWTOOLS_TEST_CRASH_AT"
+#: Test seam: called with each step's name as a writer passes it (a test pauses a writer here).
+on_step: Callable[[str], None] | None = None
+_step_counts: dict[str, int] = {}
+
+
+def _step(name: str) -> None:
+    """A named point in writing: where a crash test kills the writer or a test pauses it."""
+    target = os.environ.get(CRASH_ENV)
+    if target:
+        step, _, nth = target.partition("@")
+        if step == name:
+            _step_counts[name] = _step_counts.get(name, 0) + 1
+            if _step_counts[name] == int(nth or 1):
+                os.kill(os.getpid(), signal.SIGKILL)
+    if on_step is not None:
+        on_step(name)
+
+
+def _warn(message: str) -> None:
+    # Imported here: _sync imports this module.
+    from gwtools._sync import GatewayDataWarning
+
+    warnings.warn(message, GatewayDataWarning, stacklevel=3)
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+_AGAIN = "then run the sync again (`gwtools sync`); nothing already cached was lost"
+
+
+def _blocking_file(folder: Path) -> Path | None:
+    """The file standing where ``folder`` or one of its parents should be a folder."""
+    for p in (folder, *folder.parents):
+        if p.exists():
+            return None if p.is_dir() else p
+    return None
+
+
+def _cache_error(exc: OSError, folder: Path, doing: str) -> CacheError:
+    """What went wrong writing the cache at ``folder``, in words a person can act on."""
+    code = exc.errno
+    if code is None:  # some Arrow messages carry the code in their text only
+        found = re.search(r"errno (\d+)", str(exc))
+        code = int(found.group(1)) if found else None
+    reason = exc.strerror or str(exc)
+    blocking = _blocking_file(folder)
+    if blocking is not None:
+        message = (
+            f"cannot use {folder} as a cache folder: {blocking} is a file, not a folder. Move "
+            "or rename that file, or point GW_CACHE_DIR (--cache-dir) at a folder, " + _AGAIN
+        )
+    elif code in _FULL:
+        message = (
+            f"cannot write the cache at {folder} while {doing}: the disk is full ({reason}). "
+            "Free some space, or point GW_CACHE_DIR (--cache-dir) at a folder on a disk with "
+            "room, " + _AGAIN
+        )
+    elif code in _READ_ONLY:
+        message = (
+            f"cannot write the cache at {folder} while {doing}: the folder is read-only or not "
+            f"writable by this user ({reason}). Make it writable, or point GW_CACHE_DIR "
+            "(--cache-dir) at a writable folder, " + _AGAIN
+        )
+    else:
+        message = (
+            f"cannot write the cache at {folder} while {doing}: {reason}. Check the folder, "
+            + _AGAIN
+        )
+    error = CacheError(message)
+    error.errno, error.strerror, error.filename = code, reason, str(folder)
+    return error
+
+
+@contextlib.contextmanager
+def _writing(folder: Path, doing: str) -> Iterator[None]:
+    """Turn an OS error while writing the cache into a :class:`CacheError` naming the folder."""
+    try:
+        yield
+    except CacheError:
+        raise
+    except OSError as exc:
+        raise _cache_error(exc, folder, doing) from exc
+
+
+def _parse_time(value: Any) -> dt.datetime | None:
+    """An ISO 8601 time (naive = UTC) as an aware UTC datetime, or None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+
+
+def _checked_state(raw: Any, path: Path) -> dict[str, Any]:
+    """The state with every value that cannot be right dropped, with a warning for each.
+
+    Without a usable high-water mark the next sync lists everything (a full sync), which is
+    always correct; trusting a wrong one could stop fetching altogether.
+    """
+    then = "; it is ignored, so the next sync lists everything again (nothing cached is lost)"
+    if not isinstance(raw, dict):
+        _warn(f"{path} is not a JSON object (hand-edited?){then}")
+        return {}
+    state = dict(raw)
+    high = state.get("high_water")
+    if high is not None:
+        parsed = _parse_time(high)
+        now = dt.datetime.now(dt.UTC)
+        if parsed is None:
+            problem = f"its high_water {high!r} is not an ISO 8601 time"
+        elif parsed > now + CLOCK_SKEW:
+            problem = (
+                f"its high_water {high!r} is later than this machine's clock "
+                f"({now.isoformat(timespec='seconds')})"
+            )
+        else:
+            problem = ""
+            state["high_water"] = parsed.isoformat()
+        if problem:
+            _warn(f"{path}: {problem}{then}")
+            del state["high_water"]
+    owed = state.get("payments_to_reread")
+    if owed is not None and not (isinstance(owed, list) and all(isinstance(i, str) for i in owed)):
+        _warn(
+            f"{path}: payments_to_reread is not a list of payment ids; it is ignored (run "
+            "`gwtools sync --full` to re-read every payment's refunded amount)"
+        )
+        del state["payments_to_reread"]
+    if state.get("api_variant") not in (None, "A", "B"):
+        del state["api_variant"]  # only a hint for planning: detected again from the answers
+    return state
 
 
 def _next_seq() -> int:
@@ -274,35 +429,65 @@ class Dataset:
     def rejects_path(self) -> Path:
         return self.path / "_rejects.jsonl"
 
+    @property
+    def staging_path(self) -> Path:
+        """Where a sync's batches wait to be merged: beside the dataset, never inside it."""
+        return self.path.parent / STAGING / self.path.name
+
+    @property
+    def quarantine_path(self) -> Path:
+        """Where files that could not be read are moved: beside the dataset."""
+        return self.path.parent / QUARANTINE / self.path.name
+
     def exists(self) -> bool:
         return self.path.is_dir() and (self.state_path.exists() or any(self._partitions()))
 
     def state(self) -> dict[str, Any]:
-        """The state written by the last completed sync ({} if there was none)."""
+        """The state written by the last completed sync ({} if there was none).
+
+        Values that cannot be right (a hand-edited file) are dropped with a warning, so the
+        next sync lists everything rather than trusting them.
+        """
         try:
-            state: dict[str, Any] = orjson.loads(self.state_path.read_bytes())
-        except FileNotFoundError:
+            raw = self.state_path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
             return {}
+        try:
+            parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            # Only a hand-edited file can be half-written (we write it atomically):
-            # treat it as absent, so the next sync is a full one.
-            return {}
-        return state
+            # We write it atomically: only a hand-edited or damaged file is unparsable.
+            parsed = None
+        return _checked_state(parsed, self.state_path)
+
+    def completed(self) -> bool:
+        """Whether a sync of this dataset has ever completed (else what is cached is partial)."""
+        state = self.state()
+        return bool(state.get("last_full_sync") or state.get("high_water"))
 
     def write_state(self, state: dict[str, Any]) -> None:
         state = {"schema_version": SCHEMA_VERSION, "resource": self.resource, **state}
-        self._atomic_write(self.state_path, orjson.dumps(state, option=orjson.OPT_INDENT_2))
+        with _writing(self.path, "writing the sync state"):
+            self._atomic_write(self.state_path, orjson.dumps(state, option=orjson.OPT_INDENT_2))
+            self._remove_empty_staging()
 
     def file_lock(self, timeout: float = -1) -> FileLock:
-        """The dataset's sync lock (usable across threads); a second sync waits on it."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.path / "_sync.lock"), timeout=timeout, thread_local=False)
+        """The dataset's sync lock (usable across threads); a second sync waits on it.
+
+        Raises :class:`CacheError` at once if the folder cannot be written, rather than
+        failing half-way through a sync.
+        """
+        lock_path = self.path / "_sync.lock"
+        with _writing(self.path, "creating the cache folder"):
+            self.path.mkdir(parents=True, exist_ok=True)
+            with open(lock_path, "a"):
+                pass
+        return FileLock(str(lock_path), timeout=timeout, thread_local=False)
 
     @contextlib.contextmanager
     def lock(self, timeout: float = -1) -> Iterator[None]:
-        """Hold the sync lock and clear temporaries a killed writer left behind."""
+        """Hold the sync lock; clear what a killed writer left and quarantine damaged files."""
         with self.file_lock(timeout):
-            self.remove_temporaries()
+            self.recover()
             yield
 
     def append_rejects(self, rejects: Iterable[Any], *, sync_id: str) -> int:
@@ -322,11 +507,12 @@ class Dataset:
             for r in rejects
         ]
         if lines:
-            self.path.mkdir(parents=True, exist_ok=True)
-            with open(self.rejects_path, "ab") as fh:
-                fh.write(b"\n".join(lines) + b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            with _writing(self.path, "recording rejected records"):
+                self.path.mkdir(parents=True, exist_ok=True)
+                with open(self.rejects_path, "ab") as fh:
+                    fh.write(b"\n".join(lines) + b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
         return len(lines)
 
     def rejects(self) -> pd.DataFrame:
@@ -338,11 +524,67 @@ class Dataset:
         rows = [orjson.loads(line) for line in raw if line.strip()]
         return pd.DataFrame(rows, columns=["time", "sync_id", "resource", "reason", "record"])
 
-    # -- writing -------------------------------------------------------------------------
-    def write_batch(self, frame: pd.DataFrame | pa.Table) -> set[str]:
-        """Write canonical rows as new part files, one per creation month; returns the months.
+    # -- recovery --------------------------------------------------------------------------
+    def recover(self) -> list[Path]:
+        """Under the sync lock, before writing: clear temporaries a killed writer left, and
+        quarantine part files that cannot be read (returns where they went)."""
+        with _writing(self.path, "clearing what an interrupted sync left"):
+            self.remove_temporaries()
+            return self.quarantine_unreadable()
 
-        Within the batch, the last row of an id wins. Each file appears atomically.
+    def quarantine_unreadable(self) -> list[Path]:
+        """Move every part file whose Parquet footer cannot be read (zero bytes, truncated,
+        not Parquet) to :attr:`quarantine_path`, and lower the high-water mark to the start of
+        its month, so the next incremental sync fetches that month (and later ones) again.
+
+        Staged batches that cannot be read are deleted: they were never part of the dataset.
+        """
+        for f in self._staged_files():
+            if _unreadable(f) is not None:
+                f.unlink(missing_ok=True)
+        damaged = [
+            (p, f, why)
+            for p in self._partitions()
+            for f in self._files_in(p)
+            if (why := _unreadable(f)) is not None
+        ]
+        if not damaged:
+            return []
+        months = sorted(p.name.split("=", 1)[1] for p, _, _ in damaged)
+        state = self.state()
+        if state.get("high_water"):
+            starts = [_month_start(m) for m in months]
+            # An unknown month (no creation time) can be anywhere: list everything.
+            lowest = None if None in starts else min(s for s in starts if s is not None)
+            high = _parse_time(state["high_water"])
+            if lowest is None or high is None or lowest < high:
+                state["high_water"] = None if lowest is None else lowest.isoformat()
+                # First the state, then the move: killed in between, the file is still there
+                # and the next sync quarantines it again.
+                self.write_state(state)
+        moved = []
+        for partition, f, why in damaged:
+            target_dir = self.quarantine_path / partition.name
+            target_dir.mkdir(parents=True, exist_ok=True)
+            target = target_dir / f.name
+            if target.exists():
+                target = target_dir / f"{f.stem}-{uuid.uuid4().hex[:8]}{f.suffix}"
+            os.replace(f, target)
+            _step("quarantine.moved")
+            moved.append(target)
+            _warn(
+                f"{f} could not be read ({why}); moved it to {target}. The sync fetches "
+                f"{partition.name.split('=', 1)[1]} again, so nothing is lost once it completes; "
+                "delete the quarantined file when you no longer need it"
+            )
+        return moved
+
+    # -- writing -------------------------------------------------------------------------
+    def stage_batch(self, frame: pd.DataFrame | pa.Table) -> set[str]:
+        """Write canonical rows to :attr:`staging_path`, one file per creation month; returns
+        the months. Nothing is visible to readers until :meth:`compact` merges them.
+
+        Within the batch, the last row of an id wins. Each staged file appears atomically.
         """
         table = frame if isinstance(frame, pa.Table) else to_arrow(frame, self.resource)
         if table.num_rows == 0:
@@ -353,13 +595,25 @@ class Dataset:
         months = pc.fill_null(pc.strftime(table.column("created_at"), "%Y-%m"), _UNKNOWN_MONTH)
         table = table.append_column(PARTITION, months)
         written: set[str] = set()
-        for month in pc.unique(months).to_pylist():
-            part = table.filter(pc.equal(table.column(PARTITION), month)).drop_columns([PARTITION])
-            self._write_part(
-                month, (part.slice(i, _ROW_GROUP) for i in range(0, part.num_rows, _ROW_GROUP))
-            )
-            written.add(month)
+        with _writing(self.staging_path, "writing a batch"):
+            for month in pc.unique(months).to_pylist():
+                part = table.filter(pc.equal(table.column(PARTITION), month)).drop_columns(
+                    [PARTITION]
+                )
+                self._write_part(
+                    self.staging_path / f"{PARTITION}={month}",
+                    (part.slice(i, _ROW_GROUP) for i in range(0, part.num_rows, _ROW_GROUP)),
+                    step="stage",
+                )
+                written.add(month)
         return written
+
+    def write_batch(self, frame: pd.DataFrame | pa.Table) -> set[str]:
+        """Write canonical rows into the dataset at once (stage, then :meth:`compact` their
+        months); returns the months. A sync stages all its batches and compacts once."""
+        months = self.stage_batch(frame)
+        self.compact(months)
+        return months
 
     def compact(
         self,
@@ -369,7 +623,12 @@ class Dataset:
         replace: bool = False,
         collect: str | None = None,
     ) -> MergeStats:
-        """Rewrite each month as one file with one row per id (newest wins).
+        """Merge the staged batches into the dataset: each month becomes one file with one
+        row per id (newest wins). The last step of every sync (hold the lock).
+
+        Besides ``months``, every month with staged batches (a killed sync's too) or with
+        several files (an older gwtools, an interrupted compaction) is compacted, so the
+        dataset always ends with one row per id for engines that read the files directly.
 
         Rows in files written at or after ``since_seq`` (this sync) are compared with the
         rows written before it, to count new, updated and unchanged rows; the non-null values
@@ -379,43 +638,68 @@ class Dataset:
         """
         stats = MergeStats()
         months = set(months)
-        if replace:
-            for p in self._partitions():
-                if p.name.split("=", 1)[1] not in months:
-                    for f in self._files_in(p):
-                        f.unlink(missing_ok=True)
-                    with contextlib.suppress(OSError):
-                        p.rmdir()
-        for month in sorted(months):  # one month at a time: memory stays flat
-            stats += self._compact_month(month, since_seq, replace, collect)
+        with _writing(self.path, "merging this sync's batches into the cache"):
+            _step("compact.start")
+            pending = self._staged_months() | {
+                p.name.split("=", 1)[1] for p in self._partitions() if len(self._files_in(p)) > 1
+            }
+            todo = months if replace else months | pending
+            for month in sorted(todo):  # one month at a time: memory stays flat
+                stats += self._compact_month(month, since_seq, replace, collect)
+                _step("compact.month-done")
+            if replace:
+                for p in self._partitions():
+                    if p.name.split("=", 1)[1] not in months:
+                        for f in self._files_in(p):
+                            f.unlink(missing_ok=True)
+                        with contextlib.suppress(OSError):
+                            p.rmdir()
+                        _step("compact.removed-month")
+                for f in self._staged_files():  # a killed sync's batches of removed months
+                    f.unlink(missing_ok=True)
+            self._remove_empty_staging()
         return stats
 
     def _compact_month(
         self, month: str, since_seq: int, replace: bool, collect: str | None
     ) -> MergeStats:
-        """Stream one month into one file: choose rows by their keys, then copy them in chunks.
+        """Stream one month's file and staged batches into one file: choose rows by their
+        keys, then copy them in chunks; rename the result over the month's file.
 
         Only ``id``, ``created_at`` and each row's position are held for the whole month;
         full rows are read, compared and written ``_ROW_GROUP`` at a time, so memory does not
         grow with the month.
         """
-        files = self._files(month)
-        if not files:
+        current = self._files(month)
+        staged = self._staged_files(month)
+        if not staged and len(current) <= 1:
             return MergeStats()
+        # Write order (the name's sequence number): a later file holds newer versions.
+        files = sorted([*current, *staged], key=lambda f: (self._file_seq(f), f.name))
         seqs = [self._file_seq(f) for f in files]
-        if len(files) == 1 and seqs[0] < since_seq:
-            return MergeStats()
         source = _Files(files, self.schema)
         keys = source.keys()
         file_is_new = pa.array([s >= since_seq for s in seqs])
         is_new = file_is_new.take(pc.shift_right(keys.column(_SEQ), _ROW_BITS))
         stats = self._merge_stats(source, keys, is_new, collect)
         keep = keys.filter(is_new) if replace else keys
+        directory = self.path / f"{PARTITION}={month}"
+        # The month keeps the name of its newest file: renaming over it swaps the month for
+        # readers in one step (no moment with both versions, or with none).
+        newest = max(current, key=lambda f: (self._file_seq(f), f.name)) if current else None
         if keep.num_rows:
             rows = keep.column(_SEQ).take(_keep_indices(keep, by_time=True))
             del keys, keep, is_new
-            self._write_part(month, source.chunks(rows))
-        for f in files:
+            final = self._write_part(
+                directory, source.chunks(rows), step="compact", name=newest.name if newest else None
+            )
+        else:
+            final = None
+        for f in current:
+            if f != final:
+                f.unlink(missing_ok=True)
+        _step("compact.replaced")
+        for f in staged:
             f.unlink(missing_ok=True)
         return stats
 
@@ -491,15 +775,28 @@ class Dataset:
     ) -> pa.Table:
         """The cached rows (one per id, newest version) as Arrow, filtered and projected.
 
-        Safe while another process syncs: compaction writes a month's new file before it
-        removes the old ones, so when a listed file has gone, listing again finds a
+        Raises :class:`CacheError` naming a part file that cannot be read (the next sync
+        quarantines it). Safe while another process syncs: compaction renames a month's new
+        file over the old one, and when a listed file has gone, listing again finds a
         complete set.
         """
+        table, _ = self._read(since, until, status, columns, skip_damaged=False)
+        return table
+
+    def _read(
+        self,
+        since: Any,
+        until: Any,
+        status: str | Sequence[str] | None,
+        columns: Sequence[str] | None,
+        *,
+        skip_damaged: bool,
+    ) -> tuple[pa.Table, dict[Path, str]]:
         # The one check of what a read selects (unknown status, since >= until: errors).
         since, until, status = check_filters(self.resource, since, until, status)
         for attempt in range(READ_ATTEMPTS):
             try:
-                return self._read_table_once(since, until, status, columns)
+                return self._read_table_once(since, until, status, columns, skip_damaged)
             except FileNotFoundError:
                 if attempt == READ_ATTEMPTS - 1:
                     raise
@@ -512,43 +809,66 @@ class Dataset:
         until: Any,
         status: str | Sequence[str] | None,
         columns: Sequence[str] | None,
-    ) -> pa.Table:
+        skip_damaged: bool,
+    ) -> tuple[pa.Table, dict[Path, str]]:
         cols = list(columns) if columns is not None else list(_schema.columns(self.resource))
         need = list(dict.fromkeys([*cols, "id", *(["status"] if status is not None else [])]))
         # One listing decides both the files and whether they need deduplicating: a batch
         # written after it is simply not part of this read.
         listed = [self._files_in(p) for p in self._partitions()]
-        files = [f for month in listed for f in month]
-        if not files:
-            return self.schema.empty_table().select(cols)
         time_filter = _time_filter(since, until)
-        if all(len(month) <= 1 for month in listed):
-            dataset = ds.dataset(
-                [str(f) for f in files], schema=self.schema, format="parquet", partitioning=None
-            )
-            table = dataset.to_table(columns=need, filter=time_filter)
-        else:
-            # Interrupted sync: several versions of an id can coexist; newest file wins.
-            pieces = []
-            for seq, f in enumerate(files):
-                t = pq.read_table(f, schema=self.schema, columns=need)
-                if time_filter is not None:
-                    t = t.filter(time_filter)
-                pieces.append(
-                    t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows))
-                )
-            table = _newest_per_id(pa.concat_tables(pieces)).drop_columns([_SEQ])
-            table = (
-                table.sort_by([("created_at", "ascending"), ("id", "ascending")])
-                if "created_at" in need
-                else table
-            )
+        damaged: dict[Path, str] = {}
+        while True:
+            try:
+                table = self._read_files(listed, need, time_filter)
+                break
+            except (pa.ArrowInvalid, OSError) as exc:
+                if isinstance(exc, FileNotFoundError):
+                    raise
+                # Find the culprits (a footer that cannot be read), then read the others.
+                found = {f: why for m in listed for f in m if (why := _unreadable(f))}
+                if not found or set(found) <= set(damaged):
+                    raise CacheError(
+                        f"cannot read the cache at {self.path}: {exc}. Run `gwtools sync --full` "
+                        "to rebuild it"
+                    ) from exc
+                damaged.update(found)
+                if not skip_damaged:
+                    f, why = next(iter(found.items()))
+                    raise CacheError(
+                        f"cannot read {f} ({why}). The next `gwtools sync` moves it to "
+                        f"{self.quarantine_path} and fetches its month again"
+                    ) from exc
+                listed = [[f for f in m if f not in damaged] for m in listed]
         if status is not None:
             wanted = [status] if isinstance(status, str) else list(status)
             table = table.filter(
                 pc.is_in(table.column("status"), value_set=pa.array(wanted, pa.large_string()))
             )
-        return table.select(cols)
+        return table.select(cols), damaged
+
+    def _read_files(
+        self, listed: list[list[Path]], need: list[str], time_filter: ds.Expression | None
+    ) -> pa.Table:
+        files = [f for month in listed for f in month]
+        if not files:
+            return self.schema.empty_table().select(need)
+        if all(len(month) <= 1 for month in listed):
+            dataset = ds.dataset(
+                [str(f) for f in files], schema=self.schema, format="parquet", partitioning=None
+            )
+            return dataset.to_table(columns=need, filter=time_filter)
+        # Interrupted compaction: several versions of an id can coexist; newest file wins.
+        pieces = []
+        for seq, f in enumerate(files):
+            t = pq.read_table(f, schema=self.schema, columns=need)
+            if time_filter is not None:
+                t = t.filter(time_filter)
+            pieces.append(t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows)))
+        table = _newest_per_id(pa.concat_tables(pieces)).drop_columns([_SEQ])
+        if "created_at" in need:
+            table = table.sort_by([("created_at", "ascending"), ("id", "ascending")])
+        return table
 
     def read(
         self,
@@ -556,15 +876,61 @@ class Dataset:
         since: Any = None,
         until: Any = None,
         status: str | Sequence[str] | None = None,
+        strict: bool = False,
     ) -> pd.DataFrame:
-        """The cached canonical table as a DataFrame (see :func:`read_cache`)."""
-        return to_pandas(self.read_table(since=since, until=until, status=status), self.resource)
+        """The cached canonical table as a DataFrame (see :func:`read_cache`).
+
+        ``frame.attrs["gwtools_cache"]`` says whether the cache is complete; a partial one
+        (no sync ever completed, or a file that cannot be read) warns, or with ``strict=True``
+        raises :class:`CacheError`.
+        """
+        table, damaged = self._read(since, until, status, None, skip_damaged=True)
+        frame = to_pandas(table, self.resource)
+        state = self.state()
+        completed = bool(state.get("last_full_sync") or state.get("high_water"))
+        problems = []
+        if not completed:
+            started = state.get("last_sync") or self._oldest_file_time()
+            problems.append(
+                f"the cached {self.resource} at {self.path} are partial: no sync of them has "
+                f"completed ({len(frame):,} rows{' read' if since or until or status else ''}, "
+                f"written since {started or 'an unknown time'}), so rows may be missing"
+            )
+        for f, why in damaged.items():
+            problems.append(
+                f"{f} cannot be read ({why}), so its rows are missing; the next sync moves it "
+                f"to {self.quarantine_path} and fetches its month again"
+            )
+        info: dict[str, Any] = {
+            "complete": not problems,
+            "path": str(self.path),
+            "last_sync": state.get("last_sync"),
+            "last_full_sync": state.get("last_full_sync"),
+            "damaged_files": [str(f) for f in damaged],
+            "message": None,
+        }
+        if problems:
+            info["message"] = (
+                "; ".join(problems) + ". Run `gwtools sync` (or gwtools.connect().sync()) to "
+                "complete the cache"
+            )
+            if strict:
+                raise CacheError(info["message"])
+            _warn(info["message"] + "; read_cache(..., strict=True) raises instead of warning")
+        frame.attrs["gwtools_cache"] = info
+        return frame
+
+    def _oldest_file_time(self) -> str | None:
+        times = [f.stat().st_mtime for p in self._partitions() for f in self._files_in(p)]
+        if not times:
+            return None
+        return dt.datetime.fromtimestamp(min(times), dt.UTC).isoformat(timespec="seconds")
 
     # -- files ---------------------------------------------------------------------------
-    def _partitions(self) -> Iterator[Path]:
+    def _partitions(self, root: Path | None = None) -> Iterator[Path]:
         try:
-            entries = sorted(os.scandir(self.path), key=lambda e: e.name)
-        except FileNotFoundError:
+            entries = sorted(os.scandir(root or self.path), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
             return
         for e in entries:
             if e.is_dir() and e.name.startswith(f"{PARTITION}="):
@@ -572,15 +938,38 @@ class Dataset:
 
     @staticmethod
     def _files_in(partition: Path) -> list[Path]:
+        try:
+            entries = list(os.scandir(partition))
+        except FileNotFoundError:  # removed by a full sync since it was listed
+            return []
         return sorted(
             Path(e.path)
-            for e in os.scandir(partition)
+            for e in entries
             if e.is_file() and e.name.endswith(".parquet") and not e.name.startswith((".", "_"))
         )
 
     def _files(self, month: str) -> list[Path]:
-        p = self.path / f"{PARTITION}={month}"
-        return self._files_in(p) if p.is_dir() else []
+        return self._files_in(self.path / f"{PARTITION}={month}")
+
+    def _staged_files(self, month: str | None = None) -> list[Path]:
+        if month is not None:
+            return self._files_in(self.staging_path / f"{PARTITION}={month}")
+        return [f for p in self._partitions(self.staging_path) for f in self._files_in(p)]
+
+    def _staged_months(self) -> set[str]:
+        return {
+            p.name.split("=", 1)[1]
+            for p in self._partitions(self.staging_path)
+            if self._files_in(p)
+        }
+
+    def _remove_empty_staging(self) -> None:
+        for p in self._partitions(self.staging_path):
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        for p in (self.staging_path, self.staging_path.parent):
+            with contextlib.suppress(OSError):
+                p.rmdir()
 
     @staticmethod
     def _file_seq(path: Path) -> int:
@@ -589,36 +978,74 @@ class Dataset:
         except (IndexError, ValueError):
             return 0  # a file not written by gwtools: treat as oldest
 
-    def _write_part(self, month: str, chunks: Iterable[pa.Table]) -> Path:
-        """Write ``chunks`` (one row group each) as one part file, atomically."""
-        directory = self.path / f"{PARTITION}={month}"
+    def _write_part(
+        self, directory: Path, chunks: Iterable[pa.Table], *, step: str, name: str | None = None
+    ) -> Path:
+        """Write ``chunks`` (one row group each) as one part file in ``directory``, atomically:
+        written under a temporary name in the staging folder, then renamed into place."""
         directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet"
-        tmp = directory / f".tmp-{final.name}"
-        with pq.ParquetWriter(tmp, self.schema, compression="lz4") as writer:
-            for chunk in chunks:
-                writer.write_table(chunk)
-        os.replace(tmp, final)
+        final = directory / (name or f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet")
+        self.staging_path.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_path / f".tmp-{uuid.uuid4().hex[:8]}-{final.name}"
+        try:
+            with pq.ParquetWriter(tmp, self.schema, compression="lz4") as writer:
+                for i, chunk in enumerate(chunks):
+                    writer.write_table(chunk)
+                    if i == 0:
+                        _step(f"{step}.tmp-open")
+            _step(f"{step}.tmp-written")
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk wants its space back
+            raise
+        _step(f"{step}.renamed")
         return final
 
     def remove_temporaries(self) -> None:
-        for p in self._partitions():
-            for e in os.scandir(p):
-                if e.name.startswith(".tmp-"):
-                    Path(e.path).unlink(missing_ok=True)
-        for e in os.scandir(self.path):
-            if e.name.startswith(".tmp-"):
-                Path(e.path).unlink(missing_ok=True)
+        """Delete half-written files a killed writer left (in staging, and where older gwtools
+        versions wrote them: the month folders)."""
+        for root in (self.path, self.staging_path):
+            for p in [root, *self._partitions(root)]:
+                try:
+                    entries = list(os.scandir(p))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for e in entries:
+                    if e.name.startswith(".tmp-"):
+                        Path(e.path).unlink(missing_ok=True)
 
-    @staticmethod
-    def _atomic_write(path: Path, data: bytes) -> None:
+    def _atomic_write(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        self.staging_path.mkdir(parents=True, exist_ok=True)  # no temporary in the dataset
+        tmp = self.staging_path / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            _step("state.tmp-written")
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path``'s Parquet footer cannot be read, or None if it can."""
+    try:
+        pq.read_metadata(path)
+    except FileNotFoundError:
+        return None  # gone since it was listed: nothing to move
+    except (pa.ArrowException, OSError) as exc:
+        return str(exc).splitlines()[0] or type(exc).__name__
+    return None
+
+
+def _month_start(month: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(month, "%Y-%m").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
 
 
 def _json_default(obj: Any) -> Any:
@@ -711,6 +1138,7 @@ def read_cache(
     since: Any = None,
     until: Any = None,
     status: str | Sequence[str] | None = None,
+    strict: bool = False,
 ) -> pd.DataFrame:
     """The cached canonical table, without any network.
 
@@ -720,8 +1148,13 @@ def read_cache(
     canonical status or several. Example::
 
         payments = gwtools.read_cache("data/sample-cache", "payments", status="failed")
+
+    A cache no sync has completed (interrupted, or a disk that filled up), or one with a file
+    that cannot be read, is returned with a :class:`gwtools.GatewayDataWarning` saying how
+    many rows it holds and how to complete it; ``frame.attrs["gwtools_cache"]["complete"]``
+    is False. ``strict=True`` raises :class:`gwtools.CacheError` instead.
     """
     check_filters(resource, since, until, status)  # before looking for the cache
     return find_dataset(cache_dir, resource, account=account, mode=mode).read(
-        since=since, until=until, status=status
+        since=since, until=until, status=status, strict=strict
     )

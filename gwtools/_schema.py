@@ -1,6 +1,6 @@
 """The canonical tables: column order, dtypes and the status vocabulary.
 
-This module is the output contract of the library (DESIGN.md, section 2). Every
+This module is the output contract of the library (docs/tables.md). Every
 DataFrame that gwtools returns for payments or refunds has exactly these columns,
 in this order, with these dtypes, whatever API variant the data came from.
 

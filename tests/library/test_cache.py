@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import random
+import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from gwtools._cache import Dataset, _next_seq, find_dataset, read_cache
+from gwtools import _cache
+from gwtools._cache import Dataset, _next_seq, find_dataset, read_cache, to_arrow
 from gwtools._schema import columns, conform
 
 
@@ -39,6 +41,21 @@ def ds(tmp_path: Path) -> Dataset:
     return Dataset.at(tmp_path, "acct", "test", "payments")
 
 
+def synced(ds: Dataset) -> None:
+    """Record a completed sync, as the sync does last (else reads warn that it is partial)."""
+    ds.write_state({"last_full_sync": "2024-07-01T00:00:00+00:00"})
+
+
+def legacy_file(ds: Dataset, rows: list[tuple[str, str, str]]) -> Path:
+    """A part file written straight into its month folder, as gwtools before staging did."""
+    table = to_arrow(frame(rows), "payments")
+    month = rows[0][2][:7]
+    path = ds.path / f"created_month={month}" / f"part-{_next_seq():020d}-0badc0de.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    return path
+
+
 def test_round_trip_keeps_canonical_dtypes_and_partitions_by_month(
     ds: Dataset, tmp_path: Path
 ) -> None:
@@ -51,7 +68,9 @@ def test_round_trip_keeps_canonical_dtypes_and_partitions_by_month(
                 ]
             )
         )
+        synced(ds)
     back = read_cache(tmp_path, "payments")
+    assert back.attrs["gwtools_cache"]["complete"] is True
     assert list(back.columns) == list(columns("payments"))
     assert back.dtypes.to_dict() == columns("payments")
     assert back["id"].tolist() == ["pay_1", "pay_2"]
@@ -64,12 +83,13 @@ def test_round_trip_keeps_canonical_dtypes_and_partitions_by_month(
 
 def test_newest_version_wins_and_merge_counts(ds: Dataset) -> None:
     with ds.lock():
-        months = ds.write_batch(
+        months = ds.stage_batch(
             frame([("pay_1", "pending", "2024-05-02"), ("pay_2", "pending", "2024-05-03")])
         )
+        assert ds.read_table().num_rows == 0  # staged rows are not in the dataset until compacted
         assert ds.compact(months).new == 2
         seq = _next_seq()
-        months = ds.write_batch(
+        months = ds.stage_batch(
             frame(
                 [
                     ("pay_1", "succeeded", "2024-05-02"),
@@ -79,6 +99,7 @@ def test_newest_version_wins_and_merge_counts(ds: Dataset) -> None:
             )
         )
         stats = ds.compact(months, since_seq=seq)
+        synced(ds)
     assert (stats.new, stats.updated, stats.unchanged) == (1, 1, 1)
     back = ds.read()
     assert back.set_index("id")["status"].to_dict() == {
@@ -89,50 +110,52 @@ def test_newest_version_wins_and_merge_counts(ds: Dataset) -> None:
     assert len(list((ds.path / "created_month=2024-05").glob("*.parquet"))) == 1
 
 
-def test_uncompacted_leftovers_read_correctly(ds: Dataset) -> None:
-    """A sync killed before compaction leaves several files: readers still see one row per id."""
-    ds.write_batch(frame([("pay_1", "pending", "2024-05-02"), ("pay_2", "pending", "2024-05-03")]))
-    ds.write_batch(frame([("pay_1", "succeeded", "2024-05-02")]))
+def test_uncompacted_leftovers_read_correctly_and_any_writer_compacts_them(ds: Dataset) -> None:
+    """Several files in a month (older gwtools, or a compaction killed half-way): readers
+    see one row per id, and the next compaction merges the month even when it did not
+    touch it, so DuckDB reading the files directly counts one row per id."""
+    legacy_file(ds, [("pay_1", "pending", "2024-05-02"), ("pay_2", "pending", "2024-05-03")])
+    legacy_file(ds, [("pay_1", "succeeded", "2024-05-02")])
     (ds.path / "created_month=2024-05" / ".tmp-part-half-written.parquet").write_bytes(
         b"PAR1garbage"
     )
+    synced(ds)
     back = ds.read()
     assert sorted(zip(back["id"], back["status"], strict=True)) == [
         ("pay_1", "succeeded"),
         ("pay_2", "pending"),
     ]
     assert ds.read(status="pending")["id"].tolist() == ["pay_2"]
-    with ds.lock():  # the next writer clears temporaries and compacts
-        ds.compact({"2024-05"})
+    with ds.lock():  # the next writer clears temporaries and compacts every crowded month
+        ds.compact({"2024-06"})
     assert not list(ds.path.rglob(".tmp-*"))
+    assert len(ds._files("2024-05")) == 1
     assert ds.read()["id"].tolist() == ["pay_1", "pay_2"]
+    glob = f"{ds.path}/**/*.parquet"
+    assert duckdb.sql(f"select count(*), count(distinct id) from '{glob}'").fetchall() == [(2, 2)]
 
 
 def test_replace_keeps_only_the_rows_of_a_complete_full_sync(ds: Dataset) -> None:
-    ds.compact(
-        ds.write_batch(
-            frame([("pay_old", "failed", "2024-01-05"), ("pay_1", "pending", "2024-05-02")])
-        )
-    )
+    ds.write_batch(frame([("pay_old", "failed", "2024-01-05"), ("pay_1", "pending", "2024-05-02")]))
     seq = _next_seq()
-    months = ds.write_batch(frame([("pay_1", "succeeded", "2024-05-02")]))
+    months = ds.stage_batch(frame([("pay_1", "succeeded", "2024-05-02")]))
     ds.compact(months, since_seq=seq, replace=True)
+    synced(ds)
     assert ds.read()["id"].tolist() == ["pay_1"]
     assert not (ds.path / "created_month=2024-01").exists()
 
 
 def test_filters(ds: Dataset, tmp_path: Path) -> None:
-    ds.compact(
-        ds.write_batch(
-            frame(
-                [
-                    ("a", "failed", "2024-05-01T10:00:00Z"),
-                    ("b", "succeeded", "2024-05-02T00:00:00Z"),
-                    ("c", "failed", "2024-06-01T00:00:00Z"),
-                ]
-            )
+    ds.write_batch(
+        frame(
+            [
+                ("a", "failed", "2024-05-01T10:00:00Z"),
+                ("b", "succeeded", "2024-05-02T00:00:00Z"),
+                ("c", "failed", "2024-06-01T00:00:00Z"),
+            ]
         )
     )
+    synced(ds)
     assert read_cache(tmp_path, "payments", since="2024-05-01T10:00", until="2024-06-01")[
         "id"
     ].tolist() == ["a", "b"]
@@ -142,12 +165,12 @@ def test_filters(ds: Dataset, tmp_path: Path) -> None:
 
 
 def test_find_dataset_by_root_account_or_dataset_dir(ds: Dataset, tmp_path: Path) -> None:
-    ds.compact(ds.write_batch(frame([("a", "failed", "2024-05-01")])))
+    ds.write_batch(frame([("a", "failed", "2024-05-01")]))
     for where in (tmp_path, tmp_path / "acct" / "test", ds.path):
         assert find_dataset(where, "payments").path == ds.path
-    Dataset.at(tmp_path, "other", "test", "payments").write_batch(
-        frame([("b", "failed", "2024-05-01")])
-    )
+    other = Dataset.at(tmp_path, "other", "test", "payments")
+    other.write_batch(frame([("b", "failed", "2024-05-01")]))
+    synced(other)
     with pytest.raises(ValueError, match="account="):
         find_dataset(tmp_path, "payments")
     assert read_cache(tmp_path, "payments", account="other", mode="test")["id"].tolist() == ["b"]
@@ -187,41 +210,77 @@ def test_state_and_rejects(ds: Dataset) -> None:
     ]
 
 
-def test_reading_while_another_sync_compacts(ds: Dataset, tmp_path: Path) -> None:
-    """A reader never fails or loses rows while a writer rewrites and compacts the months."""
-    ids = [f"pay_{i}" for i in range(200)]
-    rows = [(i, "succeeded", f"2024-0{1 + n % 6}-15T00:00:00Z") for n, i in enumerate(ids)]
+#: Every step a compaction passes (each one a moment a reader can arrive in).
+COMPACT_STEPS = {
+    "compact.start",
+    "compact.tmp-open",
+    "compact.tmp-written",
+    "compact.renamed",
+    "compact.replaced",
+    "compact.month-done",
+}
+
+
+def test_reading_while_another_sync_compacts(
+    ds: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that arrives at any step of a compaction (the writer is held there until the
+    reader is done) sees every id once, in one sync's version: read_cache, and DuckDB reading
+    the files directly; no temporary or partial file is ever in the dataset folder."""
+    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 40)  # several chunks per month
+    ids = sorted(f"pay_{i:03d}" for i in range(200))
+    months = {f"2024-0{m}" for m in range(1, 7)}
+
+    def rows(version: str) -> list[tuple[str, str, str]]:
+        return [(i, version, f"2024-0{1 + n % 6}-15T00:00:00Z") for n, i in enumerate(ids)]
+
     with ds.lock():
-        ds.write_batch(frame(rows))
-        ds.compact({f"2024-0{m}" for m in range(1, 7)})
-    stop = threading.Event()
-    failures: list[BaseException] = []
-    reads = 0
+        ds.write_batch(frame(rows("pending")))
+        synced(ds)
+    arrived = threading.Event()
+    done = threading.Event()
+    abort = threading.Event()  # the reader failed: let the writer run to its end
+    steps: list[str] = []
+    seen: list[tuple[str, int, int, set[str]]] = []
+
+    def hold(name: str) -> None:  # runs in the writer thread: wait for the reader
+        steps.append(name)
+        if name.startswith("compact.") and not abort.is_set():
+            arrived.set()
+            assert done.wait(60), "the reader never finished"
+            done.clear()
 
     def writer() -> None:
-        months = {f"2024-0{m}" for m in range(1, 7)}
-        while not stop.is_set():
-            with ds.lock():
-                since = _next_seq()
-                ds.write_batch(frame(rows))
-                ds.compact(months, since_seq=since)
+        with ds.lock():
+            since = _next_seq()
+            ds.stage_batch(frame(rows("succeeded")))
+            ds.compact(months, since_seq=since)
+        arrived.set()
 
+    monkeypatch.setattr(_cache, "on_step", hold)
     thread = threading.Thread(target=writer)
     thread.start()
+    glob = f"{ds.path}/**/*.parquet"
     try:
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            try:
-                got = read_cache(tmp_path, "payments")
-            except BaseException as exc:  # any failure is the finding
-                failures.append(exc)
+        while True:
+            assert arrived.wait(60), "the writer never reached a step"
+            arrived.clear()
+            if not thread.is_alive() or not steps or not steps[-1].startswith("compact."):
                 break
-            assert sorted(got["id"]) == sorted(ids)
-            reads += 1
+            got = read_cache(tmp_path, "payments")
+            assert not list(ds.path.rglob(".tmp-*"))
+            engine = duckdb.sql(f"select count(*), count(distinct id) from '{glob}'").fetchall()[0]
+            seen.append((steps[-1], *engine, set(got["status"])))
+            assert sorted(got["id"]) == ids
+            done.set()
     finally:
-        stop.set()
-        thread.join(10)
-    assert failures == [] and reads > 10
+        abort.set()
+        done.set()
+        thread.join(60)
+    assert {s for s, *_ in seen} == COMPACT_STEPS
+    assert all(total == distinct == len(ids) for _, total, distinct, _ in seen), seen
+    assert {"pending"} in [v for *_, v in seen] and {"succeeded"} in [v for *_, v in seen]
+    assert ds.read()["status"].unique().tolist() == ["succeeded"]
 
 
 def _versions(n: int, status: str, day: int = 2) -> list[tuple[str, str, str]]:
@@ -244,13 +303,14 @@ def test_compaction_streams_a_month_bigger_than_one_chunk(
     monkeypatch.setattr("gwtools._cache._ROW_GROUP", 7)  # many chunks and row groups
     old = _versions(100, "pending")
     with ds.lock():
-        ds.compact(ds.write_batch(frame(old[::-1])))  # written newest first, as lists come
+        ds.write_batch(frame(old[::-1]))  # written newest first, as lists come
         seq = _next_seq()
         # This sync: ids 10..39 twice (the later file wins), 90..119 (100..119 are new).
-        ds.write_batch(frame([(i, "failed", c) for i, _, c in old[10:40]]))
-        ds.write_batch(frame([(i, "succeeded", c) for i, _, c in old[10:40:2]]))
-        ds.write_batch(frame(_versions(120, "pending")[90:]))
+        ds.stage_batch(frame([(i, "failed", c) for i, _, c in old[10:40]]))
+        ds.stage_batch(frame([(i, "succeeded", c) for i, _, c in old[10:40:2]]))
+        ds.stage_batch(frame(_versions(120, "pending")[90:]))
         stats = ds.compact({"2024-05"}, since_seq=seq)
+        synced(ds)
     assert (stats.new, stats.updated, stats.unchanged) == (20, 30, 10)
     files = list((ds.path / "created_month=2024-05").glob("*.parquet"))
     assert len(files) == 1 and pq.ParquetFile(files[0]).num_row_groups == 120 // 7 + 1
@@ -266,11 +326,12 @@ def test_compaction_streams_a_month_bigger_than_one_chunk(
 def test_replace_streams_only_this_syncs_rows(ds: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gwtools._cache._ROW_GROUP", 5)
     with ds.lock():
-        ds.compact(ds.write_batch(frame(_versions(40, "pending"))))
+        ds.write_batch(frame(_versions(40, "pending")))
         seq = _next_seq()
-        months = ds.write_batch(frame(_versions(30, "succeeded")[5:]))
-        months |= ds.write_batch(frame(_versions(30, "failed")[20:]))
+        months = ds.stage_batch(frame(_versions(30, "succeeded")[5:]))
+        months |= ds.stage_batch(frame(_versions(30, "failed")[20:]))
         stats = ds.compact(months, since_seq=seq, replace=True)
+        synced(ds)
     assert (stats.new, stats.updated, stats.unchanged) == (0, 25, 0)
     status = ds.read().set_index("id")["status"]
     assert status.to_dict() == {
@@ -284,45 +345,58 @@ from gwtools import _cache
 from gwtools._cache import Dataset, _next_seq
 from tests.library.test_cache import _versions, frame
 
-_cache._ROW_GROUP = 500  # several chunks per compaction: more moments to be killed in
+_cache._ROW_GROUP = 500  # several chunks per file: a kill can land inside a file
 ds = Dataset(sys.argv[1], "payments")
-n = 0
-while True:  # killed from outside at a random moment
-    n += 1
+for n in range(1, 4):  # killed (GWTOOLS_TEST_CRASH_AT) at a step of one of these rounds
     with ds.lock():
         seq = _next_seq()
-        months = ds.write_batch(frame(_versions(3000, f"v{n % 2}")))
-        ds.compact(months, since_seq=seq)
-        ds.write_state({"round": n})
-    print(n, flush=True)
+        for half in (slice(0, 1500), slice(1500, 3000)):
+            ds.stage_batch(frame(_versions(3000, f"v{n}")[half]))
+        ds.compact({"2024-05"}, since_seq=seq)
+        ds.write_state({"last_full_sync": f"round {n}"})
 """
 
+#: (step, how many times it is passed before the kill): inside and between staged batches,
+#: inside and after the month's new file, before the state.
+KILL_AT = [
+    "stage.tmp-open@3",
+    "stage.renamed@4",
+    "compact.start@2",
+    "compact.tmp-open@2",
+    "compact.tmp-written@2",
+    "compact.renamed@2",
+    "compact.replaced@2",
+    "state.tmp-written@2",
+]
 
-def test_a_writer_killed_at_any_moment_leaves_a_readable_cache(
-    ds: Dataset, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SIGKILL during writing or compaction: readers see one row per id and no partial file;
-    the next writer clears the leftovers and compacts to one file."""
-    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 500)
+
+@pytest.mark.parametrize("kill_at", KILL_AT)
+def test_a_writer_killed_at_any_step_leaves_a_readable_cache(ds: Dataset, kill_at: str) -> None:
+    """SIGKILL at each step of writing and compacting (round 2 of 3): the dataset holds one
+    file with round 1's or round 2's rows, never a mixture, a duplicate or a partial file;
+    the next writer merges the leftovers."""
     ids = [f"pay_{i:05d}" for i in range(3000)]
-    rng = random.Random(5)
-    for _ in range(6):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _CRASHING_WRITER, str(ds.path)],
-            stdout=subprocess.PIPE,
-            cwd=Path(__file__).parents[2],
-            text=True,
-        )
-        assert proc.stdout is not None
-        proc.stdout.readline()  # at least one complete round
-        time.sleep(rng.uniform(0, 0.4))
-        proc.kill()
-        proc.wait(10)
-        back = ds.read()
-        assert back["id"].tolist() == ids
-        assert back["status"].nunique() == 1  # one round's version, never a mixture
-    with ds.lock():
-        ds.compact({"2024-05"})
+    proc = subprocess.run(
+        [sys.executable, "-c", _CRASHING_WRITER, str(ds.path)],
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, _cache.CRASH_ENV: kill_at},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == -9, proc.stderr  # killed at the step, not finished
+    back = ds.read()
+    assert back["id"].tolist() == ids
+    assert back["status"].nunique() == 1  # one round's version, never a mixture
+    assert len(ds._files("2024-05")) == 1
     assert not list(ds.path.rglob(".tmp-*"))
-    assert len(list((ds.path / "created_month=2024-05").glob("*.parquet"))) == 1
+    glob = f"{ds.path}/**/*.parquet"
+    assert duckdb.sql(f"select count(*) from '{glob}'").fetchall() == [(3000,)]
+    with ds.lock():
+        ds.compact(set())  # a killed sync's staged batches are merged by the next writer
+    assert not list(ds.staging_path.rglob("*"))
+    assert len(ds._files("2024-05")) == 1
     assert ds.read()["id"].tolist() == ids
+    # Round 2's complete batches are kept: only a kill inside its first batch loses them.
+    expected = "v1" if kill_at == "stage.tmp-open@3" else "v2"
+    assert ds.read()["status"].unique().tolist() == [expected]

@@ -1,0 +1,113 @@
+"""The project's own docs stand alone: no link leaves the repository, every relative link
+resolves, and docs/tables.md documents every column of the canonical tables as they are."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gwtools import _schema
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = ROOT / "docs" / "tables.md"
+# Built from parts so that this file does not match itself.
+OUTSIDE = re.compile(r"(\.\./)+" + "shared" + r"\b")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+TYPES = {
+    _schema.STRING: "string",
+    _schema.INT: "Int64",
+    _schema.BOOL: "boolean",
+    _schema.TIMESTAMP: "timestamp",
+    _schema.FLOAT: "float64",
+}
+
+
+def _tracked_files() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    return [ROOT / name for name in listed.split("\0") if name]
+
+
+def _markdown_docs() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_no_tracked_file_links_outside_the_repository() -> None:
+    """A clone has no ../shared directory: docs, notebooks and docstrings must not point there."""
+    offending = []
+    for path in _tracked_files():
+        if not path.is_file() or path.suffix in {".so", ".parquet", ".png", ".ico"}:
+            continue
+        text = path.read_bytes().decode("utf-8", errors="ignore")
+        offending += [
+            f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+            for m in OUTSIDE.finditer(text)
+        ]
+    assert offending == [], "links to files a clone does not have: " + ", ".join(offending)
+
+
+@pytest.mark.parametrize("doc", _markdown_docs(), ids=lambda p: p.name)
+def test_relative_links_resolve(doc: Path) -> None:
+    broken = []
+    for target in LINK.findall(doc.read_text()):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # an address on the web, or a heading of this page
+        if not (doc.parent / target.split("#", 1)[0]).exists():
+            broken.append(target)
+    assert broken == [], f"{doc.name} links to missing files: {broken}"
+
+
+def _section_rows(heading: str) -> list[list[str]]:
+    """The cells of the table under ``## heading`` in docs/tables.md, header row excluded."""
+    text = TABLES.read_text()
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text[start : end if end != -1 else None].splitlines()
+        if line.startswith("|")
+    ]
+    return [row for row in rows[1:] if not set(row[0]) <= set("-: ")]
+
+
+@pytest.mark.parametrize(
+    ("heading", "schema"),
+    [("Payments", _schema.PAYMENT_COLUMNS), ("Refunds", _schema.REFUND_COLUMNS)],
+)
+def test_tables_md_documents_every_column_in_order_with_its_type(
+    heading: str, schema: dict[str, object]
+) -> None:
+    rows = _section_rows(heading)
+    documented = [row[0].strip("`") for row in rows]
+    assert documented == list(schema), "docs/tables.md and gwtools/_schema.py disagree"
+    for row in rows:
+        name, kind = row[0].strip("`"), row[1]
+        assert kind == TYPES[schema[name]], f"{heading} column {name}: documented as {kind}"
+        assert all(row[2:5]), f"{heading} column {name}: meaning or a variant's source missing"
+
+
+def test_tables_md_status_vocabulary_matches_the_schema() -> None:
+    rows = _section_rows("Status vocabulary")
+    outcome = {row[0].strip("`"): row[3].strip("`") for row in rows}
+    assert outcome == dict(_schema.PAYMENT_OUTCOME)
+    raw_to_canonical = {
+        raw.strip().strip("`"): row[0].strip("`")
+        for row in rows
+        for cell in row[1:3]
+        for raw in cell.split(",")
+        if raw.strip().startswith("`")
+    }
+    assert raw_to_canonical == dict(_schema.PAYMENT_STATUS)
+
+
+def test_tables_md_decline_types_match_the_schema() -> None:
+    rows = {row[0]: row[1] for row in _section_rows("Decline types")}
+    for kind, codes in (
+        ("soft", _schema.SOFT_DECLINE_CODES),
+        ("hard", _schema.HARD_DECLINE_CODES),
+    ):
+        assert set(re.findall(r"`(\w+)`", rows[kind])) == set(codes)
