@@ -176,7 +176,7 @@ def test_find_dataset_by_root_account_or_dataset_dir(ds: Dataset, tmp_path: Path
     assert read_cache(tmp_path, "payments", account="other", mode="test")["id"].tolist() == ["b"]
     with pytest.raises(FileNotFoundError, match="sync"):
         read_cache(tmp_path / "nothing", "payments")
-    with pytest.raises(ValueError, match="unknown resource"):
+    with pytest.raises(ValueError, match="not one gwtools reads"):
         read_cache(tmp_path, "charges")  # type: ignore[arg-type]
 
 
