@@ -1,14 +1,21 @@
 """Write the four analyst notebooks from the cells below (the notebooks' one source).
 
-Run ``python gwtools/notebooks/build.py`` after changing a cell, then execute them to store
-their outputs (``python gwtools/notebooks/build.py --execute``), and commit both. Cells that
-start with ``# NBVAL_CHECK_OUTPUT`` have their outputs compared by
-``pytest --nbval-lax``; figures and widgets are not compared.
+After changing a cell, run ``python gwtools/notebooks/build.py --execute`` to rebuild the
+notebooks and store their outputs, and commit both. ``--keep-outputs`` rebuilds the sources
+without running anything: each cell whose source did not change keeps its stored outputs,
+a changed cell has none until the next ``--execute``. Without either option the notebooks
+are written with no outputs at all.
+
+Stored outputs are the demo's: ``--execute`` runs the notebooks on the embedded sandbox with
+``GW_TIMEZONE=Asia/Kuala_Lumpur`` (as ``gwtools demo`` does), and ``conftest.py`` beside this
+file gives nbval's kernels the same time zone. Cells that start with ``# NBVAL_CHECK_OUTPUT``
+have their outputs compared by ``pytest --nbval-lax``; figures and widgets are not compared.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -18,13 +25,15 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 CHECK = "# NBVAL_CHECK_OUTPUT"
+#: The time zone of the stored outputs (the demo's): ``--execute`` and nbval run with it.
+STORED_TIMEZONE = "Asia/Kuala_Lumpur"
 
 PARAMETERS = """\
 # Parameters (papermill): `gwtools report` sets these; change them here for your own run.
 base_url = None  # None: GW_BASE_URL with GW_API_KEY, or the embedded sandbox when neither is set
 since = None  # first local day, "YYYY-MM-DD"; None: from the first payment
 until = None  # last local day, inclusive; None: up to now
-tz = "Asia/Kuala_Lumpur"  # days and weeks are local to this time zone
+tz = None  # zone of days and weeks, e.g. "Asia/Kuala_Lumpur"; None: GW_TIMEZONE, else UTC
 currency = None  # e.g. "MYR" keeps one currency; None keeps all (amounts stay per currency)
 cache = None  # a synced cache directory to read instead of syncing (reports set it)
 source = None  # how the data's origin is named in outputs (reports set it)
@@ -44,6 +53,7 @@ from gwtools.report import load_tables, notebook_display, save_tables
 {imports}
 
 notebook_display()
+tz = analysis.resolve_tz(tz)  # the parameter, else GW_TIMEZONE, else UTC
 data = load_tables(
     base_url, cache=cache, since=since, until=until, tz=tz, currency=currency, as_of=as_of,
     source=source,
@@ -126,8 +136,8 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("""
         ## Export
 
-        The canonical tables, as the library returns them (columns and types as in
-        DESIGN.md, section 2), plus the summary tables above. From a terminal,
+        The canonical tables, as the library returns them (every column, its type and where
+        it comes from: docs/tables.md), plus the summary tables above. From a terminal,
         `gwtools export payments --format parquet --out payments.parquet` does the same.
         """),
         export(
@@ -346,14 +356,15 @@ def build() -> dict[Path, nbformat.NotebookNode]:
 def execute(nb: nbformat.NotebookNode) -> None:
     """Run a notebook with its default parameters (the embedded sandbox) in a scratch cache,
     so a cache left by earlier runs cannot change what the stored outputs show."""
-    import os
     import tempfile
 
     from nbclient import NotebookClient
 
     with tempfile.TemporaryDirectory(prefix="gwtools-nb-cache-") as cache:
-        old = os.environ.get("GW_CACHE_DIR")
-        os.environ["GW_CACHE_DIR"] = cache  # inherited by the kernel
+        # Inherited by the kernel: a scratch cache, and the demo's time zone.
+        settings = {"GW_CACHE_DIR": cache, "GW_TIMEZONE": STORED_TIMEZONE}
+        old = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
         try:
             NotebookClient(
                 nb,
@@ -363,17 +374,46 @@ def execute(nb: nbformat.NotebookNode) -> None:
                 store_widget_state=False,  # dashboards come alive when run; no stale snapshots
             ).execute()
         finally:
-            if old is None:
-                os.environ.pop("GW_CACHE_DIR", None)
-            else:
-                os.environ["GW_CACHE_DIR"] = old
+            for name, value in old.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
 
 
+def keep_outputs(nb: nbformat.NotebookNode, stored: nbformat.NotebookNode) -> int:
+    """Give each cell of ``nb`` the id of the ``stored`` cell at the same place (a small
+    diff), and its outputs when their sources are the same; return how many code cells
+    changed (they get no outputs). The notebook's metadata stays the stored one."""
+    changed = 0
+    nb.metadata = stored.metadata
+    for i, cell in enumerate(nb.cells):
+        old = stored.cells[i] if i < len(stored.cells) else None
+        if old is not None and old.cell_type == cell.cell_type and "id" in old:
+            cell.id = old.id
+        if cell.cell_type != "code":
+            continue
+        if old is not None and old.cell_type == "code" and old.source == cell.source:
+            cell.outputs = old.outputs
+            cell.execution_count = old.execution_count
+        else:
+            changed += 1
+    return changed
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--execute", action="store_true", help="also run them and store outputs")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="also run them and store outputs")
+    mode.add_argument(
+        "--keep-outputs",
+        action="store_true",
+        help="rebuild the sources only; unchanged cells keep their stored outputs",
+    )
     parser.add_argument("names", nargs="*", help="only these notebooks (default: all)")
     args = parser.parse_args()
     for path, notebook in build().items():
@@ -382,4 +422,10 @@ if __name__ == "__main__":
         if args.execute:
             execute(notebook)  # raises on a failing cell: the stored notebook stays as it was
             print(f"executed {path.name}", file=sys.stderr)
+        elif args.keep_outputs and path.exists():
+            changed = keep_outputs(notebook, nbformat.read(path, as_version=4))
+            print(
+                f"{path.name}: {changed} changed code cells (no outputs until --execute)",
+                file=sys.stderr,
+            )
         nbformat.write(notebook, path)
