@@ -244,9 +244,15 @@ def _decline_spikes(
     testing: Sequence[dict[str, object]] = (),
 ) -> list[dict[str, object]]:
     """Card decline rate per local day, overall and per brand, against a p-chart whose limits
-    come from the baseline rate (exact binomial, Bonferroni over days and scopes). The small
-    attempts of a card-testing alert are left out: that alert already tells."""
+    come from the baseline rate (exact binomial, Bonferroni over days and scopes). Only each
+    order's first attempt counts: a declined customer's retries are not independent draws and
+    would make a normal day look like a spike. The small attempts of a card-testing alert are
+    left out: that alert already tells."""
+    from gwtools.analysis._recovery import order_key
+
     cards = payments[payments["method_type"].eq("card").fillna(False).astype(bool)]
+    cards = cards.sort_values(["created_at", "id"], kind="stable")
+    cards = cards[~order_key(cards).duplicated(keep="first").to_numpy()]
     for alert in testing:
         ts = cards["created_at"]
         inside = (ts >= alert["start"]) & (ts < alert["end"])
@@ -304,7 +310,7 @@ def _decline_spikes(
                     n,
                     rate >= 2 * p0,
                     f"{scope.replace('card_brand=', '').capitalize()} decline rate on "
-                    f"{start:%Y-%m-%d} was {rate:.1%} ({k} of {n} decided payments) against "
+                    f"{start:%Y-%m-%d} was {rate:.1%} ({k} of {n} decided first attempts) against "
                     f"{p0:.1%} in the baseline; the control limit was {limit:.1%}.",
                 )
             )

@@ -1,0 +1,187 @@
+"""Monitors: each alert kind on a hand-made history (counts chosen so the figures are exact),
+the exact tails they rest on, and no alert on the same history without the incident."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gwtools import analysis
+from gwtools.analysis._monitor import binom_lower, binom_upper, poisson_upper
+from tests.toolkit.conftest import build_payments, build_refunds
+
+WINDOW = {"since": "2026-11-01", "until": "2026-11-07", "tz": "UTC"}  # baseline: 4-31 Oct
+
+
+def _days() -> list[pd.Timestamp]:
+    return list(pd.date_range("2026-10-04", "2026-11-07", freq="D", tz="UTC"))
+
+
+def _cards(failed_on: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """100 card payments a day at noon, 10 of them declined (40 on the given days)."""
+    rows = []
+    for day in _days():
+        failed = (failed_on or {}).get(f"{day:%Y-%m-%d}", 10)
+        for i in range(100):
+            ts = day + pd.Timedelta(hours=12, seconds=i)
+            status = "failed" if i < failed else "succeeded"
+            rows.append(
+                {
+                    "status": status,
+                    "amount": 5000,
+                    "created_at": ts,
+                    "payment_method_id": f"pm_{day:%m%d}_{i}",
+                }
+            )
+    return rows
+
+
+def test_exact_tails() -> None:
+    assert binom_upper(2, 2, 0.5) == pytest.approx(0.25)
+    assert binom_upper(1, 3, 0.5) == pytest.approx(0.875)
+    assert binom_lower(0, 3, 0.5) == pytest.approx(0.125)
+    assert binom_lower(1, 4, 0.5) == pytest.approx(5 / 16)
+    assert poisson_upper(1, 1.0) == pytest.approx(1 - math.exp(-1))
+    assert poisson_upper(2, 2.0) == pytest.approx(1 - 3 * math.exp(-2))
+
+
+def test_quiet_history_has_no_alert() -> None:
+    alerts = analysis.monitor(build_payments(_cards()), build_refunds([]), **WINDOW)
+    assert alerts.empty and list(alerts.columns) == list(analysis._monitor.ALERT_COLUMNS)
+
+
+def test_decline_spike() -> None:
+    # 3 Nov: 40% declined against 10% (high); 5 Nov: 14%, under 1.5 times the baseline
+    payments = build_payments(_cards({"2026-11-03": 40, "2026-11-05": 14}))
+    alerts = analysis.monitor(payments, None, **WINDOW)
+    assert len(alerts) == 1
+    a = alerts.iloc[0]
+    assert (a["kind"], a["scope"], a["n"], a["severity"]) == ("decline_spike", "card", 100, "high")
+    assert a["observed"] == 0.40 and a["expected"] == pytest.approx(0.10)
+    assert a["start"] == pd.Timestamp("2026-11-03", tz="UTC")
+    assert a["end"] == pd.Timestamp("2026-11-04", tz="UTC")
+    assert 0.10 < a["limit"] < 0.40
+    assert "40.0% (40 of 100 decided first attempts" in a["explanation"]
+
+
+def _testing(count: int, *, distinct: bool = True, failed: int | None = None) -> pd.DataFrame:
+    rows = _cards()
+    failed = count * 9 // 10 if failed is None else failed
+    for i in range(count):
+        rows.append(
+            {
+                "status": "failed" if i < failed else "succeeded",
+                "amount": 100,
+                "created_at": pd.Timestamp("2026-11-04T03:00:00Z")
+                + pd.Timedelta(seconds=60 * i // 2),
+                "payment_method_id": f"pm_t{i}" if distinct else "pm_same",
+            }
+        )
+    return build_payments(rows)
+
+
+def test_card_testing() -> None:
+    alerts = analysis.monitor(_testing(40), None, **WINDOW)
+    assert alerts["kind"].tolist() == ["card_testing"]
+    a = alerts.iloc[0]
+    assert (a["observed"], a["n"], a["severity"]) == (40, 40, "medium")
+    assert a["start"] == pd.Timestamp("2026-11-04T03:00Z") and a["end"] == pd.Timestamp(
+        "2026-11-04T04:00Z"
+    )
+    # baseline: no small attempt in 28 days; one pseudo-attempt over 672 hours
+    assert a["expected"] == pytest.approx(1 / (28 * 24 - 12))
+    assert "40 distinct payment methods, 90% declined" in a["explanation"]
+
+
+@pytest.mark.parametrize(
+    "history",
+    [_testing(29), _testing(40, distinct=False), _testing(40, failed=10)],
+    ids=["too-few", "one-card", "mostly-accepted"],
+)
+def test_not_card_testing(history: pd.DataFrame) -> None:
+    # (the burst's declines may still show as a decline spike: that is the other monitor)
+    assert analysis.monitor(history, None, kinds=["card_testing"], **WINDOW).empty
+
+
+def _fpx(outage_hours: int, per_hour: int = 6) -> pd.DataFrame:
+    rows = []
+    for day in _days()[:-7]:  # baseline: 10 a day at 10:00 local, 9 succeed
+        for i in range(10):
+            rows.append(
+                {
+                    "method_type": "fpx",
+                    "fpx_bank_code": "MB2U0227",
+                    "fpx_bank": "Maybank2u",
+                    "status": "failed" if i == 0 else "succeeded",
+                    "amount": 5000,
+                    "failure_code": "payment_method_not_available",
+                    "created_at": day + pd.Timedelta(hours=2, minutes=i),
+                }
+            )
+    start = pd.Timestamp("2026-11-04T02:00:00Z")  # 10:00 in Kuala Lumpur
+    for h in range(outage_hours):
+        for i in range(per_hour):
+            rows.append(
+                {
+                    "method_type": "fpx",
+                    "fpx_bank_code": "MB2U0227",
+                    "status": "failed",
+                    "failure_code": "processing_error" if i % 2 else "payment_method_not_available",
+                    "amount": 5000,
+                    "created_at": start + pd.Timedelta(hours=h, minutes=5 * i),
+                }
+            )
+    rows += [{"status": "succeeded", "amount": 100, "created_at": "2026-11-06T00:00:00Z"}]
+    return build_payments(rows)
+
+
+def test_fpx_bank_outage() -> None:
+    alerts = analysis.monitor(_fpx(3), None, **WINDOW)
+    assert alerts["kind"].tolist() == ["fpx_bank_outage"]
+    a = alerts.iloc[0]
+    assert (a["scope"], a["observed"], a["n"], a["severity"]) == (
+        "fpx_bank_code=MB2U0227",
+        0.0,
+        18,
+        "high",
+    )
+    assert a["expected"] == pytest.approx(0.9)
+    kl = "Asia/Kuala_Lumpur"
+    assert a["start"] == pd.Timestamp("2026-11-04T10:00", tz=kl)
+    assert a["end"] == pd.Timestamp("2026-11-04T13:00", tz=kl)
+    assert "0 of 18 attempts succeeded (9 timed out)" in a["explanation"]
+    # two failures in an hour are not an outage
+    assert analysis.monitor(_fpx(1, per_hour=2), None, **WINDOW).empty
+
+
+def test_refund_spike() -> None:
+    payments = build_payments(_cards())
+    rows = [
+        {"payment_id": "pay_1", "amount": 100, "created_at": day + pd.Timedelta(hours=h)}
+        for day in _days()[:-7]
+        for h in (1, 2, 3)
+    ]
+    spike = [
+        {"payment_id": "pay_1", "amount": 100, "created_at": f"2026-11-02T0{h}:00:00Z"}
+        for h in range(1, 10)
+    ] * 2
+    quiet = analysis.monitor(payments, build_refunds(rows), **WINDOW)
+    assert quiet.empty
+    alerts = analysis.monitor(payments, build_refunds(rows + spike), **WINDOW)
+    assert alerts["kind"].tolist() == ["refund_spike"]
+    a = alerts.iloc[0]
+    # baseline: 84 refunds (+1) over the 671 hours from the first refund to 1 Nov
+    assert a["observed"] == 18 and a["expected"] == pytest.approx(85 / (671 / 24))
+    assert a["start"] == pd.Timestamp("2026-11-02", tz="UTC") and a["severity"] == "high"
+
+
+def test_window_defaults_to_the_last_seven_days() -> None:
+    alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
+    assert alerts["kind"].tolist() == ["decline_spike"]
+    # the newest payment is 7 Nov 12:01:39
+    assert alerts.attrs["window"]["since"] == pd.Timestamp("2026-10-31T12:01:39Z")
+    with pytest.raises(ValueError, match="unknown monitor kinds"):
+        analysis.monitor(build_payments(_cards()), kinds=["nope"])
