@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gwtools._config import account_name, normalize_base_url, resolve_settings
+from gwtools._config import account_name, check_filters, normalize_base_url, resolve_settings
 from gwtools._errors import ConfigurationError, mask_key
 
 KEY = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
@@ -93,3 +93,115 @@ def test_account_is_named_or_a_hash_not_the_key() -> None:
     assert account_name(KEY, "shop-my") == "shop-my"
     with pytest.raises(ConfigurationError, match="directory"):
         account_name(KEY, "../etc")
+
+
+ZWSP = "\u200b"
+
+
+@pytest.mark.parametrize(
+    ("key", "said", "todo"),
+    [
+        (
+            f"{KEY[:10]}{ZWSP}{KEY[10:]}",
+            "an invisible character (zero width space, U+200B) at position 11 of 33 characters",
+            "copy the key again",
+        ),
+        (
+            f"\ufeff{KEY}",
+            "an invisible character (zero width no-break space, U+FEFF) at the start",
+            "copy",
+        ),
+        (f"{KEY}\n", "a line break (U+000A) at the end", "the key is one line"),
+        (f" {KEY}", "a space (U+0020) at the start", "keys have no spaces"),
+        (f"{KEY[:10]}\t{KEY[10:]}", "a tab (U+0009) at position 11", "keys have no spaces"),
+        (
+            f"{KEY[:10]}é{KEY[10:]}",
+            "a non-ASCII character (latin small letter e with acute, U+00E9) at position 11",
+            "plain ASCII",
+        ),
+    ],
+)
+def test_a_key_that_cannot_be_sent_says_where_and_what_to_do(
+    key: str, said: str, todo: str
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings(key, "http://x.example")
+    text = str(info.value)
+    assert said in text and todo in text and "Nothing was sent" in text
+    assert "sk_test_…p7dc" in text and KEY[8:-4] not in text  # masked, never the key
+    assert info.value.param == "api_key"
+
+
+PAYMENT_STATUSES = (
+    "pending, requires_action, processing, authorized, succeeded, failed, canceled, expired, "
+    "unknown"
+)
+
+
+@pytest.mark.parametrize(
+    ("resource", "status", "meant"),
+    [
+        ("payments", "declined", "'failed'"),
+        ("payments", "paid", "'succeeded'"),
+        ("payments", "cancelled", "'canceled'"),
+        ("payments", "requires_capture", "'authorized'"),
+        ("payments", "faild", "'failed'"),  # a typo
+        ("payments", "open", "pending, requires_action, processing, authorized"),
+        ("payments", "refunded", "the `refunded` column"),
+        ("refunds", "declined", "'failed'"),
+        ("refunds", "refunded", "'succeeded'"),
+        ("refunds", "processing", "'pending'"),
+    ],
+)
+def test_a_status_synonym_names_the_canonical_word(resource: str, status: str, meant: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        check_filters(resource, status=status)
+    text = str(info.value)
+    assert f"status {status!r} (" in text and meant in text and info.value.param == "status"
+    allowed = PAYMENT_STATUSES if resource == "payments" else "pending, succeeded, failed, unknown"
+    assert f"the canonical {resource} statuses are: {allowed}" in text
+
+
+def test_status_case_and_separators_do_not_matter() -> None:
+    assert check_filters("payments", status="FAILED").status == ("failed",)
+    assert check_filters("payments", status=[" Failed ", "Requires-Action", "failed"]).status == (
+        "failed",
+        "requires_action",
+    )
+    assert check_filters("refunds", status="Pending").status == ("pending",)
+    assert check_filters("payments").status is None
+
+
+def test_bad_statuses_are_named_and_good_ones_not() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        check_filters("payments", status=["failed", "bogus", "declined"])
+    text = str(info.value)
+    assert "'bogus' and 'declined' (did you mean 'failed'?) are not payment statuses" in text
+    assert "'failed'" not in text.split("did you mean")[0]
+    with pytest.raises(ConfigurationError, match="not a refund status"):
+        check_filters("refunds", status="requires_action")  # a payment status, not a refund's
+    with pytest.raises(ConfigurationError, match="a string or a list of strings"):
+        check_filters("payments", status=[3])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="selects no status at all"):
+        check_filters("payments", status=[])
+
+
+def test_since_and_until_are_utc_and_ordered() -> None:
+    import pandas as pd
+
+    f = check_filters("payments", since="2024-06-01", until="2024-06-01T10:00:00+08:00")
+    assert f.since == pd.Timestamp("2024-06-01T00:00:00Z")
+    assert f.until == pd.Timestamp("2024-06-01T02:00:00Z")
+    with pytest.raises(ConfigurationError, match="is after until") as info:
+        check_filters("refunds", since="2024-06-02", until="2024-06-01")
+    assert info.value.param == "since" and "swap them" in str(info.value)
+    with pytest.raises(ConfigurationError, match="is the same as until"):
+        check_filters("payments", since="2024-06-01T08:00:00+08:00", until="2024-06-01")
+    with pytest.raises(ConfigurationError, match="since=1717200000 is a number"):
+        check_filters("payments", since=1717200000)
+    with pytest.raises(ConfigurationError, match="until='yesterday-ish' is not a date"):
+        check_filters("payments", until="yesterday-ish")
+    with pytest.raises(ConfigurationError, match="until='NaT' is not a date"):
+        check_filters("payments", until="NaT")
+    with pytest.raises(ConfigurationError, match="did you mean payments"):
+        check_filters("payment")

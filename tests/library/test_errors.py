@@ -15,6 +15,9 @@ from gwtools._errors import (
     NotFoundError,
     RateLimitError,
     error_from_response,
+    mask_key,
+    redact,
+    summarize,
 )
 
 URL = "http://gw.example/v1/payments?status=failed&api_key=sk_test_secretsecret1234"
@@ -103,3 +106,42 @@ def test_card_error_carries_decline_code_and_rate_limit_its_wait() -> None:
         == 1.0
     )
     assert error_from_response(response(429, {}, {"Retry-After": "2"})).retry_after == 2.0
+
+
+def test_what_the_gateway_echoes_back_is_masked() -> None:
+    """A gateway or proxy that repeats the key (in the message, a field, a header) gets it masked."""
+    key = "sk_live_Zq81hG7aPp3kLm0xWv6tRb2N"
+    token = "proxy-token-9f8e7d6c5b4a"  # not shaped like a key: masked because it was sent
+    for sent in (key, token):
+        request = httpx.Request(
+            "GET",
+            f"http://gw.example/{sent}/v1/payments",
+            headers={"Authorization": f"Bearer {sent}"},
+        )
+        body = {"type": "invalid_request_error", "message": f"bad key {sent}", "param": sent}
+        err = error_from_response(
+            httpx.Response(
+                400,
+                content=orjson.dumps({"error": body}),
+                headers={"Request-Id": f"req_{sent}"},
+                request=request,
+            )
+        )
+        texts = [str(err), repr(err), err.param or "", err.url or "", err.request_id or ""]
+        assert all(sent[5:-4] not in t for t in texts), texts
+        assert f"bad key {mask_key(sent)}" in str(err) and err.param == mask_key(sent)
+
+
+def test_key_shaped_text_is_masked_in_every_gateway_error() -> None:
+    key = "pk_test_Zq81hG7aPp3kLm0xWv6tRb2N"
+    err = GatewayError(f"the key {key} failed", url=f"http://x/{key}", code=key)
+    assert str(err) == "the key pk_test_…Rb2N failed" and err.args == (str(err),)
+    assert err.url == "http://x/pk_test_…Rb2N" and err.code == "pk_test_…Rb2N"
+    assert GatewayError("use sk_test_ or sk_live_ keys").message == "use sk_test_ or sk_live_ keys"
+    assert redact("x sk_test_…Rb2N y") == "x sk_test_…Rb2N y"  # already masked: left alone
+
+
+def test_summary_of_an_underlying_error() -> None:
+    key = "weird-but-sent-key-1234"
+    assert summarize(ValueError(f"cannot send {key}"), key) == "ValueError: cannot send …1234"
+    assert summarize(httpx.ReadTimeout("")) == "ReadTimeout"
