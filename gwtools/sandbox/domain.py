@@ -19,8 +19,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from gwtools.sandbox.cards import DECLINE_MESSAGES
+from gwtools.sandbox.fpx import TEST_BANKS
 
-#: seconds a processing card or a delayed FPX bank (TEST0003/TEST0004) takes
+#: seconds a processing card, or an FPX bank page ending late (TEST0003, TEST0004, ``timeout``),
+#: takes to settle
 PROCESSING_DELAY: Final = 30
 #: seconds until a refund of the refund-failing test card fails
 REFUND_FAIL_DELAY: Final = 86_400
@@ -93,7 +95,7 @@ class Method:
     """A resolved payment method and what it does when used.
 
     ``outcome``: card ``succeed``/``three_d_secure``/``processing``/``decline``/``refund_fails``;
-    fpx ``succeed``/``fail``/``delayed_success``/``timeout``/``cancel``/``bank``.
+    fpx ``bank`` (every bank sends the customer to its bank page; test banks end it their way).
     """
 
     type: str
@@ -201,25 +203,21 @@ def attempt(rec: Record, method: Method, now: float) -> list[Event]:
     rec["pm"] = method.pm_id
     rec["refund_fails"] = method.outcome == "refund_fails"
     outcome = method.outcome
+    if method.type == "fpx":
+        # FPX always goes through the bank page, test banks too (payment methods stored before
+        # test banks did so may carry an older outcome: the bank page decides now)
+        rec.update(status="requires_action", stage="bank")
+        return []
     if outcome in ("succeed", "refund_fails"):
         return _authorize_or_capture(rec, now)
     if outcome == "decline":
         code = method.code or "card_declined"
         decline = method.decline_code or "generic_decline"
         return _fail(rec, code, decline, DECLINE_MESSAGES.get(decline, "Your card was declined."))
-    if outcome == "fail":
-        return _fail(
-            rec,
-            "payment_method_not_available",
-            None,
-            f"The customer's bank ({method.details.get('bank_code')}) declined the payment.",
-        )
-    if outcome == "cancel":
-        return _cancel(rec)
-    if outcome in ("processing", "delayed_success", "timeout"):
-        return _processing(rec, now, "fail_timeout" if outcome == "timeout" else "succeed")
-    # three_d_secure or a real FPX bank: the customer acts on the page at /pay/{id}
-    rec.update(status="requires_action", stage="3ds" if outcome == "three_d_secure" else "bank")
+    if outcome == "processing":
+        return _processing(rec, now, "succeed")
+    # three_d_secure: the customer acts on the page at /pay/{id}
+    rec.update(status="requires_action", stage="3ds")
     return []
 
 
@@ -233,15 +231,32 @@ def _processing(rec: Record, now: float, due: str) -> list[Event]:
 ACTIONS: Final[dict[str, tuple[str, ...]]] = {
     "3ds": ("complete", "fail", "cancel"),
     # ``timeout``: the customer approved, but the bank's answer never reaches the gateway
-    # (what TEST0004 does at once): processing, then failed with processing_error.
+    # (what TEST0004 does): processing, then failed with processing_error.
     "bank": ("complete", "fail", "cancel", "timeout"),
 }
 
 
+def test_bank_ending(rec: Record) -> str | None:
+    """How the bank page of a test bank ends (``fpx.TEST_BANKS``); None for any other page."""
+    if rec["stage"] != "bank":
+        return None
+    return TEST_BANKS.get((rec["details"] or {}).get("bank_code", ""))
+
+
+def page_actions(rec: Record) -> tuple[str, ...]:
+    """The actions the customer page of ``rec`` offers: a test bank's page has one button,
+    ``complete``, which ends the page the test bank's way."""
+    return ("complete",) if test_bank_ending(rec) else ACTIONS[rec["stage"]]
+
+
 def customer_action(rec: Record, action: str, now: float) -> list[Event]:
     """The customer completes, fails or cancels on the 3-D Secure or bank page; on the bank
-    page the bank may also not answer (``timeout``). ``action`` is one of ``ACTIONS[stage]``."""
+    page the bank may also not answer (``timeout``). ``action`` is one of ``page_actions(rec)``;
+    on a test bank's page ``complete`` ends it the test bank's way (``fpx.TEST_BANKS``)."""
     _touch(rec, now)
+    action = test_bank_ending(rec) or action
+    if action == "delayed":  # the bank answers late (TEST0003): processing, then succeeded
+        return _processing(rec, now, "succeed")
     if action == "complete":
         return _authorize_or_capture(rec, now)
     if action == "cancel":

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Test bank codes (DESIGN.md section 4) -> their fixed outcome.
+#: Test bank codes (DESIGN.md section 4) -> how their bank page ends. Like a real bank, a test
+#: bank sends the customer to the bank page; there its one button ends the page this way (a
+#: customer action of ``domain.customer_action``).
 TEST_BANKS: Final[dict[str, str]] = {
-    "TEST0001": "succeed",
-    "TEST0002": "fail",
-    "TEST0003": "delayed_success",  # processing, succeeds after 30 s of sandbox clock
-    "TEST0004": "timeout",  # processing, fails with processing_error after 30 s
+    "TEST0001": "complete",  # succeeds
+    "TEST0002": "fail",  # fails: payment_method_not_available
+    "TEST0003": "delayed",  # processing, succeeds 30 s of sandbox clock later
+    "TEST0004": "timeout",  # processing, fails with processing_error 30 s later
     "TEST0005": "cancel",  # the customer cancels at the bank
 }
 

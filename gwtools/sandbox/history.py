@@ -538,16 +538,21 @@ def _simulate(
         if any(w.incident.bank == bank and w.covers(t) for w in outages):
             forced = "timeout" if rng.random() < 0.5 else "fail"
     if rec["status"] == "requires_action" and plan not in _LEFT_WAITING:
-        t_act = t + rng.randrange(20, 240)
+        # A test bank's page has one button and its own ending; its timing comes from a
+        # stream of its own, so sending test banks through the page changed nothing else.
+        test_bank = domain.test_bank_ending(rec) is not None
+        t_act = t + (random.Random(rec["id"]) if test_bank else rng).randrange(20, 240)
         if t_act <= now:
-            action = forced or _action(rng, method)
+            action = "complete" if test_bank else forced or _action(rng, method)
             if rec["due_at"] is not None and rec["due_at"] <= t_act:
                 return _settle(b, rec, now)  # expired before the customer came back
             b.emit(domain.customer_action(rec, action, t_act), t_act)
             t = t_act
     rec = _settle(b, rec, now)
     if rec["status"] == "authorized" and plan != "recent_authorized":
-        t_cap = t + rng.randrange(600, 3 * DAY)
+        # merchants capture (or void) within an authorization's 7 days, so the last week
+        # keeps authorized payments to capture and void
+        t_cap = t + rng.randrange(600, 7 * DAY)
         if t_cap <= now:
             if plan == "card_manual_void" or rng.random() < 0.12:
                 b.emit(domain.void(rec, t_cap), t_cap)
@@ -686,7 +691,7 @@ def _method(
 ) -> Method:
     """The payment method of ``plan``, resolved by the API's own parameter code."""
     if plan in _FPX_PLANS:
-        # test banks resolve at once (no bank page) and a live key cannot use them
+        # test banks (test mode only) go through the bank page like the real ones
         if order.get("bank"):
             code = order["bank"]
         elif plan == "fpx_bank" and not livemode and rng.random() < TEST_BANK_SHARE:

@@ -64,6 +64,14 @@ _BUTTONS = {
     "cancel": "Cancel",
     "timeout": "Bank does not answer",
 }
+#: What the one button of a test bank's page leads to (``fpx.TEST_BANKS``).
+_TEST_ENDINGS = {
+    "complete": "the payment succeeds",
+    "fail": "the bank refuses the payment",
+    "delayed": "the bank answers 30 s later and the payment succeeds",
+    "timeout": "the bank never answers: processing, then failed 30 s later",
+    "cancel": "the customer cancels",
+}
 
 
 def _action_form(rec: dict[str, Any]) -> str:
@@ -72,9 +80,14 @@ def _action_form(rec: dict[str, Any]) -> str:
     else:
         details = rec["details"] or {}
         what = f"{escape(details.get('bank', 'Your bank'))}: approve the FPX payment."
+    ending = domain.test_bank_ending(rec)
+    if ending is not None:
+        what += f" This test bank's page always ends the same way: {_TEST_ENDINGS[ending]}."
+        return f"""{_summary(rec)}<p>{what}</p><form method='post'>
+<button name='action' value='complete'>Continue</button></form>"""
     buttons = "\n".join(
         f"<button name='action' value='{a}'>{_BUTTONS[a]}</button>"
-        for a in domain.ACTIONS[rec["stage"]]
+        for a in domain.page_actions(rec)
     )
     return f"""{_summary(rec)}<p>{what}</p><form method='post'>
 {buttons}</form>"""
@@ -140,11 +153,17 @@ async def act(ident: str, request: Request) -> Response:
         else:
             return _page("Checkout", _checkout_form(rec, "Choose Pay or Cancel."), 400)
     elif rec["status"] == "requires_action":
-        allowed = domain.ACTIONS[rec["stage"]]
+        allowed = domain.page_actions(rec)
         if action not in allowed:
+            hint = (
+                " A test bank's page ends its own way; use a real bank code to choose the ending."
+                if domain.test_bank_ending(rec)
+                else ""
+            )
             return _page(
                 "Authenticate payment",
-                f"<p class='err'>Choose one of: {', '.join(allowed)}.</p>" + _action_form(rec),
+                f"<p class='err'>Choose one of: {', '.join(allowed)}.{hint}</p>"
+                + _action_form(rec),
                 400,
             )
         events = domain.customer_action(rec, action, now)

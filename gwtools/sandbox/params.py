@@ -379,16 +379,15 @@ def fpx_method(fpx: Any, livemode: bool, param: str) -> Method:
             f"{param}[bank_code]", f"Unknown FPX bank_code {code!r}; known: {', '.join(BANKS)}."
         )
     details = {"type": "fpx", "bank_code": code, "bank": BANKS[code]}
-    if code in TEST_BANKS:
-        if livemode:
-            raise errors.ApiError(
-                400,
-                "invalid_request_error",
-                "payment_method_not_available",
-                "FPX test banks are not available with a live key.",
-                param=f"{param}[bank_code]",
-            )
-        return Method("fpx", details, TEST_BANKS[code])
+    if code in TEST_BANKS and livemode:
+        raise errors.ApiError(
+            400,
+            "invalid_request_error",
+            "payment_method_not_available",
+            "FPX test banks are not available with a live key.",
+            param=f"{param}[bank_code]",
+        )
+    # every bank, test banks included, sends the customer to its bank page
     return Method("fpx", details, "bank")
 
 

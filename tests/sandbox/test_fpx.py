@@ -2,23 +2,97 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.sandbox.conftest import Payer, error_of
+from tests.sandbox.conftest import CANCEL_URL, RETURN_URL, SUCCESS_URL, Payer, error_of
 
-IMMEDIATE = {"TEST0001": "succeeded", "TEST0002": "failed", "TEST0005": "canceled"}
+#: Each test bank's page ends one way (DESIGN.md section 4): (status right after the page,
+#: final status 30 s later, failure code).
+ENDINGS = {
+    "TEST0001": ("succeeded", "succeeded", None),
+    "TEST0002": ("failed", "failed", "payment_method_not_available"),
+    "TEST0003": ("processing", "succeeded", None),
+    "TEST0004": ("processing", "failed", "processing_error"),
+    "TEST0005": ("canceled", "canceled", None),
+}
 
 
-@pytest.mark.parametrize(("bank", "final"), IMMEDIATE.items())
-def test_immediate_test_banks(payer: Payer, bank: str, final: str) -> None:
-    p = payer.pay(bank=bank)
+def _failure_code(payer: Payer, p: dict[str, Any]) -> str | None:
+    if payer.variant == "A":
+        code: str | None = p["failure_code"]
+        return code
+    return (p["last_payment_error"] or {}).get("code")
+
+
+@pytest.mark.parametrize("bank", ENDINGS)
+def test_test_banks_go_through_the_bank_page(payer: Payer, bank: str) -> None:
+    """Every FPX creation in B answers requires_action with a redirect (A: the checkout sends
+    the customer to the bank page); the test bank decides how that page ends."""
+    if payer.variant == "B":
+        created = payer.create(bank=bank, expect=201).json()
+        assert created["status"] == "requires_action"
+        assert created["next_action"]["type"] == "redirect_to_url"
+        assert (
+            created["next_action"]["redirect_to_url"] == f"{payer.sb.base_url}/pay/{created['id']}"
+        )
+        assert created["last_payment_error"] is None
+        pid = created["id"]
+    else:
+        pid = payer.create(expect=201).json()["id"]
+        chosen = payer.checkout(pid, bank=bank)
+        assert chosen.status_code == 303 and chosen.headers["location"] == f"/pay/{pid}"
+    waiting = payer.get(pid)
+    assert waiting["status"] == payer.status("requires_action")
+    assert waiting["payment_method_details"]["bank_code"] == bank
+    page = payer.http.get(f"/pay/{pid}")
+    assert page.status_code == 200 and "value='complete'" in page.text
+    for other in ("fail", "cancel", "timeout"):
+        assert f"value='{other}'" not in page.text
+    # the ending is the test bank's: another action is refused and changes nothing
+    wrong = payer.act(pid, "cancel" if bank != "TEST0005" else "fail")
+    assert wrong.status_code == 400 and "test bank" in wrong.text
+    assert payer.get(pid)["status"] == payer.status("requires_action")
+
+    after, final, code = ENDINGS[bank]
+    done = payer.act(pid, "complete")
+    assert done.status_code == 303
+    ok = final == "succeeded" or after == "processing"
+    if payer.variant == "A":
+        assert done.headers["location"] == (SUCCESS_URL if ok else CANCEL_URL)
+    else:
+        assert done.headers["location"] == RETURN_URL
+    p = payer.get(pid)
+    assert p["status"] == payer.status(after)
+    if after == "processing":
+        payer.advance(29)
+        assert payer.get(pid)["status"] == payer.status("processing")
+        payer.advance(1)
+        p = payer.get(pid)
     assert p["status"] == payer.status(final)
-    assert p["payment_method_details"]["type"] == "fpx"
-    assert p["payment_method_details"]["bank_code"] == bank
-    assert p["payment_method_details"]["bank"]
-    assert p["payment_method"] == ("fpx" if payer.variant == "A" else p["payment_method"])
-    if final == "failed" and payer.variant == "B":
-        assert p["last_payment_error"]["code"] == "payment_method_not_available"
+    assert _failure_code(payer, p) == code
+    assert p["captured"] is (final == "succeeded")
+    # the page is over
+    assert payer.act(pid, "complete").status_code == 409
+
+
+def test_test_bank_events(payer: Payer) -> None:
+    for bank in ("TEST0001", "TEST0002", "TEST0005"):
+        payer.pay(bank=bank)
+    types = [e["type"] for e in payer.http.get("/v1/events").json()["data"]]
+    assert sorted(types) == ["payment.canceled", "payment.failed", "payment.succeeded"]
+
+
+def test_test_banks_need_a_test_key(payer_b: Payer) -> None:
+    live = {"Authorization": f"Bearer {payer_b.account['live_secret_key']}"}
+    r = payer_b.create(bank="TEST0001", headers=live)
+    assert r.status_code == 400
+    err = error_of(r)
+    assert (err["code"], err["param"]) == (
+        "payment_method_not_available",
+        "payment_method_data[fpx][bank_code]",
+    )
 
 
 def test_test0003_pending_then_succeeds(payer: Payer) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 
 from gwtools.sandbox import Sandbox, create_app, generate_history
@@ -13,6 +15,7 @@ from gwtools.sandbox.render import PAYMENT_STATUSES
 from tests.sandbox.conftest import Payer, error_of
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+DEMO_NOW = datetime(2024, 6, 30, 12, 0, tzinfo=UTC)  # the embedded demo's clock
 
 
 def _rows(target: Any) -> list[tuple[Any, ...]]:
@@ -32,26 +35,21 @@ def test_same_seed_same_history(variant: str) -> None:
     assert _rows(first) != _rows(other)
 
 
-def _all(payer: Payer, path: str) -> list[dict[str, Any]]:
+def _all(payer: Payer, path: str, query: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every object of a list (matching ``query``, e.g. ``from``), following either envelope."""
     out: list[dict[str, Any]] = []
-    if payer.variant == "A":
-        page = 1
-        while True:
-            body = payer.http.get(path, params={"limit": 100, "page": page}).json()
-            out += body["data"]
-            if page >= body["meta"]["totalPages"]:
-                return out
-            page += 1
-    after = None
+    params: dict[str, Any] = {**(query or {}), "limit": 100}
     while True:
-        params: dict[str, Any] = {"limit": 100}
-        if after:
-            params["starting_after"] = after
         body = payer.http.get(path, params=params).json()
         out += body["data"]
-        if not body["has_more"]:
+        if payer.variant == "A":
+            if body["meta"]["page"] >= body["meta"]["totalPages"]:
+                return out
+            params["page"] = body["meta"]["page"] + 1
+        elif not body["has_more"]:
             return out
-        after = body["data"][-1]["id"]
+        else:
+            params["starting_after"] = body["data"][-1]["id"]
 
 
 def test_history_over_the_admin_api(payer: Payer) -> None:
@@ -180,11 +178,59 @@ def test_history_declines_every_brand_and_fpx_banks_time_out(payer: Payer) -> No
     for p in fpx:
         bank = p["payment_method_details"]["bank_code"]
         if bank in spec:
-            outcome = _fpx_outcome(payer, p)
-            assert outcome in spec[bank] or (payer.variant == "A" and outcome == "open"), (
-                bank,
-                p,
-            )
+            # "open": a customer still on the bank page (only the last minutes' payments)
+            assert _fpx_outcome(payer, p) in spec[bank] | {"open"}, (bank, p)
+
+
+#: What each test bank's page ends in (DESIGN.md section 4), as (status, failure code).
+TEST_BANK_ENDINGS = {
+    "TEST0001": ("succeeded", None),
+    "TEST0002": ("failed", "payment_method_not_available"),
+    "TEST0003": ("succeeded", None),
+    "TEST0004": ("failed", "processing_error"),
+    "TEST0005": ("canceled", None),
+}
+
+
+@pytest.fixture(scope="module", params=["A", "B"])
+def demo(request: pytest.FixtureRequest) -> Iterator[Payer]:
+    """The embedded demo's history (5,000 payments over 90 days, seed 20240601) on a private
+    sandbox with its fixed clock, so what it holds never depends on other tests."""
+    with (
+        Sandbox(request.param, now=DEMO_NOW, seed_payments=5000, days=90, seed=20240601) as sb,
+        httpx.Client(base_url=sb.base_url, verify=False, timeout=10, headers=sb.headers()) as http,
+    ):
+        yield Payer(sb, http)
+
+
+def test_history_test_banks_end_their_bank_pages_their_way(demo: Payer) -> None:
+    """Test banks go through the bank page like real ones (every FPX creation in B needs
+    the customer); a history still shows each test bank's fixed ending."""
+    neutral = {"captured": "succeeded", "cancelled": "canceled"}
+    endings: dict[str, set[tuple[str, str | None]]] = defaultdict(set)
+    for p in _all(demo, "/v1/payments"):
+        bank = (p["payment_method_details"] or {}).get("bank_code")
+        if bank in TEST_BANK_ENDINGS:
+            status = neutral.get(p["status"], p["status"])
+            endings[bank].add((status, _failure(demo, p)[0]))
+    assert {bank: {TEST_BANK_ENDINGS[bank]} for bank in TEST_BANK_ENDINGS} == endings
+
+
+def test_recent_history_holds_authorized_payments_to_capture_and_void(demo: Payer) -> None:
+    """Authorizations are captured or voided within 7 days, so at least 1 % of the last
+    week's payments still await it, for capture and void to be tried on."""
+    since = int(DEMO_NOW.timestamp()) - 7 * 86400
+    recent = _all(demo, "/v1/payments", {"from": since})
+    authorized = [p for p in recent if p["status"] == "authorized"]
+    assert len(recent) >= 300 and len(authorized) >= len(recent) / 100, (
+        len(authorized),
+        len(recent),
+    )
+    first, second = authorized[:2]
+    captured = demo.http.post(f"/v1/payments/{first['id']}/capture", json={})
+    assert captured.status_code == 200 and captured.json()["status"] == demo.status("succeeded")
+    voided = demo.http.post(f"/v1/payments/{second['id']}/void")
+    assert voided.status_code == 200 and voided.json()["status"] == demo.status("canceled")
 
 
 def test_live_history_uses_no_test_banks(payer_b: Payer) -> None:
