@@ -1,7 +1,9 @@
 """Voila on loopback and the system Chromium under Playwright, for the real-browser test.
 
 Nothing here downloads a browser: Playwright drives the Chromium binary the system has
-(Debian's ``chromium``, installed by ``.ci/run``).
+(Debian's ``chromium``, installed by ``.ci/run``). Voila serves with the project's ``gwtools``
+template (``share/jupyter/voila/templates/gwtools``: the lab page without its CDN stylesheets),
+and :class:`PageLog` refuses and records every request that would leave loopback.
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import httpx
 import nbformat
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page, WebSocket
+    from playwright.sync_api import Page, Route, WebSocket
+
+#: The repository's Jupyter data directory (the gwtools Voila template); an installed gwtools
+#: puts the same files under ``<prefix>/share/jupyter``.
+JUPYTER_DATA = Path(__file__).resolve().parents[2] / "share" / "jupyter"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -67,9 +75,14 @@ def write_notebook(path: Path, *cells: str) -> Path:
 
 @contextmanager
 def voila(
-    notebook: Path, *, env: Mapping[str, str | None] | None = None, timeout: float = 120.0
+    notebook: Path,
+    *,
+    env: Mapping[str, str | None] | None = None,
+    timeout: float = 120.0,
+    template: str = "gwtools",
 ) -> Iterator[str]:
-    """Serve ``notebook`` with Voila on a free loopback port; yield its URL; always stop it.
+    """Serve ``notebook`` with Voila's ``template`` on a free loopback port; yield its URL;
+    always stop it.
 
     ``env`` changes the environment of Voila and so of the kernel (``None`` removes a
     variable). Voila runs under this interpreter, and jupyter_client starts a kernelspec whose
@@ -83,6 +96,10 @@ def voila(
         "JUPYTER_RUNTIME_DIR": str(workdir / "jupyter-runtime"),
         "JUPYTER_PLATFORM_DIRS": "1",
         "PYTHONUNBUFFERED": "1",
+        # Where Voila finds the gwtools template, ahead of any installed copy.
+        "JUPYTER_PATH": os.pathsep.join(
+            p for p in (str(JUPYTER_DATA), os.environ.get("JUPYTER_PATH")) if p
+        ),
     }
     # ipykernel makes matplotlib's inline backend the default only when MPLBACKEND is unset:
     # an inherited MPLBACKEND=Agg (tests/toolkit/conftest.py sets it in every xdist worker
@@ -105,6 +122,7 @@ def voila(
         "--strip_sources=True",
         "--preheat_kernel=False",
         "--show_tracebacks=True",
+        f"--template={template}",
         f"--Voila.root_dir={workdir}",
         f"--Voila.connection_dir_root={workdir}",  # kernel connection files stay in tmp_path
         # A cell that runs longer than this fails the page instead of hanging the test.
@@ -155,15 +173,37 @@ def _wait_until_serving(
     )
 
 
+def leaves_loopback(url: str) -> bool:
+    """Whether a request for ``url`` would go to another machine (data: and blob: stay)."""
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return False
+    return (parts.hostname or "") not in LOOPBACK
+
+
 class PageLog:
     """What a page did, for the message of a test that timed out: its console, its failed
-    requests and responses, its WebSocket traffic (the kernel's), and where Voila stopped."""
+    requests and responses, its WebSocket traffic (the kernel's), and where Voila stopped.
+
+    Every request that would leave loopback is refused before it is sent and kept in
+    ``outside``: a dashboard must work offline and tell no third party it was opened."""
 
     def __init__(self, page: Page) -> None:
         self.page = page
         self.events: list[str] = []
         self.errors: list[str] = []
+        self.outside: list[str] = []
         started = time.monotonic()
+
+        def guard(route: Route) -> None:
+            url = route.request.url
+            if leaves_loopback(url):
+                self.outside.append(url)
+                route.abort("blockedbyclient")
+            else:
+                route.continue_()
+
+        page.route("**/*", guard)
 
         def note(text: str) -> None:
             self.events.append(f"{time.monotonic() - started:6.1f}s {text}")

@@ -1,5 +1,5 @@
 """A dashboard served by Voila works in a real browser: widgets render, a filter changes the plot
-and the table.
+and the table, and the page asks nothing of any machine but the loopback Voila server.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ TINY_PARTS: dict[str, Part] = {
     "table": (".widget-html table", "innerText"),
 }
 KERNEL_PYTHON: Part = (".kernel-python", "innerText")
+BUTTONS: Part = ("button.jupyter-button", "outerHTML")
 # gwtools.widgets.Dashboard: VBox[..., summary, image, table, drill, drilldown, ...]
 DASHBOARD_PARTS: dict[str, Part] = {
     "plot": ("img.widget-image", "src"),
@@ -132,18 +133,19 @@ def _drive(
     *,
     fixed: dict[str, Part] | None = None,
     env: dict[str, str | None] | None = None,
-) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    template: str = "gwtools",
+) -> tuple[dict[str, str], dict[str, str], list[str], list[str]]:
     """Serve ``notebook`` with Voila (``env``: its environment changes), wait for ``parts``,
     ``change`` a filter, wait for every part to change. Screenshots before.png and after.png
     land beside the notebook.
 
     Returns the parts before (with the ``fixed`` ones, which need not change) and after,
-    and the page's JavaScript errors.
+    the page's JavaScript errors, and the requests that would have left loopback (refused).
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
-    with voila(notebook, env=env) as url, sync_playwright() as playwright:
+    with voila(notebook, env=env, template=template) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=30_000
         )
@@ -173,7 +175,7 @@ def _drive(
             _shoot(page, dashboard, notebook.parent / "after.png")
         finally:
             browser.close()
-    return before, after, log.errors
+    return before, after, log.errors, log.outside
 
 
 def test_harness_on_a_tiny_dashboard(tmp_path: Path) -> None:
@@ -184,7 +186,7 @@ def test_harness_on_a_tiny_dashboard(tmp_path: Path) -> None:
 
     fixed = {"python": KERNEL_PYTHON}
     notebook = write_notebook(tmp_path / "tiny.ipynb", TINY_DASHBOARD)
-    before, after, errors = _drive(notebook, TINY_PARTS, pick_b, fixed=fixed)
+    before, after, errors, outside = _drive(notebook, TINY_PARTS, pick_b, fixed=fixed)
 
     # Voila's kernel (kernelspec argv "python") is this interpreter, with these packages.
     assert before["python"] == sys.executable
@@ -193,6 +195,19 @@ def test_harness_on_a_tiny_dashboard(tmp_path: Path) -> None:
     assert before["table"].split() == ["bank", "amount", "A", "10", "A", "20"]
     assert after["table"].split() == ["bank", "amount", "B", "5", "B", "7", "B", "9"]
     assert not errors, errors
+    assert outside == [], f"requests that left loopback: {outside}"
+
+
+def test_the_guard_sees_what_the_stock_voila_page_fetches(tmp_path: Path) -> None:
+    """Voila's own lab template links Font Awesome from a CDN: the request guard must see
+    (and refuse) it, or its silence on the gwtools template would prove nothing."""
+
+    def pick_b(page: Page) -> None:
+        page.locator(".widget-dropdown select").select_option(label="B", timeout=10_000)
+
+    notebook = write_notebook(tmp_path / "tiny.ipynb", TINY_DASHBOARD)
+    *_, outside = _drive(notebook, TINY_PARTS, pick_b, template="lab")
+    assert [u for u in outside if "fontawesome" in u], outside
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -237,7 +252,10 @@ def test_shipped_fpx_notebook_dashboard_bank_filter(
         picked.append(labels[len(labels) // 2])
         bank.locator("select").select_option(label=picked[0], timeout=10_000)
 
-    before, after, errors = _drive(notebook, DASHBOARD_PARTS, pick_a_bank, env=env)
+    fixed = {"buttons": BUTTONS}
+    before, after, errors, outside = _drive(
+        notebook, DASHBOARD_PARTS, pick_a_bank, fixed=fixed, env=env
+    )
 
     # The kernel synced the embedded sandbox into a private cache of its own (gwtools.report,
     # whatever GW_CACHE_DIR says), but that sandbox's history is seeded: the same history,
@@ -257,3 +275,8 @@ def test_shipped_fpx_notebook_dashboard_bank_filter(
     assert shown["fpx_bank_code"] == code[1]
     assert int(shown["attempts"]) == (fpx["fpx_bank_code"] == code[1]).sum()
     assert not errors, errors
+    # Offline-safe: no CDN asked for Font Awesome (or anything else); the export buttons
+    # carry no icon that would need it.
+    assert outside == [], f"requests that left loopback: {outside}"
+    assert "\u2193 Export CSV" in before["buttons"] and "\u2193 Export Parquet" in before["buttons"]
+    assert "fa-" not in before["buttons"], before["buttons"]
