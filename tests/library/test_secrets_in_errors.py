@@ -426,3 +426,24 @@ def test_a_proxy_echoing_the_key_back(status: int, tmp_path: Path) -> None:
     if status == 400:
         assert "Bearer sk_test_…" in str(exc)  # what was echoed is there, masked
     assert_clean(exc, KEY)
+
+
+def test_windowed_sync_raises_the_gateway_error_not_a_group(sandbox_b: Any, tmp_path: Path) -> None:
+    """Variant B lists time windows in a task group; a failure there used to escape as an
+    ExceptionGroup. Whichever request fails (the draws are seeded, the order is not), what
+    comes out is the GatewayError itself, clean."""
+    account = httpx.post(f"{sandbox_b.base_url}/_sandbox/accounts", timeout=10).json()
+    shop = Shop(sandbox_b, account)
+    try:
+        shop.history(3000, days=200, seed=2)
+        for seed in range(4):
+            shop.faults(error_rate=0.3, seed=seed)
+            try:
+                with shop.connect(tmp_path / str(seed), max_attempts=1) as gw:
+                    exc = raised(lambda gw=gw: gw.sync(full=True))  # type: ignore[misc]
+            finally:
+                shop.clear_faults()
+            assert isinstance(exc, APIError) and exc.http_status == 500, repr(exc)
+            assert_clean(exc, shop.key)
+    finally:
+        shop.close()
