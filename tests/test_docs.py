@@ -37,7 +37,7 @@ def _markdown_docs() -> list[Path]:
 
 
 def test_no_tracked_file_links_outside_the_repository() -> None:
-    """A clone has no ../shared directory: docs, notebooks and docstrings must not point there."""
+    """A clone has only this repository: docs, notebooks and docstrings must not point beside it."""
     offending = []
     for path in _tracked_files():
         if not path.is_file() or path.suffix in {".so", ".parquet", ".png", ".ico"}:
