@@ -311,10 +311,14 @@ class Client:
         key = self.settings.api_key
         url = redact(safe_url(self._http.base_url.join(path)), key)
         if not isinstance(exc, httpx.RequestError) or isinstance(exc, httpx.TransportError):
+            waited = ""
+            if isinstance(exc, httpx.TimeoutException):
+                limits = self._http.timeout
+                waited = f" (limits: connect {limits.connect} s, read {limits.read} s)"
             return APIConnectionError(
-                f"could not reach the gateway at GET {url}: {summarize(exc, key)}. What to do: "
-                "check the base URL and the network; the request was retried with back-off "
-                "before giving up.",
+                f"could not reach the gateway at GET {url}: {summarize(exc, key)}{waited}. What "
+                "to do: check the base URL and the network; the request was retried with "
+                "back-off before giving up.",
                 url=url,
             )
         # Decoding errors, redirect loops: the gateway answered, but not usably.

@@ -232,7 +232,7 @@ def test_closed_port(closed_url: str, tmp_path: Path) -> None:
 
 def test_timeouts(silent_url: str, tmp_path: Path) -> None:
     for exc in _three_ways(KEY, silent_url, tmp_path):
-        assert isinstance(exc, APIConnectionError) and "ReadTimeout" in str(exc), repr(exc)
+        assert isinstance(exc, APIConnectionError) and "ReadTimeout (limits:" in str(exc), repr(exc)
         assert_clean(exc, KEY)
 
 
