@@ -111,7 +111,7 @@ def _warn(message: str) -> None:
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
-_AGAIN = "then run the sync again (`gwtools sync`); nothing already cached was lost"
+_AGAIN = "then run the sync again (`gwtools sync`); nothing already cached was lost."
 
 
 def _blocking_file(folder: Path) -> Path | None:
@@ -152,9 +152,8 @@ def _cache_error(exc: OSError, folder: Path, doing: str) -> CacheError:
             f"cannot write the cache at {folder} while {doing}: {reason}. Check the folder, "
             + _AGAIN
         )
-    error = CacheError(message)
-    error.errno, error.strerror, error.filename = code, reason, str(folder)
-    return error
+    # (errno/strerror are left unset: OSError would print them instead of the message.)
+    return CacheError(message)
 
 
 @contextlib.contextmanager
@@ -179,13 +178,16 @@ def _parse_time(value: Any) -> dt.datetime | None:
     return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
+_IGNORED = "; it is ignored, so the next sync lists everything again (nothing cached is lost)"
+
+
 def _checked_state(raw: Any, path: Path) -> dict[str, Any]:
     """The state with every value that cannot be right dropped, with a warning for each.
 
     Without a usable high-water mark the next sync lists everything (a full sync), which is
     always correct; trusting a wrong one could stop fetching altogether.
     """
-    then = "; it is ignored, so the next sync lists everything again (nothing cached is lost)"
+    then = _IGNORED
     if not isinstance(raw, dict):
         _warn(f"{path} is not a JSON object (hand-edited?){then}")
         return {}
@@ -456,7 +458,8 @@ class Dataset:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
             # We write it atomically: only a hand-edited or damaged file is unparsable.
-            parsed = None
+            _warn(f"{self.state_path} is not valid JSON (hand-edited or damaged){_IGNORED}")
+            return {}
         return _checked_state(parsed, self.state_path)
 
     def completed(self) -> bool:

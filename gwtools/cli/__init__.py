@@ -15,6 +15,7 @@ it runs, so ``gwtools sandbox`` starts without loading pandas::
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -44,6 +45,18 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Any gwtools error a command lets through is one line (``Error: …``), exit 1."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            # Only raised once gwtools._errors is loaded; importing it here would load pandas
+            # for `gwtools sandbox` too.
+            errors = sys.modules.get("gwtools._errors")
+            if errors is not None and isinstance(exc, errors.GatewayError):
+                raise click.ClickException(str(exc)) from None
+            raise
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,272 @@
+"""A damaged cache is handled, not served as if complete: unreadable Parquet files, a full
+disk, a read-only folder, a path that is a file, a hand-edited ``_state.json``, and a cache no
+sync has completed. Real syncs against the sandbox over loopback HTTP.
+
+Full disk and read-only folder are real file-system conditions: the sync runs in a child
+process with its own mount namespace (``unshare``) on a small tmpfs, filled up or remounted
+read-only. Without ``unshare`` those two tests are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import gwtools
+from gwtools.cli import main
+from tests.library.test_crash_consistency import ROOT, Shop, engine_counts
+
+
+@pytest.fixture
+def shop(sandbox_b: Any, tmp_path: Path) -> Shop:
+    return Shop(sandbox_b, tmp_path / "cache", payments=300)
+
+
+def oldest_month_file(shop: Shop) -> Path:
+    ds = shop.dataset()
+    oldest = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))[0]
+    (only,) = list(oldest.glob("*.parquet"))
+    return only
+
+
+def damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    path.write_bytes(b"" if how == "zero-byte" else data[: len(data) // 2])
+
+
+def read(shop: Shop) -> Any:
+    return gwtools.read_cache(shop.cache_dir, "payments", account="shop", mode="test")
+
+
+# -- unreadable Parquet files --------------------------------------------------------------
+@pytest.mark.parametrize("how", ["zero-byte", "truncated"])
+def test_an_unreadable_file_is_quarantined_and_its_month_fetched_again(
+    shop: Shop, how: str
+) -> None:
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    everything = set(read(shop)["id"])
+    damaged = oldest_month_file(shop)
+    month = damaged.parent.name
+    damage(damaged, how)
+
+    # Read before the sync: the other months, a warning naming the file, and not "complete".
+    with pytest.warns(gwtools.GatewayDataWarning, match=damaged.name) as caught:
+        partial = read(shop)
+    assert "next sync" in str(caught[0].message)
+    assert partial.attrs["gwtools_cache"]["complete"] is False
+    assert partial.attrs["gwtools_cache"]["damaged_files"] == [str(damaged)]
+    assert 0 < len(partial) < len(everything)
+    with pytest.raises(gwtools.CacheError, match=damaged.name):
+        gwtools.read_cache(shop.cache_dir, "payments", account="shop", strict=True)
+
+    # The next (incremental) sync moves it aside, says so, and fetches its month again.
+    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
+        result = gw.sync()
+    assert result.complete and result.resources["payments"].mode == "incremental"
+    quarantined = ds.quarantine_path / month / damaged.name
+    assert quarantined.exists() and not quarantined.is_relative_to(ds.path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gwtools.GatewayDataWarning)
+        back = read(shop)
+    assert set(back["id"]) == everything
+    assert back.attrs["gwtools_cache"]["complete"] is True
+    assert engine_counts(ds.path) == (len(everything), len(everything))
+
+
+def test_a_full_sync_always_repairs(shop: Shop) -> None:
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    everything = set(read(shop)["id"])
+    damage(oldest_month_file(shop), "truncated")
+    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="could not be read"):
+        assert gw.sync(full=True).complete
+    assert set(read(shop)["id"]) == everything
+    assert engine_counts(shop.dataset().path) == (len(everything), len(everything))
+
+
+# -- _state.json ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'{"high_water": 12345}', "not an ISO 8601 time"),
+        (b'{"high_water": "2099-01-01T00:00:00+00:00"}', "later than this machine's clock"),
+        (b'{"high_water": "last tuesday"}', "not an ISO 8601 time"),
+        (b'{"high_water": "2024-0', "not valid JSON"),
+        (b"[1, 2]", "not a JSON object"),
+    ],
+    ids=["number", "future", "words", "unparsable", "list"],
+)
+def test_a_state_that_cannot_be_right_is_ignored_and_everything_listed(
+    shop: Shop, content: bytes, says: str
+) -> None:
+    with shop.connect() as gw:
+        assert gw.sync("payments").complete
+    ds = shop.dataset()
+    ds.state_path.write_bytes(content)
+    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match=says) as caught:
+        result = gw.sync("payments")
+    assert "lists everything again" in str(caught[0].message)
+    payments = result.resources["payments"]
+    assert payments.complete and payments.mode == "full"
+    assert payments.unchanged == 300  # every cached row was listed again
+    high = ds.state()["high_water"]
+    assert isinstance(high, str) and high < "2099"  # a real mark again
+    assert len(read(shop)) == 300
+
+
+# -- a cache no sync has completed -----------------------------------------------------------
+def test_a_cache_no_sync_completed_is_served_as_partial(shop: Shop) -> None:
+    """The first sync dies after merging one month: the rows are readable, but read_cache
+    warns (how many rows, since when, what to run) and marks the frame; strict raises."""
+    killed = shop.sync_process(crash_at="compact.month-done@1", resources="payments")
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    with pytest.warns(gwtools.GatewayDataWarning, match="partial") as caught:
+        partial = read(shop)
+    message = str(caught[0].message)
+    assert f"{len(partial):,} rows" in message and "since" in message
+    assert "gwtools sync" in message
+    assert 0 < len(partial) < 300
+    info = partial.attrs["gwtools_cache"]
+    assert info["complete"] is False and "gwtools sync" in info["message"]
+    with pytest.raises(gwtools.CacheError, match="partial"):
+        gwtools.read_cache(shop.cache_dir, "payments", account="shop", strict=True)
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gwtools.GatewayDataWarning)
+        assert len(read(shop)) == 300
+
+
+# -- folders that cannot be written ----------------------------------------------------------
+def test_a_cache_path_that_is_a_file_is_one_clear_error(shop: Shop, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    gw = gwtools.connect(shop.key, shop.base_url, cache_dir=blocker, account="shop")
+    with gw, pytest.raises(gwtools.CacheError, match="is a file, not a folder") as caught:
+        gw.sync()
+    assert str(blocker) in str(caught.value) and "GW_CACHE_DIR" in str(caught.value)
+    result = CliRunner().invoke(
+        main,
+        ["sync", "--account", "shop"],
+        env={"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url, "GW_CACHE_DIR": str(blocker)},
+    )
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot use"), result.output
+
+
+#: Runs inside its own mount namespace with a small tmpfs at argv[1]: a first sync that
+#: completes, then the condition (``full``: a file fills the disk; ``read-only``: the tmpfs is
+#: remounted read-only), then a library sync and a CLI sync; prints what happened as JSON.
+IN_NAMESPACE = r"""
+import json, os, subprocess, sys
+from pathlib import Path
+import gwtools
+
+cache, condition = sys.argv[1], sys.argv[2]
+out = {}
+with gwtools.connect(cache_dir=cache, account="shop") as gw:
+    out["first"] = gw.sync().complete
+before = gwtools.read_cache(cache, "payments")
+if condition == "full":
+    st = os.statvfs(cache)
+    with open(os.path.join(cache, "filler"), "wb") as fh:
+        try:
+            fh.write(b"\0" * (st.f_bavail * st.f_frsize))
+            fh.flush()
+        except OSError:
+            pass
+else:
+    subprocess.run(["mount", "-o", "remount,ro", cache], check=True)
+with gwtools.connect(cache_dir=cache, account="shop") as gw:
+    try:
+        gw.sync(full=True)
+        out["error"] = None
+    except gwtools.CacheError as exc:
+        out["error"] = str(exc)
+after = gwtools.read_cache(cache, "payments")
+out["unchanged"] = bool(before.equals(after)) and after.attrs["gwtools_cache"]["complete"]
+out["temporaries_in_dataset"] = [str(p) for p in Path(cache).rglob(".tmp-*") if "_staging" not in str(p)]
+cli = subprocess.run(
+    [sys.executable, "-m", "gwtools", "sync", "--full", "--account", "shop", "--cache-dir", cache],
+    capture_output=True, text=True,
+)
+out["cli"] = [cli.returncode, cli.stdout, cli.stderr]
+if condition == "full":
+    os.remove(os.path.join(cache, "filler"))
+    with gwtools.connect(cache_dir=cache, account="shop") as gw:
+        out["after_freeing"] = gw.sync(full=True).complete
+    out["rows"] = len(gwtools.read_cache(cache, "payments"))
+print(json.dumps(out))
+"""
+
+
+def in_namespace(shop: Shop, tmp_path: Path, condition: str) -> dict[str, Any]:
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux) to mount a small tmpfs")
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("this machine does not allow unprivileged mount namespaces")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    env = {**os.environ, "GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url}
+    proc = subprocess.run(
+        [
+            "unshare",
+            "-rm",
+            "sh",
+            "-c",
+            'mount -t tmpfs -o size=4m tmpfs "$1" && exec "$2" -c "$3" "$1" "$4"',
+            "sh",
+            str(mount),
+            sys.executable,
+            IN_NAMESPACE,
+            condition,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_full_disk_is_one_clear_error_and_nothing_cached_is_lost(
+    shop: Shop, tmp_path: Path
+) -> None:
+    out = in_namespace(shop, tmp_path, "full")
+    assert out["first"] is True
+    assert out["error"] is not None and "the disk is full" in out["error"], out
+    assert "/payments" in out["error"] or "/refunds" in out["error"]
+    assert "Free some space" in out["error"]
+    assert out["unchanged"] is True and out["temporaries_in_dataset"] == []
+    code, _stdout, stderr = out["cli"]
+    assert code == 1 and len(stderr.strip().splitlines()) == 1, stderr
+    assert stderr.startswith("Error: cannot write the cache at") and "disk is full" in stderr
+    assert out["after_freeing"] is True and out["rows"] == 300
+
+
+def test_a_read_only_folder_is_one_clear_error_and_reading_still_works(
+    shop: Shop, tmp_path: Path
+) -> None:
+    out = in_namespace(shop, tmp_path, "read-only")
+    assert out["error"] is not None and "read-only" in out["error"], out
+    assert "GW_CACHE_DIR" in out["error"]
+    assert out["unchanged"] is True
+    code, _stdout, stderr = out["cli"]
+    assert code == 1 and len(stderr.strip().splitlines()) == 1, stderr
+    assert "read-only" in stderr

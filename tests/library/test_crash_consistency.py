@@ -1,0 +1,208 @@
+"""A sync killed (SIGKILL) at named steps, then a sync that completes: engines reading the
+Parquet files directly (DuckDB, Spark) count exactly one row per id, and no file in the
+dataset folder fails to read, at any moment.
+
+The kill is exact, not timed: ``GWTOOLS_TEST_CRASH_AT=step@n`` makes the sync process kill
+itself the n-th time it passes ``step`` (see ``gwtools._cache._step``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+import gwtools
+from gwtools import _cache
+from gwtools._cache import Dataset
+
+ROOT = Path(__file__).parents[2]
+
+#: One sync in its own process: key and URL come from the environment, never argv.
+SYNC_PROCESS = """
+import sys
+import gwtools
+
+gw = gwtools.connect(cache_dir=sys.argv[1], account="shop", pages_per_batch=1)
+try:
+    gw.sync(sys.argv[2].split(","), full=sys.argv[3] == "full")
+finally:
+    gw.close()
+"""
+
+
+class Shop:
+    """A fresh sandbox account with a generated history, and where its cache goes."""
+
+    def __init__(self, sandbox: Any, cache_dir: Path, payments: int = 600) -> None:
+        self.base_url: str = sandbox.base_url
+        with httpx.Client(base_url=self.base_url, timeout=60, verify=False) as http:
+            account = http.post("/_sandbox/accounts").json()
+            self.key: str = account["secret_key"]
+            r = http.post(
+                "/_sandbox/history",
+                json={"payments": payments, "days": 100, "seed": 11},
+                headers={"Authorization": f"Bearer {self.key}"},
+            )
+            r.raise_for_status()
+        self.cache_dir = cache_dir
+
+    def connect(self) -> gwtools.Gateway:
+        return gwtools.connect(
+            self.key, self.base_url, cache_dir=self.cache_dir, account="shop", pages_per_batch=1
+        )
+
+    def dataset(self, resource: str = "payments") -> Dataset:
+        return Dataset.at(self.cache_dir, "shop", "test", resource)  # type: ignore[arg-type]
+
+    def sync_process(
+        self,
+        *,
+        crash_at: str | None = None,
+        resources: str = "payments,refunds",
+        full: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        """A sync in a child process, killed at ``crash_at`` if given."""
+        env = {**os.environ, "GW_API_KEY": self.key, "GW_BASE_URL": self.base_url}
+        env.pop(_cache.CRASH_ENV, None)
+        if crash_at:
+            env[_cache.CRASH_ENV] = crash_at
+        return subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                SYNC_PROCESS,
+                str(self.cache_dir),
+                resources,
+                "full" if full else "incremental",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+
+
+@pytest.fixture
+def shop(sandbox_b: Any, tmp_path: Path) -> Iterator[Shop]:
+    yield Shop(sandbox_b, tmp_path / "cache")
+
+
+def engine_counts(dataset: Path) -> tuple[int, int]:
+    """(rows, distinct ids) as DuckDB counts them over ``{dataset}/**/*.parquet``."""
+    row = duckdb.sql(
+        f"select count(*), count(distinct id) from read_parquet('{dataset}/**/*.parquet')"
+    ).fetchall()[0]
+    return int(row[0]), int(row[1])
+
+
+def assert_every_file_reads(dataset: Path) -> None:
+    """Nothing in the dataset folder is temporary or partial: every Parquet file reads whole,
+    and the only other files are the state, the rejects and the lock."""
+    for path in dataset.rglob("*"):
+        if path.is_dir():
+            assert path.name.startswith("created_month="), path
+        elif path.suffix == ".parquet":
+            assert not path.name.startswith((".", "_")), path
+            pq.read_table(path)
+        else:
+            assert path.name in {"_state.json", "_rejects.jsonl", "_sync.lock"}, path
+
+
+#: Where the second sync (a full one) dies: in and between staged batches, at the start of
+#: the merge, inside a month's new file, around the rename that swaps a month, between
+#: months, before the state, and just after moving an unreadable file to quarantine.
+KILL_AT = [
+    "stage.tmp-open@1",
+    "stage.renamed@3",
+    "compact.start@1",
+    "compact.tmp-open@1",
+    "compact.tmp-written@1",
+    "compact.renamed@1",
+    "compact.replaced@2",
+    "compact.month-done@3",
+    "state.tmp-written@1",
+    "quarantine.moved@1",
+]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_at", KILL_AT)
+def test_killed_sync_then_a_sync_leaves_one_row_per_id_for_every_engine(
+    shop: Shop, kill_at: str, spark: Any
+) -> None:
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    expected = set(ds.read()["id"])
+    assert len(expected) == 600
+    if kill_at.startswith("quarantine."):
+        oldest = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))[0]
+        (oldest / "part-00000000000000000001-deadbeef.parquet").write_bytes(b"")
+
+    killed = shop.sync_process(crash_at=kill_at, resources="payments", full=True)
+    assert killed.returncode == -9, killed.stderr[-2000:]  # died at the step, not before
+    # Even right after the kill, a direct reader sees one row per id and no partial file.
+    assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path)[0] == engine_counts(ds.path)[1]
+
+    with shop.connect() as gw:  # the next sync: incremental, touches only recent months
+        result = gw.sync()
+    assert result.complete, result
+    assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path) == (600, 600)
+    ids = duckdb.sql(f"select id from read_parquet('{ds.path}/**/*.parquet')").fetchall()
+    assert {i for (i,) in ids} == expected
+    frame = spark.read.parquet(str(ds.path))
+    assert (frame.count(), frame.select("id").distinct().count()) == (600, 600)
+    assert not list(ds.staging_path.rglob("*.parquet"))  # leftovers merged
+    back = gwtools.read_cache(shop.cache_dir, "payments", account="shop", mode="test")
+    assert set(back["id"]) == expected and back.attrs["gwtools_cache"]["complete"]
+
+
+@pytest.mark.spark
+def test_months_an_interrupted_sync_left_crowded_are_compacted_by_the_next_one(
+    shop: Shop, spark: Any
+) -> None:
+    """A month with several files (as an older gwtools left it after a kill) is compacted by
+    the next completed sync even if that sync touches only recent months."""
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    oldest = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))[0]
+    (current,) = list(oldest.glob("*.parquet"))
+    # The same rows again in an older-style second file: 2 files, every id twice.
+    copy = oldest / f"part-{int(current.name.split('-')[1]) + 1:020d}-0badc0de.parquet"
+    pq.write_table(pq.read_table(current), copy)
+    assert engine_counts(ds.path)[0] > 600
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    assert len(list(oldest.glob("*.parquet"))) == 1
+    assert engine_counts(ds.path) == (600, 600)
+    frame = spark.read.parquet(str(ds.path))
+    assert frame.count() == 600
+
+
+def test_a_running_sync_keeps_its_temporary_files_outside_the_dataset(shop: Shop) -> None:
+    """Killed while writing a batch and while writing a month's new file: the half-written
+    file is in ``_staging`` beside the dataset, never in a month folder."""
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    for step in ("stage.tmp-open@1", "compact.tmp-open@1"):
+        killed = shop.sync_process(crash_at=step, resources="payments", full=True)
+        assert killed.returncode == -9, killed.stderr[-2000:]
+        assert list(ds.staging_path.glob(".tmp-*")), step  # the partial file exists...
+        assert not list(ds.path.rglob(".tmp-*")), step  # ...but not where engines read
+        assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path) == (600, 600)
