@@ -66,6 +66,9 @@ class MonitorSettings:
     #: Refund spike: refunds a day, this many times the baseline daily mean, at least.
     refund_ratio: float = 2.0
     refund_min: int = 5
+    #: Refunds follow their payment by days or weeks, so the first days of a cache lack the
+    #: refunds of payments made before it began: the refund baseline starts this much later.
+    refund_warmup_days: float = 14
     #: Baselines with fewer decided payments than this are not trusted.
     min_baseline: int = 50
 
@@ -469,14 +472,21 @@ def _fpx_outages(payments: pd.DataFrame, w: _Window, s: MonitorSettings) -> list
 
 # -- refund spike ----------------------------------------------------------------------------
 def _refund_spikes(
-    refunds: pd.DataFrame | None, w: _Window, s: MonitorSettings
+    payments: pd.DataFrame, refunds: pd.DataFrame | None, w: _Window, s: MonitorSettings
 ) -> list[dict[str, object]]:
-    """Refunds created per local day against the baseline's daily mean (Poisson)."""
+    """Refunds created per local day against the baseline's daily mean (Poisson). The baseline
+    starts ``refund_warmup_days`` after the first cached payment at the earliest."""
     if refunds is None or refunds.empty:
         return []
     live = refunds[~refunds["status"].eq("failed").fillna(False).astype(bool)]
+    first = payments["created_at"].min()
+    if not pd.isna(first):
+        warm = first + pd.Timedelta(days=s.refund_warmup_days)
+        w = _Window(w.since, w.until, max(w.base_start, min(warm, w.since)), w.tz)
     recent, base = w.recent(live), w.baseline(live)
-    days = w.baseline_hours(refunds) / 24
+    days = (w.since - w.base_start).total_seconds() / 86_400
+    if not pd.isna(live["created_at"].min()):
+        days = min(days, w.baseline_hours(live) / 24)
     if recent.empty or days < 1:
         return []
     lam = (len(base) + 1) / days
@@ -545,7 +555,7 @@ def monitor(
         if "fpx_bank_outage" in kinds:
             alerts += _fpx_outages(payments, w, s)
         if "refund_spike" in kinds:
-            alerts += _refund_spikes(refunds, w, s)
+            alerts += _refund_spikes(payments, refunds, w, s)
     table = pd.DataFrame(alerts, columns=list(ALERT_COLUMNS))
     for col in ("kind", "scope", "severity", "explanation"):
         table[col] = table[col].astype("string")

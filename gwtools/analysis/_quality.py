@@ -27,13 +27,14 @@ QUALITY_RULES: Final[dict[str, str]] = {
     "payment_ids_unique": "each payment id appears once",
     "refund_ids_unique": "each refund id appears once",
     "no_hourly_holes": "no run of hours without any payment where the usual traffic makes "
-    "silence unlikely (expected payments over the run at least 10)",
+    "silence unlikely (expected payments over the run at least 20)",
     "last_sync_complete": "the last sync read every page of both resources",
 }
 #: Examples shown per rule.
 EXAMPLES: Final = 5
-#: A run of empty hours is a hole when this many payments were expected over it (P < 5e-5).
-HOLE_EXPECTED: Final = 10.0
+#: A run of empty hours is a hole when this many payments were expected over it (P(silence)
+#: < 1e-6 even on a weekend at 70% of the usual traffic).
+HOLE_EXPECTED: Final = 20.0
 
 _LIVE_REFUND: Final = ("succeeded", "pending")
 

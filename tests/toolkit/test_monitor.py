@@ -173,8 +173,9 @@ def test_refund_spike() -> None:
     alerts = analysis.monitor(payments, build_refunds(rows + spike), **WINDOW)
     assert alerts["kind"].tolist() == ["refund_spike"]
     a = alerts.iloc[0]
-    # baseline: 84 refunds (+1) over the 671 hours from the first refund to 1 Nov
-    assert a["observed"] == 18 and a["expected"] == pytest.approx(85 / (671 / 24))
+    # baseline: from 14 days after the first payment (4 Oct 12:00) to 1 Nov, 13.5 days
+    # holding 39 refunds (+1): 3 a day from 19 to 31 October
+    assert a["observed"] == 18 and a["expected"] == pytest.approx(40 / 13.5)
     assert a["start"] == pd.Timestamp("2026-11-02", tz="UTC") and a["severity"] == "high"
 
 

@@ -78,10 +78,10 @@ def test_hourly_holes() -> None:
     for day in (2, 3, 4):
         for hour in range(24):
             if day == 3 and hour in (10, 11):
-                continue  # two silent hours where 10 payments an hour are usual
+                continue  # two silent hours where 15 payments an hour are usual
             if day == 4 and hour == 15:
-                continue  # one silent hour: 6.7 expected, silence can happen
-            for minute in range(0, 60, 6):
+                continue  # one silent hour: 10 expected, not enough to call it a hole
+            for minute in range(0, 60, 4):
                 rows.append(
                     {
                         "status": "succeeded",

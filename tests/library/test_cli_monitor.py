@@ -1,0 +1,78 @@
+"""``gwtools monitor`` and ``gwtools check`` on a synced cache: exit codes and JSON."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import gwtools
+from gwtools.cli import main
+from gwtools.sandbox import Sandbox
+
+NOW = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
+
+
+def _cache(tmp_path: Path, incidents: list[str]) -> dict[str, str]:
+    with (
+        Sandbox("B", rate_limits=False, seed_payments=6000, days=36, seed=3, now=NOW,
+                incidents=incidents) as sb,
+        gwtools.connect(sb.secret_key, sb.base_url, cache_dir=tmp_path, account="cli") as gw,
+    ):  # fmt: skip
+        gw.sync()
+    return {
+        "GW_CACHE_DIR": str(tmp_path),
+        "GW_API_KEY": "sk_test_x",
+        "GW_BASE_URL": "http://127.0.0.1:9",
+    }
+
+
+def test_monitor_and_check(tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = _cache(tmp_path / "quiet", [])
+    args = ["--account", "cli", "--tz", "Asia/Kuala_Lumpur"]
+    quiet = runner.invoke(main, ["monitor", *args], env=env)
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.output.startswith("No alerts")
+    assert json.loads(runner.invoke(main, ["monitor", "--json", *args], env=env).output) == []
+    check = runner.invoke(main, ["check", *args], env=env)
+    assert check.exit_code == 0, check.output
+    rules = json.loads(runner.invoke(main, ["check", "--json", *args], env=env).output)
+    assert {r["rule"] for r in rules} >= {"refund_payment_cached", "payment_ids_unique"}
+    assert all(r["ok"] for r in rules)
+
+    env = _cache(tmp_path / "testing", ["card-testing"])
+    loud = runner.invoke(main, ["monitor", *args], env=env)
+    assert loud.exit_code == 1 and "card_testing" in loud.output
+    alerts = json.loads(runner.invoke(main, ["monitor", "--json", *args], env=env).output)
+    assert [a["kind"] for a in alerts] == ["card_testing"]
+    assert alerts[0]["start"].endswith("+08:00") and alerts[0]["observed"] >= 300
+    # a window before the incident is quiet again
+    early = runner.invoke(main, ["monitor", *args, "--until", "2026-11-12"], env=env)
+    assert early.exit_code == 0, early.output
+
+
+def test_check_fails_on_a_broken_cache(tmp_path: Path) -> None:
+    env = _cache(tmp_path, [])
+    refunds = gwtools.read_cache(tmp_path, "refunds", account="cli")
+    # drop the cached payments of the refunds: each refund is now an orphan
+    part = next((tmp_path / "cli" / "test" / "payments").rglob("*.parquet"))
+    payments = gwtools.read_cache(tmp_path, "payments", account="cli")
+    assert len(refunds) and len(payments)
+    for file in (tmp_path / "cli" / "test" / "payments").rglob("*.parquet"):
+        file.unlink()
+    assert not part.exists()
+    result = CliRunner().invoke(main, ["check", "--account", "cli"], env=env)
+    assert result.exit_code == 1 and "FAIL refund_payment_cached" in result.output
+
+
+def test_nothing_cached_is_a_clear_error(tmp_path: Path) -> None:
+    env = {
+        "GW_CACHE_DIR": str(tmp_path),
+        "GW_API_KEY": "sk_test_x",
+        "GW_BASE_URL": "http://127.0.0.1:9",
+    }
+    result = CliRunner().invoke(main, ["monitor", "--account", "none"], env=env)
+    assert result.exit_code == 1 and "nothing cached yet" in result.output
