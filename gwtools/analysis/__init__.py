@@ -22,6 +22,7 @@ from gwtools.analysis._declines import (
     decline_type,
     decline_types,
 )
+from gwtools.analysis._engine import to_pandas
 from gwtools.analysis._fpx import (
     FPX_OUTCOMES,
     TIMEOUT_CODES,
@@ -29,7 +30,6 @@ from gwtools.analysis._fpx import (
     fpx_outcome,
     fpx_outcome_shares,
 )
-from gwtools.analysis._engine import to_pandas
 from gwtools.analysis._funnel import funnel, status_counts
 from gwtools.analysis._money import exponent, format_money, to_major, totals_by_currency
 from gwtools.analysis._monitor import MONITOR_KINDS, MonitorSettings, monitor

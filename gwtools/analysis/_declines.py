@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+import narwhals as nw
 import pandas as pd
 
 from gwtools._schema import HARD_DECLINE_CODES, SOFT_DECLINE_CODES
+from gwtools.analysis import _engine as E
 from gwtools.analysis._money import totals_by_currency
-from gwtools.analysis._rates import By, add_rate, as_list, outcome_counts
+from gwtools.analysis._rates import By, add_rate, as_list, column, outcome_counts
 
 #: What to do about a failed payment, per decline reason. Soft declines are
 #: temporary (the same card may work later); hard ones will fail again.
@@ -29,38 +31,79 @@ RETRY_ADVICE: Final[dict[str, str]] = {
 UNCLASSIFIED_ADVICE: Final = "unclassified code: look it up before retrying"
 
 
-def decline_reason(payments: pd.DataFrame) -> pd.Series:
+def reason_expr() -> nw.Expr:
+    """The decline reason as an expression: ``decline_code``, else ``failure_code``."""
+    return nw.coalesce(nw.col("decline_code"), nw.col("failure_code"))
+
+
+def type_expr(reason: nw.Expr) -> nw.Expr:
+    """``soft``, ``hard`` or ``unclassified`` for a reason expression."""
+    return (
+        nw.when(E.truthy(reason.is_in(sorted(HARD_DECLINE_CODES))))
+        .then(nw.lit("hard"))
+        .when(E.truthy(reason.is_in(sorted(SOFT_DECLINE_CODES))))
+        .then(nw.lit("soft"))
+        .otherwise(nw.lit("unclassified"))
+    )
+
+
+def advice_expr(reason: nw.Expr) -> nw.Expr:
+    """The retry advice for a reason expression."""
+    return E.when_map(reason, RETRY_ADVICE, UNCLASSIFIED_ADVICE)
+
+
+def decline_reason(payments: E.Table) -> pd.Series:
     """The code that says why a payment failed: ``decline_code``, else ``failure_code``.
 
     Variant A only gives an error code; variant B gives both, and ``decline_code`` is the
     more specific (``card_declined`` + ``insufficient_funds``).
     """
-    return payments["decline_code"].fillna(payments["failure_code"]).rename("decline_reason")
+    return column(payments, reason_expr(), "decline_reason")
 
 
 def decline_type(reason: pd.Series) -> pd.Series:
-    """``soft``, ``hard`` or ``unclassified`` for each decline reason."""
+    """``soft``, ``hard`` or ``unclassified`` for each decline reason (a pandas Series)."""
     kind = pd.Series("unclassified", index=reason.index, dtype="string")
     kind[reason.isin(SOFT_DECLINE_CODES).fillna(False).astype(bool)] = "soft"
     kind[reason.isin(HARD_DECLINE_CODES).fillna(False).astype(bool)] = "hard"
     return kind.rename("decline_type")
 
 
-def classify_declines(payments: pd.DataFrame) -> pd.DataFrame:
+def classified(payments: E.Table) -> nw.LazyFrame[Any]:
+    """The failed payments with ``decline_reason``, ``decline_type``, ``retry`` and ``advice``,
+    as a LazyFrame on the table's engine."""
+    lf = E.lazy(payments).filter(E.truthy(nw.col("outcome") == "failed"))
+    lf = lf.with_columns(decline_reason=reason_expr())
+    reason = nw.col("decline_reason")
+    kind = type_expr(reason)
+    return lf.with_columns(
+        decline_type=kind,
+        retry=nw.when(kind != "unclassified").then(kind == "soft"),
+        advice=advice_expr(reason),
+    )
+
+
+def classify_declines(payments: E.Table) -> pd.DataFrame:
     """The failed payments with ``decline_reason``, ``decline_type``, ``retry`` and ``advice``
-    columns: the drill-down behind every declines table."""
-    failed = payments[payments["outcome"] == "failed"].copy()
-    reason = decline_reason(failed)
-    failed["decline_reason"] = reason
-    failed["decline_type"] = decline_type(reason)
-    failed["retry"] = (failed["decline_type"] == "soft").astype("boolean")
-    failed.loc[failed["decline_type"] == "unclassified", "retry"] = pd.NA
-    failed["advice"] = reason.map(RETRY_ADVICE).fillna(UNCLASSIFIED_ADVICE).astype("string")
-    return failed
+    columns: the drill-down behind every declines table. A pandas table keeps its row order
+    and index; other engines give rows in creation order."""
+    lf = classified(payments)
+    if isinstance(payments, pd.DataFrame):
+        out = E.to_pandas(lf, keep_index=True)
+    else:
+        out = E.to_pandas(lf.sort("created_at", "id", nulls_last=True))
+    return out.astype(
+        {
+            "decline_reason": "string",
+            "decline_type": "string",
+            "retry": "boolean",
+            "advice": "string",
+        }
+    )
 
 
 def decline_breakdown(
-    payments: pd.DataFrame,
+    payments: E.Table,
     by: By = ("failure_code", "decline_code"),
     *,
     locale: str | None = None,
@@ -72,8 +115,10 @@ def decline_breakdown(
     Example: ``decline_breakdown(payments).head(5)``: the five codes to fix first.
     """
     keys = as_list(by)
-    failed = classify_declines(payments)
-    out = failed.groupby(keys, dropna=False, observed=True).size().rename("count").to_frame()
+    failed = classified(payments)
+    E.require(failed, keys)
+    counts = E.to_pandas(failed.group_by(keys).agg(nw.len().alias("count")))
+    out = counts.astype({"count": "int64"}).set_index(keys)
     out = out.join(totals_by_currency(failed, keys, locale=locale))
     total = int(out["count"].sum())
     out = out.reset_index()
@@ -93,14 +138,17 @@ def decline_breakdown(
     return out[[*keys, *rest, *amounts]].reset_index(drop=True)
 
 
-def decline_types(payments: pd.DataFrame, *, locale: str | None = None) -> pd.DataFrame:
+def decline_types(payments: E.Table, *, locale: str | None = None) -> pd.DataFrame:
     """Soft versus hard declines: ``count``, ``share``, ``retry`` (may a retry succeed?) and
     the amount per currency. Soft declines are worth a retry; hard ones are not."""
-    failed = classify_declines(payments)
-    out = failed.groupby("decline_type", observed=True).size().rename("count").to_frame()
+    failed = classified(payments)
+    counts = E.to_pandas(failed.group_by("decline_type").agg(nw.len().alias("count")))
+    out = counts.astype({"count": "int64"}).set_index("decline_type")
     out = out.join(totals_by_currency(failed, ["decline_type"], locale=locale))
     order = ["soft", "hard", "unclassified"]
-    out = out.reindex([t for t in order if t in out.index]).reset_index()
+    out = out.reindex([t for t in order if t in out.index])
+    out.index.name = "decline_type"
+    out = out.reset_index()
     total = int(out["count"].sum())
     out.insert(2, "share", out["count"] / total if total else 0.0)
     retry = {"soft": "yes", "hard": "no", "unclassified": "check the code"}
@@ -109,7 +157,7 @@ def decline_types(payments: pd.DataFrame, *, locale: str | None = None) -> pd.Da
 
 
 def decline_rate(
-    payments: pd.DataFrame, by: By = None, freq: str | None = None, tz: str | None = None
+    payments: E.Table, by: By = None, freq: str | None = None, tz: str | None = None
 ) -> pd.DataFrame:
     """Decline rate = failed / (succeeded + failed) per group, with ``n`` and a Wilson
     95% interval.

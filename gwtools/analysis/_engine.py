@@ -28,7 +28,7 @@ Rules (each one is a difference between pandas, DuckDB and Spark that bit us):
   included) and :func:`period_start` truncates it to a local day, week (Monday) or month;
   :func:`finish_period` turns the collected wall-clock value into an aware local timestamp,
   exactly as ``gwtools.analysis.bucket`` does in pandas.
-- Durations: :func:`epoch_seconds` (Spark has no ``total_seconds``).
+- Durations: :func:`seconds_between` (Spark has no ``total_seconds``).
 - Two tables in one analysis (payments and refunds) must live in the same engine:
   :func:`lazy_pair` checks, and says what to do.
 - :func:`to_pandas` collects and restores the canonical dtypes (UTC timestamps, pyarrow
@@ -119,11 +119,12 @@ def native_like(lf: nw.LazyFrame[Any], table: Table) -> Any:
     return lf.to_native()
 
 
-def to_pandas(frame: Any) -> pd.DataFrame:
+def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:
     """Collect a (small, aggregated) result to pandas with the canonical dtypes.
 
     Timestamps become ``datetime64[us, UTC]``, text the pyarrow string dtype, canonical
-    columns their canonical dtype (``Int64`` amounts, ``boolean`` flags).
+    columns their canonical dtype (``Int64`` amounts, ``boolean`` flags). ``keep_index``
+    keeps a pandas table's own row labels (a filter of a pandas table keeps its index).
     """
     if isinstance(frame, nw.LazyFrame):
         out = frame.collect("pandas").to_native()
@@ -131,7 +132,7 @@ def to_pandas(frame: Any) -> pd.DataFrame:
         out = frame.to_pandas()
     else:
         out = lazy(frame).collect("pandas").to_native()
-    out = out.reset_index(drop=True)
+    out = out if keep_index else out.reset_index(drop=True)
     for name in out.columns:
         col = out[name]
         if isinstance(col.dtype, pd.DatetimeTZDtype):
@@ -140,9 +141,23 @@ def to_pandas(frame: Any) -> pd.DataFrame:
             out[name] = col.astype("datetime64[us]").dt.tz_localize("UTC")
         elif pd.api.types.is_string_dtype(col.dtype) and not _is_bool_object(col):
             out[name] = col.astype(_schema.STRING)
-        if name in _CANONICAL and _CANONICAL[name] != _schema.FLOAT:
+        if _fits(out[name], _CANONICAL.get(name)):
             out[name] = out[name].astype(_CANONICAL[name])
     return out
+
+
+def _fits(col: pd.Series, canonical: Any) -> bool:
+    """Whether ``col`` holds the kind of values of its canonical namesake (a count named like
+    a flag keeps its integers)."""
+    if canonical is None or canonical == _schema.FLOAT:
+        return False
+    if canonical == _schema.BOOL:
+        return pd.api.types.is_bool_dtype(col.dtype) or _is_bool_object(col)
+    if canonical == _schema.INT:
+        return pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(
+            col.dtype
+        )
+    return True
 
 
 def _is_bool_object(col: pd.Series) -> bool:
@@ -162,11 +177,11 @@ def flag(expr: nw.Expr) -> nw.Expr:
     return truthy(expr).cast(nw.Int64)
 
 
-def epoch_seconds(expr: nw.Expr) -> nw.Expr:
-    """Seconds since 1970-01-01 UTC of a UTC timestamp column, exactly, on every engine.
+def _whole_seconds(expr: nw.Expr) -> nw.Expr:
+    """Whole seconds since 1970-01-01 of a UTC timestamp column (``Int64``), on every engine.
 
-    Narwhals has no portable epoch or ``total_seconds``; the calendar's arithmetic is
-    portable (days before the year, Gregorian leap rules, plus the day of the year).
+    Narwhals has no portable epoch or ``total_seconds`` (Spark lacks both); the calendar's
+    arithmetic is portable: days before the year (Gregorian leap rules), the day of the year.
     """
     y = expr.dt.year().cast(nw.Int64)
     days = (
@@ -182,8 +197,20 @@ def epoch_seconds(expr: nw.Expr) -> nw.Expr:
         + expr.dt.hour().cast(nw.Int64) * 3_600
         + expr.dt.minute().cast(nw.Int64) * 60
         + expr.dt.second().cast(nw.Int64)
-        + expr.dt.microsecond().cast(nw.Float64) / 1e6
     )
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def seconds_between(end: nw.Expr, start: nw.Expr) -> nw.Expr:
+    """``end - start`` in seconds (float), exact to the microsecond on every engine; null
+    where either is null."""
+    # Integer casts fail on pandas' NaT: compute on filled values, then put the nulls back.
+    a, b = end.fill_null(_EPOCH), start.fill_null(_EPOCH)
+    whole = (_whole_seconds(a) - _whole_seconds(b)).cast(nw.Float64)
+    micro = (a.dt.microsecond() - b.dt.microsecond()).cast(nw.Float64) / 1e6
+    return nw.when(~end.is_null() & ~start.is_null()).then(whole + micro)
 
 
 # -- local time ----------------------------------------------------------------------------

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+import narwhals as nw
 import numpy as np
 import pandas as pd
 
-from gwtools.analysis._rates import add_rate, with_keys
+from gwtools.analysis import _engine as E
+from gwtools.analysis._rates import add_rate, column, finish_keys, lazy_keys
 
 #: Failure codes that mean the bank never answered (DESIGN.md: TEST0004 times out and
 #: the payment fails with ``processing_error``).
@@ -29,31 +31,41 @@ FPX_OUTCOMES: Final = (
 )
 
 
-def fpx_outcome(payments: pd.DataFrame) -> pd.Series:
+def outcome_expr() -> nw.Expr:
+    """Each payment's FPX outcome as an expression (see :func:`fpx_outcome`)."""
+    status = nw.col("status")
+    failed = E.truthy(status == "failed")
+    # The last matching rule wins: expiry and cancellation over failure, time-out over failure.
+    return (
+        nw.when(E.truthy(status == "expired"))
+        .then(nw.lit("expired"))
+        .when(E.truthy(status == "canceled"))
+        .then(nw.lit("canceled"))
+        .when(failed & E.truthy(nw.col("failure_code").is_in(sorted(TIMEOUT_CODES))))
+        .then(nw.lit("timed_out"))
+        .when(failed)
+        .then(nw.lit("failed"))
+        .when(E.truthy(status == "succeeded"))
+        .then(nw.lit("succeeded"))
+        .when(E.truthy(nw.col("outcome") == "open"))
+        .then(nw.lit("pending"))
+        .otherwise(nw.lit("unknown"))
+    )
+
+
+def fpx_outcome(payments: E.Table) -> pd.Series:
     """Each payment's FPX outcome: succeeded, failed, timed_out, canceled (by the customer
     at the bank), expired, pending (still open) or unknown."""
-    status = payments["status"]
-    out = pd.Series("unknown", index=payments.index, dtype="string")
-    rules = [
-        (payments["outcome"] == "open", "pending"),
-        (status == "succeeded", "succeeded"),
-        (status == "failed", "failed"),
-        ((status == "failed") & payments["failure_code"].isin(TIMEOUT_CODES), "timed_out"),
-        (status == "canceled", "canceled"),
-        (status == "expired", "expired"),
-    ]
-    for mask, label in rules:
-        out[mask.fillna(False).astype(bool)] = label
-    return out.rename("fpx_outcome")
+    return column(payments, outcome_expr(), "fpx_outcome").astype("string")
 
 
-def _fpx_only(payments: pd.DataFrame) -> pd.DataFrame:
-    return payments[payments["method_type"].eq("fpx").fillna(False).astype(bool)]
+def fpx_only(payments: E.Table) -> nw.LazyFrame[Any]:
+    """The FPX payments with their ``fpx_outcome``, on the table's engine."""
+    lf = E.lazy(payments).filter(E.truthy(nw.col("method_type") == "fpx"))
+    return lf.with_columns(fpx_outcome=outcome_expr())
 
 
-def fpx_banks(
-    payments: pd.DataFrame, freq: str | None = None, tz: str | None = None
-) -> pd.DataFrame:
+def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None) -> pd.DataFrame:
     """Per FPX bank code (with its name): ``attempts``, one column per outcome,
     ``n`` (finished attempts), ``rate`` = succeeded / n with its Wilson interval,
     and ``median_minutes`` from creation to capture of the succeeded ones.
@@ -63,37 +75,43 @@ def fpx_banks(
     side of the flow; attempts still pending are undecided and left out. With
     ``freq``, one row per bank and local period. Sorted by rate, worst first, with the
     gateway's test banks (``test_bank`` True: each ends one fixed way) after the real ones.
+    A bank code's name is the greatest name seen with it (one name per code in practice).
 
     Example: ``fpx_banks(payments).head(3)``: the banks to talk to.
     """
-    fpx = _fpx_only(payments).assign(fpx_outcome=lambda f: fpx_outcome(f))
-    fpx, keys = with_keys(fpx, "fpx_bank_code", freq, tz)
+    fpx, keys = lazy_keys(fpx_only(payments), "fpx_bank_code", freq, tz)
     columns = ["fpx_bank_code", "fpx_bank", "period"] if freq else ["fpx_bank_code", "fpx_bank"]
-    if fpx.empty:
+    won = E.truthy(nw.col("fpx_outcome") == "succeeded")
+    finish = nw.coalesce(nw.col("captured_at"), nw.col("updated_at"))
+    minutes = E.seconds_between(finish, nw.col("created_at")) / 60
+    fpx = fpx.with_columns(
+        **{o: E.flag(nw.col("fpx_outcome") == o) for o in FPX_OUTCOMES},
+        _minutes=nw.when(won).then(minutes),
+    )
+    grouped = E.to_pandas(
+        fpx.group_by(keys).agg(
+            *(nw.col(o).sum() for o in FPX_OUTCOMES),
+            nw.col("_minutes").median().alias("median_minutes"),
+        )
+    )
+    if grouped.empty:
         empty = pd.DataFrame({c: pd.Series(dtype="string") for c in columns})
         empty.insert(2, "test_bank", pd.Series(dtype=bool))
         for c in ["attempts", *FPX_OUTCOMES, "n"]:
             empty[c] = pd.Series(dtype="int64")
         return add_rate(empty, "succeeded", "n").assign(median_minutes=pd.Series(dtype="float64"))
-    counts = (
-        fpx.groupby([*keys, "fpx_outcome"], dropna=False, observed=True)
-        .size()
-        .unstack("fpx_outcome", fill_value=0)
-        .reindex(columns=list(FPX_OUTCOMES), fill_value=0)
+    names = E.to_pandas(
+        fpx.filter(~nw.col("fpx_bank").is_null())
+        .group_by("fpx_bank_code")
+        .agg(nw.col("fpx_bank").max())
     )
-    counts.columns.name = None
-    counts.insert(0, "attempts", counts.sum(axis=1))
+    counts = finish_keys(grouped, keys, tz)
+    counts[list(FPX_OUTCOMES)] = counts[list(FPX_OUTCOMES)].fillna(0).astype("int64")
+    counts.insert(len(keys), "attempts", counts[list(FPX_OUTCOMES)].sum(axis=1).astype("int64"))
     counts["n"] = counts["attempts"] - counts["pending"] - counts["unknown"]
-    won = fpx[fpx["fpx_outcome"] == "succeeded"]
-    minutes = (
-        won["captured_at"].fillna(won["updated_at"]) - won["created_at"]
-    ).dt.total_seconds() / 60
-    counts["median_minutes"] = minutes.groupby([won[k] for k in keys], dropna=False).median()
-    counts = counts.reset_index()
-    names = (
-        fpx.dropna(subset=["fpx_bank"]).groupby("fpx_bank_code", dropna=False)["fpx_bank"].first()
-    )
-    counts.insert(1, "fpx_bank", counts["fpx_bank_code"].map(names).astype("string"))
+    counts["median_minutes"] = counts["median_minutes"].astype("float64")
+    bank_names = dict(zip(names["fpx_bank_code"], names["fpx_bank"], strict=True))
+    counts.insert(1, "fpx_bank", counts["fpx_bank_code"].map(bank_names).astype("string"))
     counts.insert(2, "test_bank", counts["fpx_bank_code"].isin(TEST_BANKS).astype(bool))
     out = add_rate(counts, "succeeded", "n")
     order = [
@@ -112,7 +130,7 @@ def fpx_banks(
     return out[order].sort_values(sort, na_position="last").reset_index(drop=True)
 
 
-def fpx_outcome_shares(payments: pd.DataFrame) -> pd.DataFrame:
+def fpx_outcome_shares(payments: E.Table) -> pd.DataFrame:
     """Bank x outcome shares (each row sums to 1), indexed by ``"name (code)"`` and sorted by
     success share; the last column ``attempts`` says how many payments each row stands on."""
     banks = fpx_banks(payments)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 from babel.numbers import format_currency, get_currency_precision
@@ -43,7 +44,7 @@ def format_money(value: float | None, currency: str | None, locale: str | None =
 
 
 def totals_by_currency(
-    frame: pd.DataFrame,
+    frame: Any,
     keys: Sequence[str],
     *,
     minor: str = "amount",
@@ -53,11 +54,19 @@ def totals_by_currency(
     """Per group of ``keys``: one ``<prefix>_<CUR>`` column (major units) per currency and a
     formatted ``<prefix>`` column listing the non-zero totals.
 
-    Sums run on the integer minor units, then convert once, so no float drift.
+    Sums run on the integer minor units in the table's engine, then convert once, so no
+    float drift. ``frame`` is any table an analysis takes (pandas, lazy DuckDB, Spark).
     """
-    currencies = sorted(frame["currency"].dropna().astype(str).str.upper().unique())
+    import narwhals as nw
+
+    from gwtools.analysis._engine import lazy, to_pandas
+
     keys = list(keys)
-    if frame.empty:
+    lf = lazy(frame).with_columns(_cur=nw.col("currency").str.to_uppercase())
+    sums = to_pandas(lf.group_by([*keys, "_cur"]).agg(nw.col(minor).sum()))
+    sums[minor] = sums[minor].astype("Int64")
+    currencies = sorted(sums["_cur"].dropna().astype(str).unique())
+    if sums.empty:
         index = (
             pd.MultiIndex.from_tuples([], names=keys)
             if len(keys) > 1
@@ -66,9 +75,9 @@ def totals_by_currency(
         out = pd.DataFrame(index=index)
         out[prefix] = pd.Series(dtype="string")
         return out
-    work = frame.assign(_cur=frame["currency"].astype("string").str.upper())
-    sums = work.groupby([*keys, "_cur"], dropna=False, observed=True)[minor].sum(min_count=1)
-    wide = sums.unstack("_cur")
+    # One row per group and currency already: the same group-by as on the full table.
+    grouped = sums.groupby([*keys, "_cur"], dropna=False, observed=True)[minor].sum(min_count=1)
+    wide = grouped.unstack("_cur")
     out = pd.DataFrame(index=wide.index)
     for cur in currencies:
         col = wide[cur] if cur in wide.columns else pd.Series(pd.NA, index=wide.index)

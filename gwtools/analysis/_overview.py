@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import narwhals as nw
 import pandas as pd
 
-from gwtools.analysis._declines import classify_declines
+from gwtools.analysis import _engine as E
+from gwtools.analysis._declines import classified
 from gwtools.analysis._fpx import fpx_banks
 from gwtools.analysis._rates import success_rate
 from gwtools.analysis._refunds import refund_rate
@@ -56,20 +58,28 @@ class Overview:
 
 
 def overview(
-    payments: pd.DataFrame, refunds: pd.DataFrame, *, top: int = 3, min_attempts: int = 20
+    payments: E.Table, refunds: E.Table, *, top: int = 3, min_attempts: int = 20
 ) -> Overview:
     """Headline figures: payment count, success rate, top decline reasons, refund rate,
     and the worst FPX bank among those with at least ``min_attempts`` finished payments,
     ranked by the upper end of its interval (so it is worst even at its best)."""
-    rate = success_rate(payments).iloc[0]
-    failed = classify_declines(payments)
-    counts = failed["decline_reason"].value_counts(dropna=False).head(top)
-    total = max(len(failed), 1)
+    lp, lr = E.lazy_pair(payments, refunds)
+    rate = success_rate(lp).iloc[0]
+    reasons = E.to_pandas(classified(lp).group_by("decline_reason").agg(nw.len().alias("n")))
+    # Most frequent first; ties by code, so every engine names the same ones.
+    reasons = reasons.sort_values(
+        ["n", "decline_reason"], ascending=[False, True], na_position="last"
+    )
+    total = max(int(reasons["n"].sum()), 1)
     top_declines = [
-        ("(none)" if c is None or c is pd.NA else str(c), int(n), int(n) / total)
-        for c, n in counts.items()
+        ("(none)" if pd.isna(c) else str(c), int(n), int(n) / total)
+        for c, n in zip(reasons["decline_reason"].head(top), reasons["n"].head(top), strict=True)
     ]
-    refund = refund_rate(payments, refunds)
+    sizes = {
+        name: int(E.to_pandas(lf.select(nw.len().alias("n")))["n"].iloc[0])
+        for name, lf in (("payments", lp), ("refunds", lr))
+    }
+    refund = refund_rate(lp, lr)
     succeeded = int(refund["payments"].sum())
     refunded = int(refund["refunded_payments"].sum())
     amount_rate = {
@@ -77,7 +87,7 @@ def overview(
         for cur, rate in zip(refund["currency"], refund["amount_rate"], strict=True)
         if rate == rate  # not NaN
     }
-    banks = fpx_banks(payments)
+    banks = fpx_banks(lp)
     banks = banks[~banks["test_bank"] & (banks["n"] >= min_attempts)].sort_values(
         ["ci_high", "rate"]
     )
@@ -87,8 +97,8 @@ def overview(
         name = f"{b['fpx_bank'] if pd.notna(b['fpx_bank']) else 'unnamed'} ({b['fpx_bank_code']})"
         worst = (name, float(b["rate"]), int(b["n"]), (float(b["ci_low"]), float(b["ci_high"])))
     return Overview(
-        payments=len(payments),
-        refunds=len(refunds),
+        payments=sizes["payments"],
+        refunds=sizes["refunds"],
         success_rate=float(rate["rate"]),
         success_ci=(float(rate["ci_low"]), float(rate["ci_high"])),
         decided=int(rate["n"]),

@@ -11,13 +11,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Final, Literal, cast
+from typing import Any, Final, Literal, cast
 
+import narwhals as nw
 import numpy as np
 import pandas as pd
 
-from gwtools.analysis._money import to_major
-from gwtools.analysis._time import bucket, period_range, resolve_tz
+from gwtools.analysis import _engine as E
+from gwtools.analysis._money import exponent
+from gwtools.analysis._time import bucket, check_aware, period_code, period_range, resolve_tz
 
 OUTCOMES: Final = ("succeeded", "failed", "open", "abandoned", "unknown")
 
@@ -62,14 +64,19 @@ def wilson_interval(
 
 
 def add_rate(
-    table: pd.DataFrame,
+    table: E.Table,
     numerator: str,
     denominator: str,
     *,
     name: str = "rate",
     interval: bool = True,
 ) -> pd.DataFrame:
-    """Add ``name`` = numerator / denominator (NaN when 0) and its Wilson ``ci_low``/``ci_high``."""
+    """Add ``name`` = numerator / denominator (NaN when 0) and its Wilson ``ci_low``/``ci_high``.
+
+    ``table`` is a table of counts; a lazy one is collected first.
+    """
+    if not isinstance(table, pd.DataFrame):
+        table = E.to_pandas(table)
     num = table[numerator].astype("float64")
     den = table[denominator].astype("float64")
     out = table.copy()
@@ -93,20 +100,100 @@ def as_list(by: By) -> list[str]:
     return [by] if isinstance(by, str) else list(by)
 
 
-def amount_band(payments: pd.DataFrame, edges: Sequence[float] = AMOUNT_BANDS) -> pd.Series:
+def band_labels(edges: Sequence[float] = AMOUNT_BANDS) -> list[str]:
+    """The labels of ``edges``' bands, in order: ``"0–10"`` … ``"≥5,000"``."""
+    bounds = [*edges, np.inf]
+    labels = [f"{a:,.0f}–{b:,.0f}" for a, b in itertools.pairwise(bounds[:-1])]
+    labels.append(f"≥{bounds[-2]:,.0f}")
+    return labels
+
+
+def major_expr(lf: nw.LazyFrame[Any]) -> nw.Expr:
+    """``amount_major``, or amount / 10^exponent(currency) where a hand-made table lacks it."""
+    currency = nw.col("currency").str.to_uppercase()
+    scales = {c: 10.0 ** exponent(c) for c in E.distinct(lf, currency)}
+    scale = E.when_map(currency, scales)
+    return nw.coalesce(nw.col("amount_major"), nw.col("amount").cast(nw.Float64) / scale)
+
+
+def band_expr(lf: nw.LazyFrame[Any], edges: Sequence[float] = AMOUNT_BANDS) -> nw.Expr:
+    """Each row's amount band label (left-closed), null below the first edge or without amount."""
+    major = major_expr(lf)
+    labels = band_labels(edges)
+    chain: Any = nw.when(E.truthy(major >= edges[-1])).then(nw.lit(labels[-1]))
+    for (lo, hi), label in zip(itertools.pairwise(edges), labels, strict=False):
+        chain = chain.when(E.truthy((major >= lo) & (major < hi))).then(nw.lit(label))
+    result: nw.Expr = chain
+    return result
+
+
+def as_bands(values: pd.Series, edges: Sequence[float] = AMOUNT_BANDS) -> pd.Series:
+    """Collected band labels as the ordered categorical ``pd.cut`` gives (bands sort in order)."""
+    return pd.Series(
+        pd.Categorical(
+            values.astype(object).where(values.notna(), None),
+            categories=band_labels(edges),
+            ordered=True,
+        ),
+        index=values.index,
+        name=values.name,
+    )
+
+
+def column(table: E.Table, expr: nw.Expr, name: str) -> pd.Series:
+    """One derived column of ``table`` as a pandas Series: aligned with a pandas table's index,
+    in creation order (``created_at``, ``id``) for other engines, which have no row order."""
+    lf = E.lazy(table)
+    if isinstance(table, pd.DataFrame):
+        values = E.to_pandas(lf.select(expr.alias(name)))[name]
+        values.index = table.index
+        return values
+    ordered = lf.with_columns(expr.alias(name)).sort("created_at", "id", nulls_last=True)
+    return E.to_pandas(ordered.select(name))[name]
+
+
+def amount_band(payments: E.Table, edges: Sequence[float] = AMOUNT_BANDS) -> pd.Series:
     """Each payment's amount band in major units of its own currency, e.g. ``"10–50"``.
 
     Bands are left-closed: 10.00 falls in ``"10–50"``. Compare bands within one
     currency only (group by ``currency`` as well): 50 MYR and 50 JPY are not alike.
     """
-    bounds = [*edges, np.inf]
-    labels = [f"{a:,.0f}–{b:,.0f}" for a, b in itertools.pairwise(bounds[:-1])]
-    labels.append(f"≥{bounds[-2]:,.0f}")
-    # amount_major is derived by the library; recompute where a hand-made frame lacks it.
-    major = payments["amount_major"].fillna(to_major(payments["amount"], payments["currency"]))
-    return pd.cut(major, bins=bounds, labels=labels, right=False, include_lowest=True).rename(
-        "amount_band"
-    )
+    lf = E.lazy(payments)
+    return as_bands(column(payments, band_expr(lf, edges), "amount_band"), edges)
+
+
+def lazy_keys(
+    frame: E.Table,
+    by: By = None,
+    freq: str | None = None,
+    tz: str | None = None,
+    *,
+    time_column: str = "created_at",
+) -> tuple[nw.LazyFrame[Any], list[str]]:
+    """``frame`` as a LazyFrame with derived key columns (``period``, ``amount_band``) and the
+    key list. ``period`` is the local bucket start as wall-clock time: :func:`finish_keys`
+    turns it into an aware timestamp after collecting.
+
+    ``amount_band`` brings ``currency`` along, since bands are per-currency major units.
+    """
+    lf = E.lazy(frame)
+    keys = as_list(by)
+    names = E.columns_of(lf)
+    extra: dict[str, nw.Expr] = {}
+    if "amount_band" in keys:
+        extra["amount_band"] = band_expr(lf)
+        if "currency" not in keys:
+            keys.insert(keys.index("amount_band"), "currency")
+    if freq is not None:
+        zone = resolve_tz(tz)
+        period_code(freq)
+        check_aware(lf, time_column)
+        extra["period"] = E.period_start(E.local_wall(lf, time_column, zone), freq)
+        keys.append("period")
+    missing = [k for k in keys if k not in names and k not in extra]
+    if missing:
+        raise ValueError(f"cannot group by {missing}: not a column of the table")
+    return (lf.with_columns(**extra) if extra else lf), keys
 
 
 def with_keys(
@@ -117,7 +204,8 @@ def with_keys(
     *,
     time_column: str = "created_at",
 ) -> tuple[pd.DataFrame, list[str]]:
-    """``frame`` with derived key columns added (``period``, ``amount_band``) and the key list.
+    """Pandas only: ``frame`` with derived key columns added (``period``, ``amount_band``) and
+    the key list, for pandas-first analyses; engine-portable ones use :func:`lazy_keys`.
 
     ``amount_band`` brings ``currency`` along, since bands are per-currency major units.
     """
@@ -134,6 +222,24 @@ def with_keys(
     if missing:
         raise ValueError(f"cannot group by {missing}: not a column of the table")
     return (frame.assign(**extra) if extra else frame), keys
+
+
+def finish_keys(table: pd.DataFrame, keys: Sequence[str], tz: str | None) -> pd.DataFrame:
+    """A collected table's derived keys in their pandas form: ``period`` an aware local
+    timestamp, ``amount_band`` an ordered categorical."""
+    out = table.copy()
+    if "period" in keys and "period" in out.columns:
+        out["period"] = E.finish_period(out["period"], resolve_tz(tz))
+    if "amount_band" in keys and "amount_band" in out.columns:
+        out["amount_band"] = as_bands(out["amount_band"])
+    return out
+
+
+def sort_keys(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Rows in key order, nulls last (as pandas' group-by orders them)."""
+    if not keys or table.empty:
+        return table.reset_index(drop=True)
+    return table.sort_values(list(keys), na_position="last", kind="stable").reset_index(drop=True)
 
 
 def complete_periods(
@@ -159,37 +265,32 @@ def complete_periods(
 
 
 def outcome_counts(
-    payments: pd.DataFrame, by: By = None, freq: str | None = None, tz: str | None = None
+    payments: E.Table, by: By = None, freq: str | None = None, tz: str | None = None
 ) -> pd.DataFrame:
     """Payments per group: ``attempts`` and one column per outcome
     (succeeded, failed, open, abandoned, unknown). One row of totals when ``by`` and
     ``freq`` are None; with ``freq``, a ``period`` column (local bucket start) and no gaps.
     """
-    frame, keys = with_keys(payments, by, freq, tz)
+    lf, keys = lazy_keys(payments, by, freq, tz)
     cols = ["attempts", *OUTCOMES]
+    lf = lf.with_columns(**{o: E.flag(nw.col("outcome") == o) for o in OUTCOMES})
     if not keys:
-        counts = frame["outcome"].value_counts()
-        row = {o: int(counts.get(o, 0)) for o in OUTCOMES}
-        return pd.DataFrame([{"attempts": len(frame), **row}], columns=cols)
-    if frame.empty:
-        empty = frame[keys].iloc[:0].copy()
-        for c in cols:
-            empty[c] = pd.Series(dtype="int64")
-        return empty.reset_index(drop=True)
-    wide = (
-        frame.groupby([*keys, "outcome"], dropna=False, observed=True)
-        .size()
-        .unstack("outcome", fill_value=0)
-        .reindex(columns=list(OUTCOMES), fill_value=0)
-    )
-    wide.insert(0, "attempts", wide.sum(axis=1))
+        totals = E.to_pandas(
+            lf.select(nw.len().alias("attempts"), *(nw.col(o).sum() for o in OUTCOMES))
+        )
+        return totals[cols].fillna(0).astype("int64")
+    grouped = E.to_pandas(lf.group_by(keys).agg(*(nw.col(o).sum() for o in OUTCOMES)))
+    grouped = finish_keys(grouped, keys, tz)
+    counts = grouped[list(OUTCOMES)].fillna(0).astype("int64")
+    grouped[list(OUTCOMES)] = counts
+    grouped.insert(len(keys), "attempts", counts.sum(axis=1).astype("int64"))
+    wide = sort_keys(grouped[[*keys, *cols]], keys).set_index(keys)
     wide = complete_periods(wide, keys, freq, tz)
-    wide.columns.name = None
     return wide.astype("int64").reset_index()
 
 
 def success_rate(
-    payments: pd.DataFrame,
+    payments: E.Table,
     by: By = None,
     freq: str | None = None,
     tz: str | None = None,

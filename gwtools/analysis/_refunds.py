@@ -8,13 +8,23 @@ nothing. Amount rates are per currency: a MYR and a JPY amount do not add up.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Any, Literal
 
+import narwhals as nw
 import numpy as np
 import pandas as pd
 
+from gwtools.analysis import _engine as E
 from gwtools.analysis._money import exponent, format_money, totals_by_currency
-from gwtools.analysis._rates import By, add_rate, as_list, complete_periods, with_keys
+from gwtools.analysis._rates import (
+    By,
+    add_rate,
+    as_list,
+    complete_periods,
+    finish_keys,
+    lazy_keys,
+    sort_keys,
+)
 from gwtools.analysis._time import business_days_between, resolve_tz
 
 Cohort = Literal["payment", "refund"]
@@ -25,33 +35,62 @@ FPX_REFUND_BUSINESS_DAYS = 5
 _PAYMENT_FIELDS = ["method_type", "fpx_bank_code", "fpx_bank", "card_brand"]
 
 
-def effective_refunds(refunds: pd.DataFrame) -> pd.DataFrame:
-    """Refunds that move money: every status but ``failed``."""
-    return refunds[refunds["status"].ne("failed").fillna(True).astype(bool)]
+def live_expr() -> nw.Expr:
+    """True for refunds that move money (every status but ``failed``, null status included)."""
+    return (nw.col("status") != "failed").fill_null(True)
 
 
-def refund_details(payments: pd.DataFrame, refunds: pd.DataFrame) -> pd.DataFrame:
+def effective_refunds(refunds: E.Table) -> Any:
+    """Refunds that move money: every status but ``failed``. Returns the kind of table it is
+    given (a lazy table stays lazy)."""
+    return E.native_like(E.lazy(refunds).filter(live_expr()), refunds)
+
+
+def details(payments: E.Table, refunds: E.Table) -> nw.LazyFrame[Any]:
+    """:func:`refund_details` as a LazyFrame on the tables' engine."""
+    lp, lr = E.lazy_pair(payments, refunds)
+    pay = lp.filter(~nw.col("id").is_null()).select(
+        nw.col("id").alias("payment_id"),
+        *(nw.col(c) for c in _PAYMENT_FIELDS),
+        nw.col("amount").alias("payment_amount"),
+        nw.col("created_at").alias("payment_created_at"),
+        nw.col("captured_at"),
+    )
+    per_payment = (
+        lr.filter(live_expr() & ~nw.col("payment_id").is_null())
+        .group_by("payment_id")
+        .agg(nw.col("amount").sum().alias("_total"))
+    )
+    out = lr.join(pay, on="payment_id", how="left").join(per_payment, on="payment_id", how="left")
+    total, paid = nw.col("_total"), nw.col("payment_amount")
+    start = nw.coalesce(nw.col("captured_at"), nw.col("payment_created_at"))
+    return out.with_columns(
+        kind=nw.when(~total.is_null() & ~paid.is_null()).then(
+            nw.when(total >= paid).then(nw.lit("full")).otherwise(nw.lit("partial"))
+        ),
+        days_to_refund=E.seconds_between(nw.col("created_at"), start) / 86_400,
+    ).drop("_total")
+
+
+def _rows(lf: nw.LazyFrame[Any], table: E.Table) -> pd.DataFrame:
+    """Row-level results to pandas: a pandas table keeps its order, others creation order."""
+    if not isinstance(table, pd.DataFrame):
+        lf = lf.sort("created_at", "id", nulls_last=True)
+    out = E.to_pandas(lf)
+    return out.astype({"kind": "string", "days_to_refund": "float64", "payment_amount": "Int64"})
+
+
+def refund_details(payments: E.Table, refunds: E.Table) -> pd.DataFrame:
     """One row per refund with its payment's method, bank, brand, amount and times,
     ``kind`` (``full`` when the payment's non-failed refunds add up to its amount, else
     ``partial``) and ``days_to_refund`` (from capture, or creation when the capture time
     is missing). Refunds of payments not in ``payments`` keep nulls there."""
-    pay = payments[["id", *_PAYMENT_FIELDS, "amount", "created_at", "captured_at"]].rename(
-        columns={"id": "payment_id", "amount": "payment_amount", "created_at": "payment_created_at"}
-    )
-    out = refunds.merge(pay, on="payment_id", how="left")
-    per_payment = effective_refunds(refunds).groupby("payment_id")["amount"].sum()
-    total = out["payment_id"].map(per_payment).astype("Int64")
-    full = (total >= out["payment_amount"]).fillna(False).astype(bool)
-    out["kind"] = pd.Series(np.where(full, "full", "partial"), index=out.index, dtype="string")
-    out.loc[out["payment_amount"].isna() | total.isna(), "kind"] = pd.NA
-    start = out["captured_at"].fillna(out["payment_created_at"])
-    out["days_to_refund"] = (out["created_at"] - start).dt.total_seconds() / 86_400
-    return out
+    return _rows(details(payments, refunds), refunds)
 
 
 def refund_rate(
-    payments: pd.DataFrame,
-    refunds: pd.DataFrame,
+    payments: E.Table,
+    refunds: E.Table,
     by: By = None,
     freq: str | None = None,
     tz: str | None = None,
@@ -72,41 +111,58 @@ def refund_rate(
     """
     if cohort not in ("payment", "refund"):
         raise ValueError(f"cohort must be 'payment' or 'refund', got {cohort!r}")
+    lp, lr = E.lazy_pair(payments, refunds)
     by_keys = [k for k in as_list(by) if k != "currency"]
-    succeeded = payments[payments["outcome"] == "succeeded"]
-    live = effective_refunds(refunds)
-    sp, keys = with_keys(succeeded, ["currency", *by_keys], freq, tz)
-    grouped = sp.groupby(keys, dropna=False, observed=True)
-    table = pd.DataFrame({"payments": grouped.size(), "captured_minor": grouped["amount"].sum()})
+    succeeded = lp.filter(E.truthy(nw.col("outcome") == "succeeded"))
+    live = lr.filter(live_expr())
+    per_payment = (
+        live.filter(~nw.col("payment_id").is_null())
+        .group_by("payment_id")
+        .agg(nw.col("amount").sum().alias("refund_minor"))
+    )
+    sp, keys = lazy_keys(succeeded, ["currency", *by_keys], freq, tz)
     if cohort == "payment":
-        per_payment = live.groupby("payment_id")["amount"].sum().rename("refund_minor")
-        sp = sp.join(per_payment, on="id")
-        sp["was_refunded"] = sp["refund_minor"].fillna(0) > 0
-        g = sp.groupby(keys, dropna=False, observed=True)
-        num = pd.DataFrame(
-            {
-                "refunded_payments": g["was_refunded"].sum(),
-                "refunded_minor": g["refund_minor"].sum(),
-            }
+        sp = sp.join(per_payment, left_on="id", right_on="payment_id", how="left")
+        sp = sp.with_columns(was_refunded=E.flag(nw.col("refund_minor").fill_null(0) > 0))
+        table = E.to_pandas(
+            sp.group_by(keys).agg(
+                nw.len().alias("payments"),
+                nw.col("amount").sum().alias("captured_minor"),
+                nw.col("was_refunded").sum().alias("refunded_payments"),
+                nw.col("refund_minor").sum().alias("refunded_minor"),
+            )
         )
+        table = finish_keys(table, keys, tz).set_index(keys)
         count_col = "refunded_payments"
     else:
-        extra = [k for k in by_keys if k not in live.columns]
-        lr = live.merge(
-            payments[["id", *extra]].rename(columns={"id": "payment_id"}),
-            on="payment_id",
-            how="left",
+        table = E.to_pandas(
+            sp.group_by(keys).agg(
+                nw.len().alias("payments"), nw.col("amount").sum().alias("captured_minor")
+            )
         )
-        lr, rkeys = with_keys(lr, ["currency", *by_keys], freq, tz)
-        g = lr.groupby(rkeys, dropna=False, observed=True)
-        num = pd.DataFrame({"refunds": g.size(), "refunded_minor": g["amount"].sum()})
+        table = finish_keys(table, keys, tz).set_index(keys)
+        extra = [k for k in by_keys if k not in E.columns_of(live)]
+        pay = lp.select(nw.col("id").alias("payment_id"), *(nw.col(k) for k in extra))
+        lr_keyed, rkeys = lazy_keys(
+            live.join(pay.filter(~nw.col("payment_id").is_null()), on="payment_id", how="left"),
+            ["currency", *by_keys],
+            freq,
+            tz,
+        )
+        num = E.to_pandas(
+            lr_keyed.group_by(rkeys).agg(
+                nw.len().alias("refunds"), nw.col("amount").sum().alias("refunded_minor")
+            )
+        )
+        num = finish_keys(num, rkeys, tz).set_index(rkeys)
+        table = (
+            table.join(num, how="outer")
+            if len(table) or len(num)
+            else table.assign(refunds=[], refunded_minor=[])
+        )
         count_col = "refunds"
-    table = (
-        table.join(num, how="outer")
-        if len(table) or len(num)
-        else table.assign(**{count_col: [], "refunded_minor": []})
-    )
-    table = table.fillna(0)
+    table = table.astype("float64").fillna(0)
+    table = sort_keys(table.reset_index(), keys).set_index(keys)
     table = complete_periods(table, keys, freq, tz)
     table = table.reset_index()
     for col in ("payments", count_col):
@@ -126,13 +182,19 @@ def refund_rate(
     return table[order]
 
 
-def refunds_by_reason(refunds: pd.DataFrame, *, locale: str | None = None) -> pd.DataFrame:
+def refunds_by_reason(refunds: E.Table, *, locale: str | None = None) -> pd.DataFrame:
     """Refunds per ``reason`` (null when none was given): ``count`` and ``share`` of the
     refunds that moved money, ``failed`` refunds beside them, amounts per currency."""
-    live = effective_refunds(refunds)
-    out = pd.DataFrame({"count": live.groupby("reason", dropna=False).size()})
-    failed = refunds[refunds["status"] == "failed"].groupby("reason", dropna=False).size()
-    out = out.join(failed.rename("failed"), how="outer").fillna(0).astype("int64")
+    lr = E.lazy(refunds)
+    live = lr.filter(live_expr())
+    counts = E.to_pandas(live.group_by("reason").agg(nw.len().alias("count")))
+    failed = E.to_pandas(
+        lr.filter(E.truthy(nw.col("status") == "failed"))
+        .group_by("reason")
+        .agg(nw.len().alias("failed"))
+    )
+    out = counts.set_index("reason").join(failed.set_index("reason"), how="outer")
+    out = out.astype("float64").fillna(0).astype("int64")
     out = out.join(totals_by_currency(live, ["reason"], locale=locale))
     total = int(out["count"].sum())
     out.insert(1, "share", out["count"] / total if total else 0.0)
@@ -145,17 +207,17 @@ def refunds_by_reason(refunds: pd.DataFrame, *, locale: str | None = None) -> pd
 
 
 def partial_vs_full(
-    payments: pd.DataFrame, refunds: pd.DataFrame, *, locale: str | None = None
+    payments: E.Table, refunds: E.Table, *, locale: str | None = None
 ) -> pd.DataFrame:
     """Refunded payments split into ``full`` and ``partial`` refunds: ``payments``,
     ``share`` and the amount refunded per currency."""
-    details = refund_details(payments, effective_refunds(refunds))
-    per_payment = (
-        details.dropna(subset=["kind"])
-        .groupby("payment_id")
-        .agg(kind=("kind", "first"), amount=("amount", "sum"), currency=("currency", "first"))
+    lp, lr = E.lazy_pair(payments, refunds)
+    refunded = details(lp, lr.filter(live_expr())).filter(~nw.col("kind").is_null())
+    per_payment = refunded.group_by("payment_id").agg(
+        nw.col("kind").max(), nw.col("amount").sum(), nw.col("currency").max()
     )
-    out = pd.DataFrame({"payments": per_payment.groupby("kind").size()})
+    counts = E.to_pandas(per_payment.group_by("kind").agg(nw.len().alias("payments")))
+    out = counts.astype({"payments": "int64"}).set_index("kind")
     out = out.reindex([k for k in ("full", "partial") if k in out.index])
     out = out.join(totals_by_currency(per_payment, ["kind"], locale=locale))
     total = int(out["payments"].sum())
@@ -164,31 +226,34 @@ def partial_vs_full(
     return out.reset_index()
 
 
-def time_to_refund(
-    payments: pd.DataFrame, refunds: pd.DataFrame, by: By = "method_type"
-) -> pd.DataFrame:
+def time_to_refund(payments: E.Table, refunds: E.Table, by: By = "method_type") -> pd.DataFrame:
     """Days from capture to refund per group: ``refunds``, ``median_days``, ``p90_days``,
     ``max_days``. Refunds whose payment is unknown are counted under a null key."""
-    details = refund_details(payments, effective_refunds(refunds))
+    lp, lr = E.lazy_pair(payments, refunds)
+    lf = details(lp, lr.filter(live_expr()))
     keys = as_list(by)
     if not keys:
-        details = details.assign(all="all")
+        lf = lf.with_columns(all=nw.lit("all"))
         keys = ["all"]
-    g = details.groupby(keys, dropna=False)["days_to_refund"]
-    out = pd.DataFrame(
-        {
-            "refunds": g.size(),
-            "median_days": g.median(),
-            "p90_days": g.quantile(0.9),
-            "max_days": g.max(),
-        }
+    E.require(lf, keys)
+    days = nw.col("days_to_refund")
+    out = E.to_pandas(
+        lf.group_by(keys).agg(
+            nw.len().alias("refunds"),
+            days.median().alias("median_days"),
+            days.quantile(0.9, interpolation="linear").alias("p90_days"),
+            days.max().alias("max_days"),
+        )
     )
-    return out.reset_index()
+    out = out.astype(
+        {"refunds": "int64", "median_days": "float64", "p90_days": "float64", "max_days": "float64"}
+    )
+    return sort_keys(out, keys)
 
 
 def pending_refunds(
-    payments: pd.DataFrame,
-    refunds: pd.DataFrame,
+    payments: E.Table,
+    refunds: E.Table,
     *,
     now: dt.datetime | pd.Timestamp | str | None = None,
     tz: str | None = None,
@@ -206,8 +271,9 @@ def pending_refunds(
     current = pd.Timestamp(now) if now is not None else pd.Timestamp.now(tz="UTC")
     if current.tzinfo is None:
         current = current.tz_localize(zone)
-    pending = refunds[refunds["status"] == "pending"]
-    out = refund_details(payments, pending)
+    lp, lr = E.lazy_pair(payments, refunds)
+    pending = lr.filter(E.truthy(nw.col("status") == "pending"))
+    out = _rows(details(lp, pending), refunds)
     out["age_days"] = (current - out["created_at"]).dt.total_seconds() / 86_400
     out["age_business_days"] = business_days_between(out["created_at"], current, zone, holidays)
     expected = pd.Series(pd.NA, index=out.index, dtype="Int64")

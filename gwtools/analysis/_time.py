@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import zoneinfo
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,20 @@ def _aware(ts: pd.Series) -> pd.Series:
             "UTC-aware: build test frames with gwtools._schema.conform()"
         )
     return ts
+
+
+def check_aware(table: Any, column: str) -> None:
+    """Refuse a table whose ``column`` holds naive timestamps (any engine)."""
+    import narwhals as nw
+
+    from gwtools.analysis._engine import lazy
+
+    dtype = lazy(table).collect_schema().get(column)
+    if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
+        raise ValueError(
+            f"column {column!r} holds naive timestamps; canonical tables are "
+            "UTC-aware: build test frames with gwtools._schema.conform()"
+        )
 
 
 def local_time(ts: pd.Series, tz: str | None = None) -> pd.Series:
@@ -123,27 +137,34 @@ def to_timestamp(
 
 
 def between(
-    frame: pd.DataFrame,
+    frame: Any,
     since: DateLike = None,
     until: DateLike = None,
     *,
     tz: str | None = None,
     column: str = "created_at",
-) -> pd.DataFrame:
+) -> Any:
     """Rows whose ``column`` falls in ``[since, until]``, dates read as local days in ``tz``.
 
     ``between(payments, "2026-11-01", "2026-11-07", tz="Asia/Kuala_Lumpur")`` keeps the
-    whole of 7 November, Malaysian time. Rows with no timestamp are left out.
+    whole of 7 November, Malaysian time. Rows with no timestamp are left out. Returns the
+    same kind of table it is given: a lazy table stays lazy, the filter runs in its engine.
     """
-    ts = _aware(frame[column])
-    keep = ts.notna()
+    import narwhals as nw
+
+    from gwtools.analysis._engine import lazy, native_like, truthy
+
+    check_aware(frame, column)
+    lf = lazy(frame)
+    ts = nw.col(column)
+    keep = ~ts.is_null()
     lo = to_timestamp(since, tz)
     hi = to_timestamp(until, tz, end=True)
     if lo is not None:
-        keep &= ts >= lo
+        keep &= ts >= lo.to_pydatetime()
     if hi is not None:
-        keep &= (ts < hi) if _is_date(until) else (ts <= hi)
-    return frame[keep.fillna(False).astype(bool)]
+        keep &= (ts < hi.to_pydatetime()) if _is_date(until) else (ts <= hi.to_pydatetime())
+    return native_like(lf.filter(truthy(keep)), frame)
 
 
 def business_days_between(

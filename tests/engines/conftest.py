@@ -1,0 +1,87 @@
+"""One cache, three engines: the shipped sample cache plus hand-made edge rows, read as pandas
+(``read_cache``), as lazy DuckDB tables (``scan_cache``) and as Spark DataFrames
+(``spark.read.parquet`` of the dataset folders), once per session.
+
+The edge rows add what the sample lacks: a second currency (JPY, no decimals), a failure with
+no code, refunds with no reason and a failed one, a payment 30 minutes before local midnight in
+Kuala Lumpur, and an FPX payment of an unnamed bank.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import gwtools
+from gwtools._cache import Dataset
+from tests.toolkit.conftest import build_payments, build_refunds
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample-cache" / "sandbox" / "test"
+
+EDGE_PAYMENTS = [
+    {"id": "pay_edge_jpy", "status": "succeeded", "amount": 12000, "currency": "JPY",
+     "card_brand": "visa", "created_at": "2024-05-03T15:30:00Z",
+     "captured_at": "2024-05-03T15:31:00.500000Z", "refunded_amount": 12000, "refunded": True},
+    {"id": "pay_edge_jpy_failed", "status": "failed", "amount": 800, "currency": "JPY",
+     "card_brand": "mastercard", "failure_code": "card_declined", "decline_code": "lost_card",
+     "created_at": "2024-05-04T01:00:00Z"},
+    {"id": "pay_edge_nocode", "status": "failed", "amount": 4321, "card_brand": "visa",
+     "created_at": "2024-05-05T02:00:00Z"},
+    {"id": "pay_edge_midnight", "status": "succeeded", "amount": 999, "card_brand": "amex",
+     "created_at": "2024-06-02T15:30:00Z", "captured_at": "2024-06-02T15:30:30.250000Z"},
+    {"id": "pay_edge_fpx_unnamed", "status": "failed", "amount": 5000, "method_type": "fpx",
+     "fpx_bank_code": "XYZ0001", "failure_code": "processing_error",
+     "created_at": "2024-06-03T04:00:00Z"},
+]  # fmt: skip
+
+EDGE_REFUNDS = [
+    {"id": "rfnd_edge_jpy", "payment_id": "pay_edge_jpy", "amount": 12000, "currency": "JPY",
+     "created_at": "2024-05-06T00:00:00Z"},
+    {"id": "rfnd_edge_noreason", "payment_id": "pay_edge_midnight", "amount": 100,
+     "status": "pending", "created_at": "2024-06-04T00:00:00Z"},
+    {"id": "rfnd_edge_failed", "payment_id": "pay_edge_midnight", "amount": 899,
+     "status": "failed", "reason": "duplicate", "created_at": "2024-06-04T01:00:00Z"},
+    {"id": "rfnd_edge_orphan", "payment_id": "pay_not_cached", "amount": 50,
+     "reason": "fraudulent", "created_at": "2024-06-05T00:00:00Z"},
+]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def engine_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compacted cache (one file per month): the sample plus the edge rows."""
+    root = tmp_path_factory.mktemp("engine-cache") / "cache"
+    shutil.copytree(SAMPLE, root / "acct" / "test")
+    for resource, rows, build in (
+        ("payments", EDGE_PAYMENTS, build_payments),
+        ("refunds", EDGE_REFUNDS, build_refunds),
+    ):
+        frame = build(rows)
+        frame["id"] = pd.array([r["id"] for r in rows], dtype="string")
+        dataset = Dataset.at(root, "acct", "test", resource)  # type: ignore[arg-type]
+        dataset.compact(dataset.write_batch(frame))
+    return root
+
+
+@pytest.fixture(scope="session")
+def tables(engine_cache: Path, spark: Any) -> Iterator[dict[str, tuple[Any, Any]]]:
+    """``{"pandas" | "duckdb" | "spark": (payments, refunds)}`` over the one cache."""
+    folder = engine_cache / "acct" / "test"
+    yield {
+        "pandas": (
+            gwtools.read_cache(engine_cache, "payments"),
+            gwtools.read_cache(engine_cache, "refunds"),
+        ),
+        "duckdb": (
+            gwtools.scan_cache(engine_cache, "payments"),
+            gwtools.scan_cache(engine_cache, "refunds"),
+        ),
+        "spark": (
+            spark.read.parquet(str(folder / "payments")),
+            spark.read.parquet(str(folder / "refunds")),
+        ),
+    }
