@@ -38,6 +38,7 @@ import datetime as dt
 import itertools
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,7 @@ import numpy as np
 import orjson
 
 from gwtools._client import Client, MalformedBodyError
-from gwtools._normalize import PageInfo, page_info
+from gwtools._normalize import ID_PREFIX, PageInfo, page_info
 
 __all__ = ["ListOutcome", "PageSink", "first_page", "list_cost", "list_pages"]
 
@@ -158,30 +159,52 @@ class _Run:
         got: tuple[bytes, PageInfo] | None = None,
     ) -> tuple[bytes, PageInfo] | None:
         """Fetch a page (unless ``got`` is it already); while it holds fewer rows than
-        ``expected`` says, fetch it again.
+        ``expected`` says, or an id damaged in transit, fetch it again.
 
-        Returns the fullest version. One that stays short is recorded as a problem.
+        Returns the fullest undamaged version. A page that stays short is recorded as a
+        problem; one that keeps a damaged id is left to normalisation, which rejects the
+        record (and so makes the sync incomplete).
         """
         if got is None:
             got = await self.fetch(params)
-        if got is None or got[1].count >= expected(got[1]):
+        if got is None:
+            return None
+        short, damaged = got[1].count < expected(got[1]), self._damaged(got[0])
+        if not (short or damaged):
             return got
-        self.outcome.short_pages += 1
+        self.outcome.short_pages += short
         for _ in range(MAX_REFETCHES):
             self.outcome.refetched += 1
             again = await self.fetch(params)
             if again is None:
+                break
+            again_damaged = self._damaged(again[0])
+            if (again[1].count, not again_damaged) > (got[1].count, not damaged):
+                got, damaged = again, again_damaged
+            short = got[1].count < expected(got[1])
+            if not (short or damaged):
                 return got
-            if again[1].count > got[1].count:
-                got = again
-            if got[1].count >= expected(got[1]):
-                return got
-        where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit")
-        self.outcome.problem(
-            f"a {self.resource} page ({where}) stayed short after {MAX_REFETCHES} re-fetches: "
-            f"{got[1].count} rows where the gateway's own figures imply {expected(got[1])}"
-        )
+        if short:
+            where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit")
+            self.outcome.problem(
+                f"a {self.resource} page ({where}) stayed short after {MAX_REFETCHES} "
+                f"re-fetches: {got[1].count} rows where the gateway's own figures imply "
+                f"{expected(got[1])}"
+            )
         return got
+
+    def _damaged(self, body: bytes) -> bool:
+        """Whether an id in the body starts with the resource's prefix and then holds a
+        character ids never hold (a byte changed in transit)."""
+        pattern = _DAMAGED_ID.get(self.resource)
+        return pattern is not None and pattern.search(body) is not None
+
+
+#: An id beginning with its resource's prefix, then a character outside the id alphabet.
+_DAMAGED_ID = {
+    r: re.compile(rb'"id"\s*:\s*"' + p.encode() + rb'[A-Za-z0-9]*[^A-Za-z0-9"]')
+    for r, p in ID_PREFIX.items()
+}
 
 
 def _iso(t: dt.datetime) -> str:
@@ -216,10 +239,27 @@ class PageNumbers:
             self.run.on_estimate(self.first.total)
         params = dict(self.base)
         first, last = self.first.first_created, self.first.last_created
-        if total_pages > 1 and first is not None and last is not None and first >= last:
-            # Newest first: an insert would push rows to later pages. Freeze the list at
-            # what page 1 showed (`to`), and re-read page 1 under the same filter.
-            # `to` may be exclusive (it is in the sandbox): one second past the newest row.
+        if total_pages > 1 and first is not None and last is not None and first > last:
+            # Newest first: an insert would push rows to later pages. Freeze the list below
+            # the newest second (`to`, exclusive), where rows are still being added, and
+            # re-read it under that filter. Page 1 as it came holds every row of that second
+            # (it reaches older ones), so it is kept too.
+            got = await self.run.fetch_checked(
+                {**self.first_params, "page": 1}, _page_share(1), (self.first_body, self.first)
+            )
+            assert got is not None
+            await self.run.sink(*got)
+            params["to"] = _iso(first)
+            frozen = await self._listing(params, total_pages, {})
+            if frozen is not None and self.first.total is not None:
+                # The newest second's rows, which came on page 1: listed and expected too.
+                newest = max(0, self.first.total - frozen)
+                self.run.outcome.listed += newest
+                self.run.outcome.expected = (self.run.outcome.expected or 0) + newest
+            return
+        if total_pages > 1 and first is not None and last is not None:
+            # Page 1 lies within one second: freeze one second past it (rows added in that
+            # second would shift pages; the totals check below notices).
             params["to"] = _iso(first + _SECOND)
             await self._listing(params, total_pages, {})
             return
@@ -233,8 +273,10 @@ class PageNumbers:
 
     async def _listing(
         self, params: dict[str, Any], total_pages: int, kept: dict[int, PageInfo]
-    ) -> None:
-        """Fetch pages 1..total_pages (those not in ``kept``) and check they add up."""
+    ) -> int | None:
+        """Fetch pages 1..total_pages (those not in ``kept``) and check they add up.
+
+        Returns the listing's ``meta.total`` (None if the gateway gave none)."""
         given = dict(kept)
         for attempt in range(2):
             kept = dict(given)
@@ -265,6 +307,7 @@ class PageNumbers:
                 self.run.outcome.problem(
                     f"{self.run.resource}: {listed} rows listed where meta.total promised {total}"
                 )
+        return total
 
     async def _fetch(self, params: dict[str, Any], pages: list[int]) -> dict[int, PageInfo]:
         async def one(n: int) -> tuple[int, PageInfo | None]:

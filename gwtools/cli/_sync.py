@@ -127,6 +127,12 @@ def _connect(
     default=None,
     help="Show a progress bar (default: on big interactive syncs).",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result and its completeness report as JSON instead of a table.",
+)
 def sync(
     api_key_file: str | None,
     base_url: str | None,
@@ -135,20 +141,41 @@ def sync(
     resources: tuple[str, ...],
     full: bool,
     progress: bool | None,
+    as_json: bool,
 ) -> None:
-    """Bring the local Parquet cache of payments and refunds up to date."""
+    """Bring the local Parquet cache of payments and refunds up to date.
+
+    Exits with status 3 when the sync is incomplete (a page stayed short or unreadable, rows
+    did not add up, an id was damaged): the next sync lists the affected range again.
+    """
+    import json
+    import warnings
+
     from gwtools._errors import GatewayError
+    from gwtools._sync import GatewayDataWarning
 
     gw = _connect(api_key_file, base_url, cache_dir, account, progress)
     try:
-        result = gw.sync(resources or _RESOURCES, full=full)
+        with warnings.catch_warnings():
+            # An incomplete sync is reported below (and by the exit status), not twice.
+            warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+            result = gw.sync(resources or _RESOURCES, full=full)
     except GatewayError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         gw.close()
-    click.echo(str(result))
-    click.echo(f"cache: {gw.cache_path}")
+    if as_json:
+        click.echo(json.dumps({**result.to_dict(), "cache": str(gw.cache_path)}, indent=2))
+    else:
+        click.echo(str(result))
+        click.echo(f"cache: {gw.cache_path}")
     if not result.complete:
+        if not as_json:
+            click.echo(
+                "gwtools sync: incomplete (see above); the next sync lists the affected range "
+                "again",
+                err=True,
+            )
         raise SystemExit(3)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from gwtools._errors import APIConnectionError, AuthenticationError, ConfigurationError
 from gwtools._gateway import connect
+from gwtools._sync import GatewayDataWarning
 from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 
 
@@ -168,8 +169,10 @@ def test_body_that_stays_unusable_is_rejected_and_retried_next_sync(
     seeded.faults(non_json_rate=1.0, count=2)  # the first list request fails both attempts
     try:
         with seeded.connect(tmp_path, max_attempts=2) as gw:
-            broken = gw.sync(["payments"])
+            with pytest.warns(GatewayDataWarning, match="incomplete.*unreadable"):
+                broken = gw.sync(["payments"])
             assert not broken.complete and broken.rejected == 1
+            assert broken.resources["payments"].rejects_by_reason == {"unusable body": 1}
             assert "incomplete" in str(broken)
             reject = gw.dataset("payments").rejects().iloc[0]
             assert (
