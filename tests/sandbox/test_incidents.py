@@ -36,6 +36,9 @@ def test_no_incident_no_alert(tmp_path: Path) -> None:
     # the history carries retries: orders with several attempts, some won back
     orders = analysis.orders(payments)
     assert (orders["attempts"] > 1).sum() > 100 and orders["recovered"].sum() > 50
+    # and the retry advice holds: soft declines are won back more often than hard ones
+    kinds = analysis.recovery(payments, by="decline_type").set_index("decline_type")["rate"]
+    assert kinds["soft"] > kinds["hard"]
 
 
 @pytest.mark.parametrize("incident", list(KINDS))
