@@ -232,6 +232,9 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     ]
     assert (report_dir / "tables" / "payments.parquet").exists()
     assert len(pd.read_csv(report_dir / "tables" / "payments.csv")) == 400
+    # GW_TIMEZONE is unset here: the demo's own zone reaches every notebook (tz parameter)
+    for page in report_dir.glob("0*.html"):
+        assert "to now (Asia/Kuala_Lumpur)" in page.read_text(), page.name
 
 
 @pytest.mark.slow
@@ -360,3 +363,35 @@ def test_report_pages_carry_the_table_styles() -> None:
     assert "table.gwtools-table" in page  # TABLE_CSS is in the page
     assert 'class="dataframe gwtools-table"' in page and "<th>0</th>" not in page
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", page)
+
+
+@pytest.mark.slow
+def test_notebook_without_tz_parameter_follows_gw_timezone(
+    tmp_path: Path, make_payments: Build, make_refunds: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook run as an analyst runs it (no tz given) buckets in GW_TIMEZONE, not in a
+    zone written into the notebook."""
+    import nbformat
+    import papermill
+
+    payments = make_payments(
+        [{"status": "succeeded", "amount": 100, "created_at": "2026-11-01T23:30:00Z"}]
+    )
+    refunds = make_refunds([{"payment_id": "pay_1", "amount": 50}])
+    cache = _cache(tmp_path, payments, refunds)
+    monkeypatch.setenv("GW_TIMEZONE", "Europe/London")  # the kernel inherits it
+    out = tmp_path / "run.ipynb"
+    papermill.execute_notebook(
+        str(report.notebooks_dir() / "01_overview_and_export.ipynb"),
+        str(out),
+        parameters={"cache": str(cache), "interactive": False},
+        progress_bar=False,
+        kernel_name="python3",
+    )
+    shown = [
+        "".join(o.get("data", {}).get("text/plain", ""))
+        for cell in nbformat.read(out, as_version=4).cells
+        if cell.cell_type == "code" and cell.source.endswith("\ndata")
+        for o in cell.outputs
+    ]
+    assert shown == ["1 payments and 1 refunds from a local cache, start to now (Europe/London)"]
