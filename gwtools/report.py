@@ -282,7 +282,7 @@ TABLE_CSS = """
 table.gwtools-table {border-collapse: collapse; border: none; font-size: 12px;
   table-layout: auto; margin: 4px 0 1em 0}
 table.gwtools-table th, table.gwtools-table td {padding: 3px 6px; text-align: right;
-  white-space: nowrap; vertical-align: top; border: none}
+  white-space: nowrap; vertical-align: top; border: none; line-height: 1.35}
 table.gwtools-table thead th {white-space: normal; vertical-align: bottom;
   border-bottom: 1px solid #999}
 table.gwtools-table td.gwtools-long {white-space: normal; min-width: 20em; max-width: 34em;
