@@ -8,6 +8,7 @@ itself the n-th time it passes ``step`` (see ``gwtools._cache._step``).
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import duckdb
 import httpx
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -174,23 +176,31 @@ def test_killed_sync_then_a_sync_leaves_one_row_per_id_for_every_engine(
 def test_months_an_interrupted_sync_left_crowded_are_compacted_by_the_next_one(
     shop: Shop, spark: Any
 ) -> None:
-    """A month with several files (as an older gwtools left it after a kill) is compacted by
-    the next completed sync even if that sync touches only recent months."""
+    """A month with several files (as an older gwtools left it when killed mid-merge) is
+    compacted by the next completed sync even though that sync does not touch the month."""
     with shop.connect() as gw:
         assert gw.sync().complete
     ds = shop.dataset()
-    oldest = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))[0]
-    (current,) = list(oldest.glob("*.parquet"))
-    # The same rows again in an older-style second file: 2 files, every id twice.
-    copy = oldest / f"part-{int(current.name.split('-')[1]) + 1:020d}-0badc0de.parquet"
-    pq.write_table(pq.read_table(current), copy)
-    assert engine_counts(ds.path)[0] > 600
+    (row,) = ds.read_table(columns=None).slice(0, 1).to_pylist()
+    # A finished payment in a month no incremental sync lists, in two files (two versions).
+    row.update(id="pay_legacy_0001", status="succeeded", created_at=dt.datetime(2019, 1, 15))
+    month = ds.path / "created_month=2019-01"
+    month.mkdir()
+    for n, amount in enumerate((100, 200), start=1):
+        version = pa.Table.from_pylist([{**row, "amount": amount}], schema=ds.schema)
+        pq.write_table(version, month / f"part-{n:020d}-0badc0de.parquet")
+    assert engine_counts(ds.path) == (602, 601)
     with shop.connect() as gw:
-        assert gw.sync().complete
-    assert len(list(oldest.glob("*.parquet"))) == 1
-    assert engine_counts(ds.path) == (600, 600)
+        result = gw.sync()
+    assert result.complete and result.resources["payments"].mode == "incremental"
+    assert len(list(month.glob("*.parquet"))) == 1
+    assert engine_counts(ds.path) == (601, 601)
+    amount = duckdb.sql(
+        f"select amount from read_parquet('{ds.path}/**/*.parquet') where id = 'pay_legacy_0001'"
+    ).fetchall()
+    assert amount == [(200,)]  # the newer file's version
     frame = spark.read.parquet(str(ds.path))
-    assert frame.count() == 600
+    assert (frame.count(), frame.select("id").distinct().count()) == (601, 601)
 
 
 def test_a_running_sync_keeps_its_temporary_files_outside_the_dataset(shop: Shop) -> None:
