@@ -1,0 +1,209 @@
+"""Lazy tables over the cache: scan_cache and Gateway.scan against read_cache and payments()."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+import gwtools
+from gwtools import analysis as a
+from gwtools._cache import to_arrow
+from gwtools._scan import connection
+from tests.toolkit.conftest import build_payments
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values("id").reset_index(drop=True)
+
+
+def test_scan_is_lazy_and_canonical(engine_cache: Path) -> None:
+    lazy = gwtools.scan_cache(engine_cache, "payments")
+    assert isinstance(lazy, duckdb.DuckDBPyRelation)
+    assert lazy.columns == list(gwtools.empty_payments().columns)
+    eager = gwtools.read_cache(engine_cache, "payments")
+    pd.testing.assert_frame_equal(_sorted(a.to_pandas(lazy)), _sorted(eager))
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"since": "2024-05-01", "until": "2024-06-01"},
+        {"status": "failed"},
+        {"status": ["failed", "canceled"], "since": "2024-06-02T15:30:00"},
+    ],
+)
+def test_filters_match_read_cache(engine_cache: Path, filters: dict[str, Any]) -> None:
+    lazy = a.to_pandas(gwtools.scan_cache(engine_cache, "payments", **filters))
+    eager = gwtools.read_cache(engine_cache, "payments", **filters)
+    assert len(eager) > 0
+    pd.testing.assert_frame_equal(_sorted(lazy), _sorted(eager))
+
+
+def test_since_is_inclusive_and_until_exclusive(engine_cache: Path) -> None:
+    # pay_edge_midnight was created at 2024-06-02 15:30:00 UTC exactly.
+    at = "2024-06-02T15:30:00"
+    ids = a.to_pandas(gwtools.scan_cache(engine_cache, "payments", since=at))["id"].tolist()
+    assert "pay_edge_midnight" in ids
+    ids = a.to_pandas(gwtools.scan_cache(engine_cache, "payments", until=at))["id"].tolist()
+    assert "pay_edge_midnight" not in ids
+
+
+def _two_files(root: Path) -> Path:
+    """A payments dataset whose month holds two files, as an interrupted compaction leaves
+    it: the later file (names sort in write order) has the newer version of pay_1."""
+    month = root / "payments" / "created_month=2026-11"
+    month.mkdir(parents=True)
+    older = build_payments(
+        [{"status": "pending", "amount": 100}, {"status": "failed", "amount": 5}]
+    )
+    newer = build_payments([{"status": "succeeded", "amount": 100}])
+    pq.write_table(to_arrow(older, "payments"), month / "part-00000000000000000001-a.parquet")
+    pq.write_table(to_arrow(newer, "payments"), month / "part-00000000000000000002-b.parquet")
+    return month
+
+
+def test_an_interrupted_sync_is_deduplicated_newest_file_wins(tmp_path: Path) -> None:
+    # Hidden or underscored files are never data, whatever their extension.
+    month = _two_files(tmp_path)
+    shutil.copy(month / "part-00000000000000000001-a.parquet", month / ".tmp-part-x.parquet")
+    shutil.copy(month / "part-00000000000000000001-a.parquet", month / "_ignored.parquet")
+    lazy = a.to_pandas(gwtools.scan_cache(tmp_path, "payments")).sort_values("id")
+    assert lazy[["id", "status"]].values.tolist() == [["pay_1", "succeeded"], ["pay_2", "failed"]]
+    pd.testing.assert_frame_equal(_sorted(lazy), _sorted(gwtools.read_cache(tmp_path, "payments")))
+
+
+def test_a_cache_on_a_pyarrow_filesystem(engine_cache: Path) -> None:
+    # An in-memory filesystem stands in for shared storage (s3://…): same rows, same analyses.
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(engine_cache), "shared/gwtools", destination_filesystem=memory)
+    remote = gwtools.scan_cache("shared/gwtools", "payments", filesystem=memory)
+    local = gwtools.scan_cache(engine_cache, "payments")
+    pd.testing.assert_frame_equal(_sorted(a.to_pandas(remote)), _sorted(a.to_pandas(local)))
+    pd.testing.assert_frame_equal(
+        a.decline_rate(remote, freq="week", tz="Asia/Kuala_Lumpur"),
+        a.decline_rate(local, freq="week", tz="Asia/Kuala_Lumpur"),
+    )
+    sub = pafs.SubTreeFileSystem(str(engine_cache / "acct" / "test"), pafs.LocalFileSystem())
+    refunds = gwtools.scan_cache("refunds", "refunds", filesystem=sub, status="failed")
+    failed = gwtools.read_cache(engine_cache, "refunds", status="failed")
+    assert "rfnd_edge_failed" in set(failed["id"])
+    assert set(a.to_pandas(refunds)["id"]) == set(failed["id"])
+
+
+def test_a_remote_interrupted_sync_is_deduplicated(tmp_path: Path) -> None:
+    _two_files(tmp_path)
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(tmp_path), "bucket", destination_filesystem=memory)
+    lazy = a.to_pandas(gwtools.scan_cache("bucket/payments", "payments", filesystem=memory))
+    assert lazy.sort_values("id")["status"].tolist() == ["succeeded", "failed"]
+
+
+def test_a_file_url_reads_the_local_cache(engine_cache: Path) -> None:
+    lazy = gwtools.scan_cache(engine_cache.as_uri(), "refunds")
+    assert len(lazy) == len(gwtools.read_cache(engine_cache, "refunds"))
+
+
+def test_an_fsspec_filesystem(engine_cache: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    memory.put(str(engine_cache), "/gw", recursive=True)
+    lazy = gwtools.scan_cache("/gw", "refunds", filesystem=memory)
+    assert len(lazy) == len(gwtools.read_cache(engine_cache, "refunds"))
+
+
+def test_errors_say_what_to_do(tmp_path: Path, engine_cache: Path) -> None:
+    with pytest.raises(gwtools.CacheError, match=r"no cache at"):
+        gwtools.scan_cache(tmp_path / "nowhere", "payments")
+    with pytest.raises(gwtools.ConfigurationError, match="since="):
+        gwtools.scan_cache(engine_cache, "payments", since="last tuesday")
+    shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "other")
+    shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "acct")
+    with pytest.raises(gwtools.ConfigurationError, match="pass account= and mode="):
+        gwtools.scan_cache(engine_cache.parent / "two", "payments")
+    one = gwtools.scan_cache(engine_cache.parent / "two", "payments", account="other", mode="test")
+    assert len(one) == len(gwtools.read_cache(engine_cache, "payments"))
+    memory = pafs._MockFileSystem()
+    with pytest.raises(gwtools.CacheError, match="no cache at 'missing'"):
+        gwtools.scan_cache("missing", "payments", filesystem=memory)
+
+
+def test_tables_on_two_engines_are_refused(engine_cache: Path) -> None:
+    lazy = gwtools.scan_cache(engine_cache, "payments")
+    eager = gwtools.read_cache(engine_cache, "refunds")
+    with pytest.raises(gwtools.ConfigurationError, match="different engines"):
+        a.refund_rate(lazy, eager)
+    with pytest.raises(gwtools.ConfigurationError, match=r"cannot analyse a builtins\.list"):
+        a.decline_rate([1, 2])  # type: ignore[arg-type]
+
+
+def test_a_spark_session_not_in_utc_is_refused(spark: Any, engine_cache: Path) -> None:
+    frame = spark.read.parquet(str(engine_cache / "acct" / "test" / "payments"))
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kuala_Lumpur")
+    try:
+        with pytest.raises(gwtools.ConfigurationError, match=r"spark\.sql\.session\.timeZone"):
+            a.decline_rate(frame)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_gateway_scan_equals_payments(tmp_path: Path) -> None:
+    gw = gwtools.connect(cache_dir=tmp_path)
+    try:
+        assert len(gw.scan("payments")) == 0  # nothing cached yet: an empty lazy table
+        gw.sync()
+        pd.testing.assert_frame_equal(
+            _sorted(a.to_pandas(gw.scan("payments", status="failed"))),
+            _sorted(gw.payments(status="failed", refresh=False)),
+        )
+        pd.testing.assert_frame_equal(
+            a.refund_rate(gw.scan("payments"), gw.scan("refunds"), freq="month"),
+            a.refund_rate(gw.payments(refresh=False), gw.refunds(refresh=False), freq="month"),
+        )
+    finally:
+        gw.close()
+
+
+# -- local time on the engines: offsets of zones with daylight saving ----------------------
+def _buckets(times: list[str], freq: str, tz: str) -> dict[str, list[str]]:
+    """The ``period`` of one failed payment per time, on pandas and on DuckDB."""
+    payments = build_payments([{"status": "failed", "amount": 1, "created_at": t} for t in times])
+    out = {}
+    for name, table in (("pandas", payments), ("duckdb", connection().from_df(payments))):
+        counts = a.outcome_counts(table, freq=freq, tz=tz)
+        out[name] = [str(p) for p, n in zip(counts["period"], counts["attempts"], strict=True) if n]
+    return out
+
+
+def test_days_across_a_daylight_saving_change() -> None:
+    # Chile moved from UTC-3 to UTC-4 at 2024-04-07 03:00 UTC. 02:59 UTC is 23:59 on 6 April
+    # (UTC-3); 03:30 UTC is 23:30 on 6 April (UTC-4); 04:00 UTC is midnight on 7 April.
+    got = _buckets(
+        ["2024-04-07T02:59:00Z", "2024-04-07T03:30:00Z", "2024-04-07T04:00:00Z"],
+        "day",
+        "America/Santiago",
+    )
+    assert (
+        got["duckdb"] == got["pandas"] == ["2024-04-06 00:00:00-03:00", "2024-04-07 00:00:00-04:00"]
+    )
+
+
+def test_weeks_and_half_hour_offsets() -> None:
+    # Lord Howe Island shifts by 30 minutes (UTC+11 to +10:30 at 2024-04-06 15:00 UTC).
+    # 2024-04-07 13:29 UTC is Sunday 23:59 (+10:30): week of Monday 1 April;
+    # 13:30 UTC is Monday 8 April 00:00: the next week.
+    got = _buckets(["2024-04-07T13:29:00Z", "2024-04-07T13:30:00Z"], "week", "Australia/Lord_Howe")
+    assert (
+        got["duckdb"] == got["pandas"] == ["2024-04-01 00:00:00+11:00", "2024-04-08 00:00:00+10:30"]
+    )
+    # Months: 31 Jan 23:00 local in London (UTC+0) and 1 Apr 00:30 BST (31 Mar 23:30 UTC).
+    got = _buckets(["2024-01-31T23:00:00Z", "2024-03-31T23:30:00Z"], "month", "Europe/London")
+    assert (
+        got["duckdb"] == got["pandas"] == ["2024-01-01 00:00:00+00:00", "2024-04-01 00:00:00+01:00"]
+    )
