@@ -20,7 +20,7 @@ INTRO = {
         "GW_BASE_URL=http://127.0.0.1:8765 gwtools sync --api-key-file sandbox.key",
     ),
     "export": (
-        "Write the canonical payments or refunds table (DESIGN.md section 2) to CSV or Parquet, "
+        "Write the canonical payments or refunds table (see [tables.md](tables.md)) to CSV or Parquet, "
         "synced first; with `--no-refresh` read from the cache alone, connecting to nothing (no "
         "key: the embedded sandbox's cache).",
         "gwtools export payments --format csv --out failed.csv --since 2026-10-01 --status failed",
