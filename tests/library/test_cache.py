@@ -6,10 +6,10 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import duckdb
+import filelock
 import pandas as pd
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -182,12 +182,23 @@ def test_find_dataset_by_root_account_or_dataset_dir(ds: Dataset, tmp_path: Path
 
 def test_second_writer_waits_for_the_lock(ds: Dataset) -> None:
     order: list[str] = []
+    held = threading.Event()
+
+    def second() -> None:
+        try:
+            ds.file_lock(timeout=0).acquire()
+            order.append("got the lock while it was held")
+        except filelock.Timeout:
+            held.set()  # it is held: now wait for it
+        with ds.lock():
+            order.append("second")
+
     with ds.lock():
-        t = threading.Thread(target=lambda: (ds.lock().__enter__(), order.append("second")))
+        t = threading.Thread(target=second)
         t.start()
-        time.sleep(0.2)
+        assert held.wait(30)
         order.append("first done")
-    t.join(5)
+    t.join(30)
     assert order == ["first done", "second"]
 
 
