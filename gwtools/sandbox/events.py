@@ -71,7 +71,8 @@ class Webhooks:
     async def _send(
         self, client: httpx.AsyncClient, rid: int, url: str, secret: str, body: bytes
     ) -> None:
-        stamp = int(self.gateway.clock.now())
+        attempted = self.gateway.clock.now()
+        stamp = int(attempted)
         headers = {
             "Content-Type": "application/json",
             SIGNATURE_HEADER: sign(secret, stamp, body),
@@ -87,4 +88,4 @@ class Webhooks:
         ok = status is not None and 200 <= status < 300
         if not ok:
             log.info("webhook delivery %s to %s failed: %s", rid, url, status or error)
-        self.gateway.delivery_done(rid, ok, status, error)
+        self.gateway.delivery_done(rid, ok, status, error, attempted)

@@ -238,8 +238,12 @@ class Gateway:
     def take_due_deliveries(self) -> list[tuple[int, str, str, bytes]]:
         return self.deliveries.take_due(self.clock.now())
 
-    def delivery_done(self, rid: int, ok: bool, status: int | None, error: str | None) -> None:
-        now = self.clock.now()
+    def delivery_done(
+        self, rid: int, ok: bool, status: int | None, error: str | None, at: float | None = None
+    ) -> None:
+        """Record an attempt made at sandbox time ``at`` (default now). A retry is due a back-off
+        after the attempt, even if the clock moved while the receiver was answering."""
+        now = self.clock.now() if at is None else at
         retry_at = None
         if not ok:
             attempts, first = self.deliveries.attempts(rid)

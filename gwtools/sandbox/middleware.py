@@ -101,7 +101,6 @@ class GatewayMiddleware:
             await _respond(send, exc.status, exc.body(), extra + _rate_headers(verdict))
             return
         verdict = self.limiter.check(auth.key, method, path)
-        extra += _rate_headers(verdict)
         error: errors.ApiError | None = None
         if not verdict.allowed:
             error = errors.ApiError(
@@ -134,13 +133,15 @@ class GatewayMiddleware:
                     f"The request body is {int(length)} bytes; the limit is {MAX_BODY}.",
                 )
         if error is not None:
-            await _respond(send, error.status, error.body(), extra)
+            await _respond(send, error.status, error.body(), extra + _rate_headers(verdict))
             return
         scope.setdefault("state", {})["auth"] = auth
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = list(message.get("headers", [])) + extra
+                # the rate-limit figures as the response leaves, not as the request came in
+                rate = _rate_headers(self.limiter.current(verdict))
+                message["headers"] = list(message.get("headers", [])) + extra + rate
             await send(message)
 
         ikey = headers.get(b"idempotency-key")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -16,8 +17,12 @@ class Bucket:
         self.stamp = now
 
     def refill(self, now: float) -> None:
-        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.capacity)
+        self.tokens = self.level(now)
         self.stamp = now
+
+    def level(self, now: float) -> float:
+        """The tokens the bucket holds at ``now`` (it is not changed)."""
+        return min(self.capacity, self.tokens + (now - self.stamp) * self.capacity)
 
 
 @dataclass(slots=True)
@@ -27,6 +32,7 @@ class Verdict:
     remaining: int
     reset: int  # Unix seconds (wall clock) at which the bucket is full again
     retry_after: int
+    bucket: Bucket | None = None  # the bucket the figures describe (None: limits are off)
 
 
 @dataclass
@@ -34,13 +40,17 @@ class RateLimiter:
     """Buckets ``all`` (every /v1 call), ``create`` (POST /v1/payments), ``refunds`` (/v1/refunds).
 
     Each refills at its limit per second (burst = one second's worth). Rates run on the wall
-    clock, not the sandbox clock: they limit real traffic.
+    clock, not the sandbox clock: they limit real traffic. ``clock`` (monotonic seconds, for the
+    buckets) and ``wall`` (Unix seconds, for ``X-RateLimit-Reset``) can be replaced, e.g. by a
+    test that moves time itself.
     """
 
     enabled: bool = True
     all: int = 100
     create: int = 50
     refunds: int = 30
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -76,7 +86,7 @@ class RateLimiter:
 
     def check(self, key: str, method: str, path: str) -> Verdict:
         """Take one token from each bucket the request counts against (all or none)."""
-        now = time.monotonic()
+        now = self.clock()
         kinds = ["all"]
         if path.startswith("/v1/refunds"):
             kinds.append("refunds")
@@ -84,7 +94,7 @@ class RateLimiter:
             kinds.append("create")
         if not self.enabled:
             limit = getattr(self, kinds[-1])
-            return Verdict(True, limit, limit, int(time.time()), 0)
+            return Verdict(True, limit, limit, int(self.wall()), 0)
         buckets = []
         for kind in kinds:
             bucket = self._buckets.get((key, kind))
@@ -99,9 +109,20 @@ class RateLimiter:
                 b.tokens -= 1
         # report the bucket with the fewest requests left (the specific one on a tie)
         tight = min(reversed(buckets), key=lambda b: b.tokens)
-        wall = time.time()
-        reset = math.ceil(wall + (tight.capacity - tight.tokens) / tight.capacity)
         retry = (
             0 if allowed else max(1, math.ceil(max((1 - b.tokens) / b.capacity for b in buckets)))
         )
-        return Verdict(allowed, int(tight.capacity), max(0, int(tight.tokens)), reset, retry)
+        return self.current(Verdict(allowed, int(tight.capacity), 0, 0, retry, tight))
+
+    def current(self, verdict: Verdict) -> Verdict:
+        """``verdict`` with ``remaining`` and ``reset`` as of now: the headers are computed when
+        the response starts, so time spent handling the request (a slow store, an injected
+        latency, an idempotent duplicate waiting for the first) does not leave them stale."""
+        bucket = verdict.bucket
+        if bucket is None:
+            verdict.reset = int(self.wall())
+            return verdict
+        level = bucket.level(self.clock())
+        verdict.remaining = max(0, int(level))
+        verdict.reset = math.ceil(self.wall() + (bucket.capacity - level) / bucket.capacity)
+        return verdict

@@ -190,7 +190,10 @@ class Receiver:
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.fail_next = 0
         self.always_fail = False
-        self.lock = threading.Lock()
+        #: when set, each request is recorded at once but answered only once it is set
+        self.hold: threading.Event | None = None
+        # notified on every request, so ``wait`` wakes when one arrives instead of polling
+        self.lock = threading.Condition()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -201,6 +204,10 @@ class Receiver:
                     failing = outer.always_fail or outer.fail_next > 0
                     if outer.fail_next > 0:
                         outer.fail_next -= 1
+                    outer.lock.notify_all()
+                hold = outer.hold
+                if hold is not None:
+                    hold.wait(60)
                 self.send_response(500 if failing else 200)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -213,16 +220,13 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
         self.thread.start()
 
-    def wait(self, count: int, timeout: float = 5.0) -> list[tuple[dict[str, str], bytes]]:
-        import time
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if len(self.requests) >= count:
-                    return list(self.requests)
-            time.sleep(0.01)
-        raise AssertionError(f"expected {count} webhook requests, got {len(self.requests)}")
+    def wait(self, count: int, timeout: float = 60.0) -> list[tuple[dict[str, str], bytes]]:
+        """The first ``count`` requests, once they have arrived (``timeout`` only guards
+        against a delivery that never comes; a busy machine just makes it slower)."""
+        with self.lock:
+            if not self.lock.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise AssertionError(f"expected {count} webhook requests, got {len(self.requests)}")
+            return list(self.requests)
 
     def close(self) -> None:
         self.server.shutdown()

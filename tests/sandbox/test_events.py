@@ -5,6 +5,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
 
 from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, Receiver
 
@@ -61,6 +65,42 @@ def test_webhook_signed_and_retried_with_backoff(payer: Payer, receiver: Receive
     assert _verify(endpoint["secret"], second_headers, second_body) == clock + 60
     deliveries = payer.http.get("/_sandbox/webhook_deliveries").json()["data"]
     assert [(d["attempts"], d["state"]) for d in deliveries] == [(2, "succeeded")]
+
+
+def test_retry_is_timed_from_the_attempt_even_if_the_clock_moves_meanwhile(
+    payer: Payer, receiver: Receiver
+) -> None:
+    """The receiver answers 500 only after the clock has moved 59 s: the retry is still due
+    60 s after the attempt (it used to be timed from the answer, 119 s)."""
+    payer.http.post("/_sandbox/webhook_endpoints", json={"url": receiver.url})
+    receiver.fail_next = 1
+    receiver.hold = threading.Event()
+    payer.pay()
+    receiver.wait(1)  # the attempt is under way; its answer is held back
+    start = payer.http.get("/_sandbox/clock").json()["unix"]
+
+    def advance() -> int:
+        with httpx.Client(base_url=payer.sb.base_url, timeout=60) as admin:
+            return admin.post("/_sandbox/clock/advance", json={"seconds": 59}).status_code
+
+    with ThreadPoolExecutor(1) as pool:
+        moved = pool.submit(advance)  # moves the clock, then waits for the held attempt
+        for _ in range(10_000):
+            if payer.http.get("/_sandbox/clock").json()["unix"] == start + 59:
+                break
+        else:
+            raise AssertionError("the clock never moved")
+        receiver.hold.set()
+        assert moved.result() == 200
+    [delivery] = payer.http.get("/_sandbox/webhook_deliveries").json()["data"]
+    assert (delivery["attempts"], delivery["state"], delivery["last_status"]) == (
+        1,
+        "retrying",
+        500,
+    )
+    assert delivery["next_at"] == start + 60
+    payer.advance(1)
+    assert len(receiver.wait(2)) == 2
 
 
 def test_webhook_gives_up_after_three_days(payer: Payer, receiver: Receiver) -> None:
