@@ -550,9 +550,10 @@ def _simulate(
             t = t_act
     rec = _settle(b, rec, now)
     if rec["status"] == "authorized" and plan != "recent_authorized":
-        # merchants capture (or void) within an authorization's 7 days, so the last week
-        # keeps authorized payments to capture and void
-        t_cap = t + rng.randrange(600, 7 * DAY)
+        # Merchants capture (or void) within an authorization's 7 days, so the last week keeps
+        # authorized payments to capture and void. The delay is scaled from the 3-day draw the
+        # history always made: the random stream, and so every other payment, stays as it was.
+        t_cap = t + 600 + (rng.randrange(600, 3 * DAY) - 600) * (7 * DAY - 600) // (3 * DAY - 600)
         if t_cap <= now:
             if plan == "card_manual_void" or rng.random() < 0.12:
                 b.emit(domain.void(rec, t_cap), t_cap)
