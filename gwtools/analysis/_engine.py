@@ -85,7 +85,7 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
 
 
 def _check_spark(lf: nw.LazyFrame[Any]) -> None:
-    if lf.implementation is not nw.Implementation.PYSPARK:
+    if lf.implementation not in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
         return
     native = lf.to_native()
     zone = native.sparkSession.conf.get("spark.sql.session.timeZone")

@@ -17,6 +17,7 @@ import narwhals as nw
 import numpy as np
 import pandas as pd
 
+from gwtools._errors import ConfigurationError
 from gwtools.analysis import _engine as E
 from gwtools.analysis._money import exponent
 from gwtools.analysis._time import bucket, check_aware, period_code, period_range, resolve_tz
@@ -45,11 +46,11 @@ def wilson_interval(
     Example: ``wilson_interval(3, 3)`` -> about (0.44, 1.0).
     """
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+        raise ConfigurationError(f"confidence must be between 0 and 1, got {confidence}")
     k = np.asarray(successes, dtype="float64")
     size = np.asarray(n, dtype="float64")
     if np.any(k < 0) or np.any(k > size):
-        raise ValueError("successes must lie between 0 and n")
+        raise ConfigurationError("successes must lie between 0 and n")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / size
@@ -192,7 +193,7 @@ def lazy_keys(
         keys.append("period")
     missing = [k for k in keys if k not in names and k not in extra]
     if missing:
-        raise ValueError(f"cannot group by {missing}: not a column of the table")
+        raise ConfigurationError(f"cannot group by {missing}: not a column of the table")
     return (lf.with_columns(**extra) if extra else lf), keys
 
 
@@ -220,7 +221,7 @@ def with_keys(
         keys.append("period")
     missing = [k for k in keys if k not in frame.columns and k not in extra]
     if missing:
-        raise ValueError(f"cannot group by {missing}: not a column of the table")
+        raise ConfigurationError(f"cannot group by {missing}: not a column of the table")
     return (frame.assign(**extra) if extra else frame), keys
 
 
@@ -315,5 +316,7 @@ def success_rate(
     elif denominator == "finished":
         counts["n"] = counts["succeeded"] + counts["failed"] + counts["abandoned"]
     else:
-        raise ValueError(f"denominator must be 'decided' or 'finished', got {denominator!r}")
+        raise ConfigurationError(
+            f"denominator must be 'decided' or 'finished', got {denominator!r}"
+        )
     return add_rate(counts, "succeeded", "n")

@@ -14,6 +14,7 @@ import narwhals as nw
 import numpy as np
 import pandas as pd
 
+from gwtools._errors import ConfigurationError
 from gwtools.analysis import _engine as E
 from gwtools.analysis._money import exponent, format_money, totals_by_currency
 from gwtools.analysis._rates import (
@@ -110,7 +111,7 @@ def refund_rate(
     Example: ``refund_rate(payments, refunds, freq="week", cohort="refund")``.
     """
     if cohort not in ("payment", "refund"):
-        raise ValueError(f"cohort must be 'payment' or 'refund', got {cohort!r}")
+        raise ConfigurationError(f"cohort must be 'payment' or 'refund', got {cohort!r}")
     lp, lr = E.lazy_pair(payments, refunds)
     by_keys = [k for k in as_list(by) if k != "currency"]
     succeeded = lp.filter(E.truthy(nw.col("outcome") == "succeeded"))

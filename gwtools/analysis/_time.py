@@ -16,6 +16,8 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
+from gwtools._errors import ConfigurationError
+
 #: Accepted ``freq`` values -> pandas period codes (weeks start on Monday, ISO 8601).
 FREQS: Final[dict[str, str]] = {
     "day": "D",
@@ -38,7 +40,7 @@ def resolve_tz(tz: str | None = None) -> str:
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
+        raise ConfigurationError(
             f"unknown time zone {name!r}: use an IANA name such as 'Asia/Kuala_Lumpur' or 'UTC'"
         ) from None
     return name
@@ -46,7 +48,7 @@ def resolve_tz(tz: str | None = None) -> str:
 
 def _aware(ts: pd.Series) -> pd.Series:
     if not isinstance(ts.dtype, pd.DatetimeTZDtype):
-        raise ValueError(
+        raise ConfigurationError(
             f"column {ts.name!r} holds naive timestamps ({ts.dtype}); canonical tables are "
             "UTC-aware: build test frames with gwtools._schema.conform()"
         )
@@ -61,7 +63,7 @@ def check_aware(table: Any, column: str) -> None:
 
     dtype = lazy(table).collect_schema().get(column)
     if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"column {column!r} holds naive timestamps; canonical tables are "
             "UTC-aware: build test frames with gwtools._schema.conform()"
         )
@@ -77,7 +79,7 @@ def period_code(freq: str) -> str:
     try:
         return FREQS[freq]
     except KeyError:
-        raise ValueError(f"unknown freq {freq!r}: use 'day', 'week' or 'month'") from None
+        raise ConfigurationError(f"unknown freq {freq!r}: use 'day', 'week' or 'month'") from None
 
 
 def bucket(ts: pd.Series, freq: str, tz: str | None = None) -> pd.Series:
@@ -128,7 +130,9 @@ def to_timestamp(
     try:
         parsed = pd.Timestamp(value)
     except ValueError:
-        raise ValueError(f"cannot read {value!r} as a date: use YYYY-MM-DD or ISO 8601") from None
+        raise ConfigurationError(
+            f"cannot read {value!r} as a date: use YYYY-MM-DD or ISO 8601"
+        ) from None
     if parsed.tzinfo is None:
         parsed = parsed.tz_localize(zone)
     if end and _is_date(value):

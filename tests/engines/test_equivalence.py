@@ -1,5 +1,7 @@
 """Every public analysis gives the same result on pandas, a lazy DuckDB table and Spark.
 
+(Every test that needs Spark lives in this file, so a parallel run starts one session.)
+
 Each case runs one call on the three inputs of one cache (tests/engines/conftest.py) and
 compares the results with ``assert_frame_equal`` after sorting: same columns, same dtypes, same
 values. The hand-computed values of each analysis are checked on pandas in tests/toolkit; here
@@ -11,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+import gwtools
 from gwtools import analysis as a
 from gwtools._scan import connection
 
@@ -149,3 +153,13 @@ def test_every_public_table_function_is_covered() -> None:
     assert not unknown, (
         f"{sorted(unknown)}: add a case to CASES (it takes a table) or list it in VALUE_HELPERS"
     )
+
+
+def test_a_spark_session_not_in_utc_is_refused(spark: Any, engine_cache: Path) -> None:
+    frame = spark.read.parquet(str(engine_cache / "acct" / "test" / "payments"))
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kuala_Lumpur")
+    try:
+        with pytest.raises(gwtools.ConfigurationError, match=r"spark\.sql\.session\.timeZone"):
+            a.decline_rate(frame)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")

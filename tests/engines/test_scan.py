@@ -143,16 +143,6 @@ def test_tables_on_two_engines_are_refused(engine_cache: Path) -> None:
         a.decline_rate([1, 2])  # type: ignore[arg-type]
 
 
-def test_a_spark_session_not_in_utc_is_refused(spark: Any, engine_cache: Path) -> None:
-    frame = spark.read.parquet(str(engine_cache / "acct" / "test" / "payments"))
-    spark.conf.set("spark.sql.session.timeZone", "Asia/Kuala_Lumpur")
-    try:
-        with pytest.raises(gwtools.ConfigurationError, match=r"spark\.sql\.session\.timeZone"):
-            a.decline_rate(frame)
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
-
-
 def test_gateway_scan_equals_payments(tmp_path: Path) -> None:
     gw = gwtools.connect(cache_dir=tmp_path)
     try:
