@@ -976,8 +976,6 @@ def _fast_table(
 
     cols["id"] = ids = text("id")
     flag(pc.is_null(ids))
-    # Ids outside the documented format: the tolerant path decides (rejects them in a sync).
-    flag(pc.invert(pc.match_substring_regex(ids, ID_PATTERN[resource])))
     cols["api_variant"] = pa.array(itertools.repeat(variant, n), _STR)
     cols["livemode"] = pc.coalesce(col["livemode"], pa.scalar(livemode, pa.bool_()))
     used, other = _CREATION_ORDER[variant]
@@ -1209,6 +1207,9 @@ def _normalize_bodies(
             tolerant = list(range(len(bodies)))
         else:
             tables, tolerant = _strict_share(resource, bodies, range(len(bodies)), livemode)
+            if check_ids:
+                tables, damaged = _without_malformed_ids(resource, tables)
+                tolerant = sorted(set(tolerant) | damaged)
         collector = _Collector(resource, livemode, check_ids)
         for i in sorted(tolerant):
             try:
@@ -1226,6 +1227,23 @@ def _normalize_bodies(
         tables.append(collector.table())
         frame, unknown = _complete(resource, tables)
     return NormalizedBatch(frame, collector.rejects, unknown)
+
+
+def _without_malformed_ids(
+    resource: Resource, tables: list[pa.Table]
+) -> tuple[list[pa.Table], set[int]]:
+    """The fast path's tables without the pages holding an id outside the documented format,
+    and those pages (the tolerant path rejects their damaged records). Only syncs check:
+    the regex costs about a fifth of the fast path's time."""
+    damaged: set[int] = set()
+    for t in tables:
+        bad = pc.invert(pc.fill_null(pc.match_substring_regex(t["id"], ID_PATTERN[resource]), True))
+        if pc.any(bad).as_py():
+            damaged.update(pc.unique(t["_page"].filter(bad)).to_pylist())
+    if not damaged:
+        return tables, damaged
+    drop = pa.array(sorted(damaged), pa.int64())
+    return [t.filter(pc.invert(pc.is_in(t["_page"], value_set=drop))) for t in tables], damaged
 
 
 def _strict_share(

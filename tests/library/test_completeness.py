@@ -15,12 +15,28 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from gwtools._normalize import MALFORMED_ID, normalize_bodies
 from gwtools._sync import GatewayDataWarning
 from gwtools.cli import main
 from tests.library._shop import Shop, assert_same, fresh
 
 A_ONLY = pytest.mark.parametrize("sandbox", ["A"], indirect=True)
 B_ONLY = pytest.mark.parametrize("sandbox", ["B"], indirect=True)
+
+
+@pytest.mark.parametrize("damaged", ["pay_abc{23", "pay_abc 23", "pay_abc_23", "pi_abc123", "pay_"])
+def test_ids_outside_the_documented_format_are_rejected_when_asked(damaged: str) -> None:
+    good = {"id": "pay_abc123", "object": "payment", "amount": 100, "currency": "myr",
+            "status": "succeeded", "created": 1767225600}  # fmt: skip
+    others = [{**good, "id": f"pay_{n}X{n}"} for n in range(3)]  # any length of [A-Za-z0-9]
+    body = json.dumps(
+        {"object": "list", "data": [good, {**good, "id": damaged}, *others], "has_more": False}
+    ).encode()
+    checked = normalize_bodies("payments", [body], check_ids=True)
+    assert list(checked.frame["id"]) == ["pay_abc123", "pay_0X0", "pay_1X1", "pay_2X2"]
+    assert [r.kind for r in checked.rejects] == [MALFORMED_ID]
+    assert damaged in checked.rejects[0].record
+    assert len(normalize_bodies("payments", [body]).frame) == 5  # not asked: kept
 
 
 def _state(gw: Any, resource: str = "payments") -> dict[str, Any]:
