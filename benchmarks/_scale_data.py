@@ -22,7 +22,6 @@ import hashlib
 import json
 import shutil
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -467,7 +466,7 @@ class _Writer:
         directory = self.folder / f"{PARTITION}={month}"
         directory.mkdir(parents=True, exist_ok=True)
         seq = time.time_ns()
-        name = f"part-{seq:020d}-{uuid.UUID(int=int(self.rng.integers(2**62))).hex[:8]}.parquet"
+        name = f"part-{seq:020d}-{int(self.rng.integers(2**32)):08x}.parquet"
         with pq.ParquetWriter(directory / name, self.schema, compression="lz4") as writer:
             for chunk in chunks:
                 for start in range(0, chunk.num_rows, _ROW_GROUP):
