@@ -38,7 +38,8 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from gwtools import _schema
-from gwtools._cache import PARTITION, _timestamp, find_dataset
+from gwtools._cache import PARTITION, find_dataset
+from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._schema import Resource
 
@@ -205,6 +206,7 @@ def scan_cache(
         analysis.decline_breakdown(payments)
     """
     columns = list(_schema.columns(resource))
+    filters = _filters(resource, since, until, status)  # before looking for the cache
     con = connection()
     remote = _resolve_filesystem(cache_dir, filesystem)
     rel: duckdb.DuckDBPyRelation
@@ -249,23 +251,19 @@ def scan_cache(
     if _FILE in lf.columns:
         newest = nw.col(_FILE).max().over("id")
         lf = lf.filter(nw.col(_FILE) == newest)
-    lf = lf.filter(*_filters(since, until, status)) if (since, until, status) != (None,) * 3 else lf
+    if filters:
+        lf = lf.filter(*filters)
     return lf.select(columns).to_native()
 
 
-def _filters(since: Any, until: Any, status: str | Sequence[str] | None) -> list[nw.Expr]:
-    """``read_cache``'s filters as expressions (run in the engine)."""
+def _filters(resource: Resource, since: Any, until: Any, status: Any) -> list[nw.Expr]:
+    """``read_cache``'s filters, checked by the same rules, as expressions run in the engine."""
+    checked = check_filters(resource, since, until, status)
     out: list[nw.Expr] = []
-    try:
-        lo = None if since is None else _timestamp(since, "since").to_pydatetime()
-        hi = None if until is None else _timestamp(until, "until").to_pydatetime()
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
-    if since is not None:
-        out.append(nw.col("created_at") >= lo)
-    if until is not None:
-        out.append(nw.col("created_at") < hi)
-    if status is not None:
-        wanted = [status] if isinstance(status, str) else list(status)
-        out.append(nw.col("status").is_in(wanted))
-    return out or [nw.lit(True)]
+    if checked.since is not None:
+        out.append(nw.col("created_at") >= checked.since.to_pydatetime())
+    if checked.until is not None:
+        out.append(nw.col("created_at") < checked.until.to_pydatetime())
+    if checked.status is not None:
+        out.append(nw.col("status").is_in(list(checked.status)))
+    return out

@@ -121,8 +121,15 @@ def test_an_fsspec_filesystem(engine_cache: Path) -> None:
 def test_errors_say_what_to_do(tmp_path: Path, engine_cache: Path) -> None:
     with pytest.raises(gwtools.CacheError, match=r"no cache at"):
         gwtools.scan_cache(tmp_path / "nowhere", "payments")
+    # The filters are checked by read_cache's rules, before any file is looked at.
     with pytest.raises(gwtools.ConfigurationError, match="since="):
         gwtools.scan_cache(engine_cache, "payments", since="last tuesday")
+    with pytest.raises(gwtools.ConfigurationError, match="'failed'"):
+        gwtools.scan_cache(tmp_path / "nowhere", "payments", status="declined")
+    with pytest.raises(gwtools.ConfigurationError, match="swap them"):
+        gwtools.scan_cache(engine_cache, "payments", since="2024-06-01", until="2024-05-01")
+    upper = gwtools.scan_cache(engine_cache, "payments", status="FAILED")
+    assert len(upper) == len(gwtools.read_cache(engine_cache, "payments", status="failed"))
     shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "other")
     shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "acct")
     with pytest.raises(gwtools.ConfigurationError, match="pass account= and mode="):
