@@ -160,10 +160,13 @@ class GatewayMiddleware:
         body = await _read_body(receive)
         fp = fingerprint(body)
         name = f"{key}|{scope['method']} {scope['path']}|{ikey.decode('latin-1')}"
-        running = self.idem.in_flight.get(name)
-        if running is not None:
+        # Wait while another request with this key runs. Again after it ends: if it stored no
+        # answer (a 5xx or 429), the next waiter runs in its place and the others wait for that.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while (running := self.idem.in_flight.get(name)) is not None:
             try:
-                await asyncio.wait_for(running.wait(), 30)
+                await asyncio.wait_for(running.wait(), max(0.0, deadline - loop.time()))
             except TimeoutError:
                 err = errors.ApiError(
                     409,

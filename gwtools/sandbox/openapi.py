@@ -388,8 +388,10 @@ def build_openapi(variant: str) -> dict[str, Any]:
             "type": "string",
             "minLength": 1,
             "maxLength": 255,
-            "pattern": "^[\\x21-\\x7e]+$",
+            # printable ASCII; spaces inside only (HTTP drops them at either end)
+            "pattern": "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$",
         },
+        "description": "1 to 255 printable ASCII characters, e.g. a UUID",
     }
     ident = {"name": "id", "in": "path", "required": True, "schema": STR}
     instant = {

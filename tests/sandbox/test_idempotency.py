@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from gwtools.sandbox import Sandbox
-from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, error_of
+from tests.sandbox.conftest import CANCEL_URL, LOOPBACK, SUCCESS_URL, Payer, error_of
 
 
 def _body(payer: Payer, amount: int = 1000) -> dict[str, Any]:
@@ -120,6 +120,39 @@ def test_concurrent_duplicates_wait_for_the_first(
     assert len({r.content for r in results}) == 1
     assert sum(r.headers.get("idempotent-replayed") == "true" for r in results) == 3
     assert _count(payer) == 1
+
+
+@pytest.mark.parametrize("variant", ["A", "B"])
+def test_duplicates_of_a_failed_first_request_run_one_at_a_time(variant: str) -> None:
+    """The first request ends in a 500 (nothing stored) while duplicates wait for it: one of
+    them runs in its place and the others replay its answer, so one payment is made. Every
+    request takes 0.3 s inside the sandbox (its start-up latency), so a duplicate that ran
+    beside another would still be running when the next one looked."""
+    with Sandbox(variant, latency_ms=300, rate_limits=False) as sb:  # type: ignore[arg-type]
+        payer = Payer(sb, httpx.Client(base_url=sb.base_url, verify=False, headers=sb.headers()))
+        # the next request (the first past the idempotency check) gets a 500 after 0.3 s
+        LOOPBACK.put(
+            f"{sb.base_url}/_sandbox/faults",
+            json={"error_rate": 1.0, "latency_ms": 300, "count": 1},
+        ).raise_for_status()
+
+        def send(_: int) -> httpx.Response:
+            with httpx.Client(base_url=sb.base_url, verify=False, timeout=60) as c:
+                return c.post(
+                    "/v1/payments",
+                    json=_body(payer),
+                    headers={"Idempotency-Key": "after-a-500", **sb.headers()},
+                )
+
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(send, range(4)))
+        statuses = sorted(r.status_code for r in results)
+        created = [r for r in results if r.status_code == 201]
+        assert _count(payer) == 1, statuses
+        payer.http.close()
+    assert statuses == [201, 201, 201, 500], statuses
+    assert len({r.content for r in created}) == 1
+    assert sum(r.headers.get("idempotent-replayed") == "true" for r in created) == 2
 
 
 @pytest.mark.parametrize(
