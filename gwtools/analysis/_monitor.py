@@ -25,6 +25,7 @@ import pandas as pd
 
 from gwtools.analysis._fpx import TEST_BANKS, fpx_outcome
 from gwtools.analysis._rates import wilson_interval
+from gwtools.analysis._recovery import ORDER_COLUMNS, narrow
 from gwtools.analysis._time import DateLike, resolve_tz, to_timestamp
 
 #: Monitor kinds, in the order alerts of one start time are listed.
@@ -71,6 +72,10 @@ class MonitorSettings:
     refund_warmup_days: float = 14
     #: Baselines with fewer decided payments than this are not trusted.
     min_baseline: int = 50
+
+
+PAYMENT_COLUMNS: Final = ORDER_COLUMNS
+REFUND_COLUMNS: Final = ("id", "payment_id", "status", "amount", "currency", "created_at")
 
 
 # -- exact tails -----------------------------------------------------------------------------
@@ -152,6 +157,11 @@ class _Window:
         ts = frame[column]
         return frame[((ts >= self.base_start) & (ts < self.since)).fillna(False).astype(bool)]
 
+    def span(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Rows created from the baseline's start to the window's end."""
+        ts = frame["created_at"]
+        return frame[((ts >= self.base_start) & (ts <= self.until)).fillna(False).astype(bool)]
+
     def baseline_hours(self, frame: pd.DataFrame, column: str = "created_at") -> float:
         """Hours of baseline actually covered by data (a short history has less)."""
         first = frame[column].min()
@@ -161,19 +171,33 @@ class _Window:
         return max(0.0, (self.since - start).total_seconds() / 3600)
 
 
+def _bounds(table: Any) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    """First and last ``created_at`` of a table, computed in its own engine."""
+    if table is None:
+        return None, None
+    if isinstance(table, pd.DataFrame):
+        ts = table["created_at"]
+        first, last = ts.min(), ts.max()
+    else:
+        import narwhals as nw
+
+        from gwtools.analysis import _engine as E
+
+        col = nw.col("created_at")
+        row = E.to_pandas(E.lazy(table).select(col.min().alias("a"), col.max().alias("b")))
+        first, last = row["a"].iloc[0], row["b"].iloc[0]
+    return (None if pd.isna(first) else first), (None if pd.isna(last) else last)
+
+
 def _window(
-    payments: pd.DataFrame,
-    refunds: pd.DataFrame | None,
+    newest: list[pd.Timestamp | None],
     since: DateLike,
     until: DateLike,
     days: float,
     baseline_days: float,
     tz: str,
 ) -> _Window | None:
-    stamps = [payments["created_at"].max()]
-    if refunds is not None and not refunds.empty:
-        stamps.append(refunds["created_at"].max())
-    stamps = [s for s in stamps if not pd.isna(s)]
+    stamps = [s for s in newest if s is not None]
     end = to_timestamp(until, tz, end=True) if until is not None else None
     if end is None:
         if not stamps:
@@ -472,15 +496,14 @@ def _fpx_outages(payments: pd.DataFrame, w: _Window, s: MonitorSettings) -> list
 
 # -- refund spike ----------------------------------------------------------------------------
 def _refund_spikes(
-    payments: pd.DataFrame, refunds: pd.DataFrame | None, w: _Window, s: MonitorSettings
+    first: pd.Timestamp | None, refunds: pd.DataFrame | None, w: _Window, s: MonitorSettings
 ) -> list[dict[str, object]]:
     """Refunds created per local day against the baseline's daily mean (Poisson). The baseline
     starts ``refund_warmup_days`` after the first cached payment at the earliest."""
     if refunds is None or refunds.empty:
         return []
     live = refunds[~refunds["status"].eq("failed").fillna(False).astype(bool)]
-    first = payments["created_at"].min()
-    if not pd.isna(first):
+    if first is not None:
         warm = first + pd.Timedelta(days=s.refund_warmup_days)
         w = _Window(w.since, w.until, max(w.base_start, min(warm, w.since)), w.tz)
     recent, base = w.recent(live), w.baseline(live)
@@ -519,8 +542,8 @@ def _refund_spikes(
 
 
 def monitor(
-    payments: pd.DataFrame,
-    refunds: pd.DataFrame | None = None,
+    payments: Any,
+    refunds: Any = None,
     *,
     since: DateLike = None,
     until: DateLike = None,
@@ -545,9 +568,16 @@ def monitor(
     if unknown:
         raise ValueError(f"unknown monitor kinds {unknown}: use {', '.join(MONITOR_KINDS)}")
     s = settings or MonitorSettings()
-    w = _window(payments, refunds, since, until, days, baseline_days, zone)
+    first, last = _bounds(payments)
+    w = _window([last, _bounds(refunds)[1]], since, until, days, baseline_days, zone)
     alerts: list[dict[str, object]] = []
     if w is not None:
+        # A lazy table is filtered to the baseline and the window in its engine; only those
+        # rows' columns are collected (order ids live in metadata JSON, which engines can't read).
+        # pandas tables get the same cut, so that "an order's first attempt" means the same.
+        payments = w.span(narrow(payments, PAYMENT_COLUMNS, since=w.base_start, until=w.until))
+        if refunds is not None:
+            refunds = w.span(narrow(refunds, REFUND_COLUMNS, since=w.base_start, until=w.until))
         testing = _card_testing(payments, w, s) if "card_testing" in kinds else []
         if "decline_spike" in kinds:
             alerts += _decline_spikes(payments, w, s, testing)
@@ -555,7 +585,7 @@ def monitor(
         if "fpx_bank_outage" in kinds:
             alerts += _fpx_outages(payments, w, s)
         if "refund_spike" in kinds:
-            alerts += _refund_spikes(payments, refunds, w, s)
+            alerts += _refund_spikes(first, refunds, w, s)
     table = pd.DataFrame(alerts, columns=list(ALERT_COLUMNS))
     for col in ("kind", "scope", "severity", "explanation"):
         table[col] = table[col].astype("string")

@@ -12,6 +12,8 @@ from typing import Any, Final
 import orjson
 import pandas as pd
 
+from gwtools.analysis._recovery import narrow
+
 #: rule -> what it checks (the ``description`` column of :func:`quality`).
 QUALITY_RULES: Final[dict[str, str]] = {
     "refunded_amount_matches_refunds": "a payment's refunded_amount equals the sum of its "
@@ -37,6 +39,18 @@ EXAMPLES: Final = 5
 HOLE_EXPECTED: Final = 20.0
 
 _LIVE_REFUND: Final = ("succeeded", "pending")
+_PAYMENT_COLUMNS: Final = (
+    "id",
+    "status",
+    "amount",
+    "currency",
+    "captured",
+    "refunded",
+    "refunded_amount",
+    "created_at",
+    "extra",
+)
+_REFUND_COLUMNS: Final = ("id", "payment_id", "status", "amount", "currency", "created_at")
 
 
 def _captured_amount(payments: pd.DataFrame) -> pd.Series:
@@ -124,8 +138,8 @@ def _completeness(report: Any) -> tuple[int, list[str], str] | None:
 
 
 def quality(
-    payments: pd.DataFrame,
-    refunds: pd.DataFrame,
+    payments: Any,
+    refunds: Any,
     *,
     completeness: Any = None,
     tz: str = "UTC",
@@ -138,8 +152,13 @@ def quality(
     per-resource report, the datasets' ``_state.json`` contents ({resource: state}) or a bool;
     the rule is left out when nothing is given.
 
+    Takes pandas or lazy tables (DuckDB, Spark): of a lazy table only the columns the rules read
+    are collected.
+
     Example: ``quality(payments, refunds).query("not ok")``.
     """
+    payments = narrow(payments, _PAYMENT_COLUMNS)
+    refunds = narrow(refunds, _REFUND_COLUMNS)
     rows: list[dict[str, Any]] = []
 
     def add(

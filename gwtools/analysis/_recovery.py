@@ -13,11 +13,15 @@ Order rule (:func:`order_key`), in this order:
 3. Otherwise the payment is an order of its own: nothing tells its retries apart.
 
 The work is a sort and group-wise aggregates on the payments table; everything after that
-(rates, intervals) runs on one small row per order or per group.
+(rates, intervals) runs on one small row per order or per group. Every function takes the tables
+the engine layer takes (pandas, a lazy DuckDB table, Spark): the order id lives in ``metadata``
+JSON, which the engines cannot read, so the columns an order needs are collected (see
+:func:`narrow`) and the chains are built in pandas.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import orjson
@@ -36,7 +40,57 @@ ORDER_KEY: Final = "order_id"
 #: Longest gap between two attempts of one order when there is no order id.
 ORDER_WINDOW: Final = pd.Timedelta(hours=24)
 
+#: What order grouping and the acceptance metrics read of a payment.
+ORDER_COLUMNS: Final = (
+    "id",
+    "status",
+    "outcome",
+    "amount",
+    "amount_major",
+    "currency",
+    "method_type",
+    "payment_method_id",
+    "card_brand",
+    "fpx_bank_code",
+    "fpx_bank",
+    "failure_code",
+    "decline_code",
+    "customer_id",
+    "metadata",
+    "captured_at",
+    "created_at",
+    "updated_at",
+)
+
 _DECIDED: Final = ("succeeded", "failed")
+
+
+def narrow(
+    table: Any,
+    columns: Sequence[str],
+    *,
+    since: pd.Timestamp | None = None,
+    until: pd.Timestamp | None = None,
+) -> pd.DataFrame:
+    """``table`` as pandas for an analysis that must finish row by row in pandas: a pandas
+    table as it is; a lazy table (DuckDB, Spark, Narwhals) with only ``columns`` (those it has)
+    and, with ``since``/``until``, only rows created in ``[since, until]``, filtered in its engine
+    before anything is collected."""
+    if isinstance(table, pd.DataFrame):
+        return table
+    import narwhals as nw
+
+    from gwtools.analysis import _engine as E
+
+    lf = E.lazy(table)
+    present = E.columns_of(lf)
+    if since is not None:
+        lf = lf.filter(E.truthy(nw.col("created_at") >= since.tz_convert("UTC").to_pydatetime()))
+    if until is not None:
+        lf = lf.filter(E.truthy(nw.col("created_at") <= until.tz_convert("UTC").to_pydatetime()))
+    return E.to_pandas(lf.select([c for c in dict.fromkeys(columns) if c in present]))
+
+
 _FINISHED: Final = ("succeeded", "failed", "abandoned")
 
 
@@ -58,6 +112,7 @@ def order_key(
 ) -> pd.Series:
     """Each payment's order, as a string: ``order:<id>``, ``customer:<first payment id>`` or
     ``payment:<id>`` (see the module docstring for the rule)."""
+    payments = narrow(payments, ORDER_COLUMNS)
     gap = pd.Timedelta(window)
     out = pd.Series(pd.NA, index=payments.index, dtype="string", name="order")
     ids = payments["metadata"].map(lambda t: _metadata_value(t, key))
@@ -96,6 +151,7 @@ def orders(
 
     Example: ``orders(payments).query("recovered")``: the orders retries won back.
     """
+    payments = narrow(payments, ORDER_COLUMNS)
     frame = payments.assign(order=order_key(payments, key=key, window=window))
     frame = frame.sort_values(["order", "created_at", "id"], kind="stable")
     grouped = frame.groupby("order", sort=True)
@@ -210,6 +266,7 @@ def acceptance(
 
     Example: ``acceptance(payments, by="method_type")``.
     """
+    payments = narrow(payments, [*ORDER_COLUMNS, *as_list(by)])
     counts = outcome_counts(payments, by, freq, tz)
     frame, keys = with_keys(payments, by, freq, tz)
     frame = frame.assign(order=order_key(payments, key=key, window=window))

@@ -4,13 +4,17 @@ the exact tails they rest on, and no alert on the same history without the incid
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+import gwtools
 from gwtools import analysis
 from gwtools.analysis._monitor import binom_lower, binom_upper, poisson_upper
+from gwtools.sandbox import Sandbox
 from tests.toolkit.conftest import build_payments, build_refunds
 
 WINDOW = {"since": "2026-11-01", "until": "2026-11-07", "tz": "UTC"}  # baseline: 4-31 Oct
@@ -186,3 +190,55 @@ def test_window_defaults_to_the_last_seven_days() -> None:
     assert alerts.attrs["window"]["since"] == pd.Timestamp("2026-10-31T12:01:39Z")
     with pytest.raises(ValueError, match="unknown monitor kinds"):
         analysis.monitor(build_payments(_cards()), kinds=["nope"])
+
+
+# -- engines -----------------------------------------------------------------------------------
+ENGINE_CALLS = {
+    "monitor": lambda p, r: analysis.monitor(p, r, tz="Asia/Kuala_Lumpur"),
+    "quality": lambda p, r: analysis.quality(p, r),
+    "acceptance": lambda p, r: analysis.acceptance(p, by="method_type", freq="week", tz="UTC"),
+    "recovery": lambda p, r: analysis.recovery(p),
+    "orders": lambda p, r: analysis.orders(p),
+}
+
+
+@pytest.fixture(scope="module")
+def incident_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A synced cache of a history with one incident of each kind."""
+    root = tmp_path_factory.mktemp("monitor-cache")
+    incidents = ["card-testing", "bank-outage:MB2U0227", "decline-spike"]
+    with (
+        Sandbox("B", rate_limits=False, seed_payments=6000, days=36, seed=5,
+                now=datetime(2026, 11, 20, 6, tzinfo=UTC), incidents=incidents) as sb,
+        gwtools.connect(sb.secret_key, sb.base_url, cache_dir=root, account="m") as gw,
+    ):  # fmt: skip
+        gw.sync()
+    return root
+
+
+def _pandas(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (gwtools.read_cache(root, "payments", account="m"),
+            gwtools.read_cache(root, "refunds", account="m"))  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(ENGINE_CALLS))
+def test_duckdb_gives_the_pandas_result(incident_cache: Path, name: str) -> None:
+    call = ENGINE_CALLS[name]
+    expected = call(*_pandas(incident_cache))
+    lazy = (gwtools.scan_cache(incident_cache, "payments", account="m"),
+            gwtools.scan_cache(incident_cache, "refunds", account="m"))  # fmt: skip
+    pd.testing.assert_frame_equal(call(*lazy), expected)
+    if name == "monitor":
+        assert set(expected["kind"]) == {"decline_spike", "card_testing", "fpx_bank_outage"}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", ["monitor", "quality", "acceptance"])
+def test_spark_gives_the_pandas_result(incident_cache: Path, spark: Any, name: str) -> None:
+    call = ENGINE_CALLS[name]
+    folder = incident_cache / "m" / "test"
+    frames = (
+        spark.read.parquet(str(folder / "payments")),
+        spark.read.parquet(str(folder / "refunds")),
+    )
+    pd.testing.assert_frame_equal(call(*frames), call(*_pandas(incident_cache)))
