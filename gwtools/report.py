@@ -1,9 +1,10 @@
-"""Reports: the four analyst notebooks run headless, as self-contained HTML and tables.
+"""Reports: the analyst notebooks run headless, as self-contained HTML and tables.
 
 ``run_report`` syncs the configured gateway once (``GW_API_KEY``/``GW_BASE_URL``, or the
 embedded sandbox), then executes each notebook with papermill against that cache, without
-network, and writes ``<notebook>.html`` (code hidden) beside the CSV and Parquet tables the
-notebooks save under ``tables/``. The notebooks use :func:`load_tables` and
+network (or against a cache folder or URL, or with Spark: ``source=``), and writes
+``<notebook>.html`` (code hidden) beside the CSV and Parquet tables the notebooks save under
+``tables/``. The notebooks use :func:`load_tables` and
 :func:`save_tables` from here, so they hold no logic of their own.
 
 Example::
@@ -61,12 +62,15 @@ def notebooks_dir() -> Path:
 class Tables:
     """What a notebook analyses: canonical payments and refunds, filtered, and where they came from.
 
-    ``source`` names the gateway without key, port or path; ``as_of`` is the time ages are
-    measured at (the sandbox clock on the embedded sandbox, so outputs are reproducible).
+    ``payments``/``refunds`` are lazy tables (DuckDB, or Spark DataFrames for a Spark source;
+    pandas if given pandas): pass them to :mod:`gwtools.analysis`, which returns small
+    DataFrames. ``source`` names the data's origin without key, port or path; ``as_of`` is the
+    time ages are measured at (the sandbox clock on the embedded sandbox, so outputs are
+    reproducible).
     """
 
-    payments: pd.DataFrame
-    refunds: pd.DataFrame
+    payments: Any
+    refunds: Any
     source: str
     tz: str
     as_of: pd.Timestamp
@@ -78,9 +82,20 @@ class Tables:
         period = f"{self.since or 'start'} to {self.until or 'now'} ({self.tz})"
         currency = f", {self.currency} only" if self.currency else ""
         return (
-            f"{len(self.payments):,} payments and {len(self.refunds):,} refunds from {self.source}, "
-            f"{period}{currency}"
+            f"{count_rows(self.payments):,} payments and {count_rows(self.refunds):,} refunds "
+            f"from {self.source}, {period}{currency}"
         )
+
+
+def count_rows(table: Any) -> int:
+    """How many rows ``table`` has, counted in its engine (a lazy table is not loaded)."""
+    import narwhals as nw
+
+    from gwtools.analysis import _engine as E
+
+    if isinstance(table, pd.DataFrame):
+        return len(table)
+    return int(E.to_pandas(E.lazy(table).select(nw.len().alias("n")))["n"].iloc[0])
 
 
 def _number(value: float) -> str:
@@ -121,6 +136,38 @@ def _quiet_embedded_notice() -> Iterator[None]:
 
 
 def _select(
+    payments: Any,
+    refunds: Any,
+    since: str | None,
+    until: str | None,
+    tz: str,
+    currency: str | None,
+) -> tuple[Any, Any]:
+    """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy)."""
+    import narwhals as nw
+
+    from gwtools.analysis import _engine as E
+
+    if isinstance(payments, pd.DataFrame) and isinstance(refunds, pd.DataFrame):
+        return _select_pandas(payments, refunds, since, until, tz, currency)
+    if currency:
+        keep = E.truthy(nw.col("currency") == currency.upper())
+        payments = E.native_like(E.lazy(payments).filter(keep), payments)
+        refunds = E.native_like(E.lazy(refunds).filter(keep), refunds)
+    if since or until:
+        chosen = between(payments, since, until, tz=tz)
+        # Refunds of the chosen payments (payment cohort) and refunds made in the period
+        # (refund-date view), whichever payment they belong to.
+        lp, lr = E.lazy_pair(chosen, refunds)
+        ids = lp.select(nw.col("id").alias("payment_id")).unique()
+        of_payments = lr.join(ids, on="payment_id", how="semi")
+        in_period = E.lazy(between(refunds, since, until, tz=tz))
+        picked = nw.concat([in_period, of_payments]).unique(subset=["id"], keep="any")
+        payments, refunds = chosen, E.native_like(picked, refunds)
+    return payments, refunds
+
+
+def _select_pandas(
     payments: pd.DataFrame,
     refunds: pd.DataFrame,
     since: str | None,
@@ -133,8 +180,6 @@ def _select(
         refunds = refunds[refunds["currency"].eq(currency.upper()).fillna(False).astype(bool)]
     if since or until:
         payments = between(payments, since, until, tz=tz)
-        # Refunds of the chosen payments (payment cohort) and refunds made in the period
-        # (refund-date view), whichever payment they belong to.
         in_period = refunds.index.isin(between(refunds, since, until, tz=tz).index)
         of_payments = refunds["payment_id"].isin(payments["id"]).fillna(False).to_numpy(dtype=bool)
         refunds = refunds[in_period | of_payments]
@@ -192,67 +237,73 @@ def _alive(pid: int) -> bool:
 
 
 def load_tables(
-    base_url: str | None = None,
+    source: Any = None,
     *,
+    base_url: str | None = None,
     cache: str | os.PathLike[str] | None = None,
+    spark_master: str | None = None,
+    spark_path: str | None = None,
     since: str | dt.date | None = None,
     until: str | dt.date | None = None,
     tz: str | None = None,
     currency: str | None = None,
     as_of: str | dt.datetime | None = None,
-    source: str | None = None,
+    source_name: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> Tables:
-    """Payments and refunds for a notebook.
+    """Payments and refunds for a notebook, as lazy tables (see :func:`gwtools.open_source`).
 
-    From ``cache`` (a synced cache directory; no network) if given, else synced from the
-    gateway: ``base_url``/``GW_BASE_URL`` with ``GW_API_KEY``, or with neither the embedded
-    sandbox (synced into a private cache of this process unless ``cache_dir`` is given). ``since``/``until`` are local days in ``tz`` (inclusive); ``currency`` keeps
-    one currency; ``as_of`` is when pending ages are measured (default: the sandbox clock on
-    the embedded sandbox, else now); ``source`` overrides the data's description. Example::
+    ``source``: ``None``/``"gateway"`` syncs the configured gateway (``base_url``/
+    ``GW_BASE_URL`` with ``GW_API_KEY``; with neither, the embedded sandbox, synced into a
+    private cache of this process unless ``cache_dir`` is given); a cache folder or URL is
+    read as it is, no network (``cache`` is the same); ``"spark"`` reads ``spark_path`` (else
+    the gateway's synced cache) with a Spark session on ``spark_master``. ``since``/``until``
+    are local days in ``tz`` (inclusive); ``currency`` keeps one currency; ``as_of`` is when
+    pending ages are measured (default: the sandbox clock on the embedded sandbox, else now);
+    ``source_name`` overrides the data's description. Nothing is loaded: the filters run in
+    the engine with the analyses. Example::
 
-        t = load_tables(since="2024-06-01", tz="Asia/Kuala_Lumpur")
-        t.payments, t.refunds
+        t = load_tables("/data/gwtools", since="2024-06-01", tz="Asia/Kuala_Lumpur")
+        analysis.decline_rate(t.payments, freq="week", tz=t.tz)
     """
+    from gwtools._source import SPARK, open_source
+
     zone = resolve_tz(tz)
     since_s = str(since) if since else None
     until_s = str(until) if until else None
-    if cache is not None:
-        from gwtools import read_cache
-
-        payments = read_cache(cache, "payments")
-        refunds = read_cache(cache, "refunds")
-        embedded = False
-        where = describe_source(base_url, embedded=False) if base_url else "a local cache"
-    else:
-        from gwtools import connect
-
-        if cache_dir is None and _is_embedded(base_url):
-            cache_dir = _private_cache_dir()
-        with _quiet_embedded_notice():
-            gw = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
-            try:
-                payments = gw.payments()
-                refunds = gw.refunds(refresh=False)
-            finally:
-                gw.close()
-        embedded = gw.settings.embedded
-        where = describe_source(gw.settings.base_url, embedded=embedded)
+    if source is None and cache is not None:
+        source = cache
+    gateway_cache = (source is None or source == "gateway") or (
+        source == SPARK and spark_path is None
+    )
+    if gateway_cache and cache_dir is None and _is_embedded(base_url):
+        cache_dir = _private_cache_dir()
+    with _quiet_embedded_notice():
+        src = open_source(
+            source,
+            base_url=base_url,
+            cache_dir=cache_dir if gateway_cache else None,
+            spark_master=spark_master,
+            spark_path=spark_path,
+        )
     if as_of is not None:
         moment = pd.Timestamp(as_of)
         moment = moment.tz_localize("UTC") if moment.tzinfo is None else moment
     else:
-        moment = pd.Timestamp(_as_of(embedded))
-    payments, refunds = _select(payments, refunds, since_s, until_s, zone, currency)
-    return Tables(payments, refunds, source or where, zone, moment, since_s, until_s, currency)
+        moment = pd.Timestamp(_as_of(src.embedded))
+    payments, refunds = _select(src.payments, src.refunds, since_s, until_s, zone, currency)
+    return Tables(
+        payments, refunds, source_name or src.description, zone, moment, since_s, until_s, currency
+    )
 
 
-def save_tables(
-    tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike[str] | None
-) -> list[str]:
+def save_tables(tables: Mapping[str, Any], out_dir: str | os.PathLike[str] | None) -> list[str]:
     """Write each table as ``<name>.csv`` and ``<name>.parquet`` into ``out_dir`` and return
     the file names (not paths: they end up in notebook outputs). ``out_dir=None`` writes
-    nothing, so an interactive run leaves no files behind."""
+    nothing, so an interactive run leaves no files behind. A lazy table (a whole canonical
+    table, say) is streamed in batches, never loaded whole."""
+    from gwtools._export import write_table
+
     if out_dir is None:
         return []
     target = Path(out_dir)
@@ -261,12 +312,7 @@ def save_tables(
     for name, frame in tables.items():
         for suffix in ("csv", "parquet"):
             path = target / f"{name}.{suffix}"
-            tmp = path.with_name(f".{path.name}.tmp")
-            if suffix == "csv":
-                frame.to_csv(tmp, index=False)
-            else:
-                frame.to_parquet(tmp, index=False)
-            tmp.replace(path)  # readers never see a half-written table
+            write_table(frame, path, suffix)  # renamed into place: never half-written
             names.append(path.name)
     return names
 
@@ -522,14 +568,25 @@ def run_report(
     base_url: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     gateway: Any = None,
+    source: str | os.PathLike[str] | None = None,
+    spark_master: str | None = None,
+    spark_path: str | None = None,
     notebooks: Sequence[str] = NOTEBOOKS,
     kernel_name: str | None = None,
     workers: int = 2,
 ) -> Report:
-    """Sync once, run ``notebooks`` headless against that cache, write HTML, tables and an
-    ``index.html`` into ``out_dir``. ``gateway`` (a connected :class:`gwtools.Gateway`)
-    overrides ``base_url``/``cache_dir``. Notebooks run ``workers`` at a time.
+    """Run ``notebooks`` headless, write HTML, tables and an ``index.html`` into ``out_dir``.
+
+    The data: by default the gateway (``gateway``, a connected :class:`gwtools.Gateway`, else
+    ``base_url``/``cache_dir`` or the configured one), synced once; the notebooks then read its
+    cache. ``source`` a cache folder or URL reads that cache as it is (nothing is synced);
+    ``source="spark"`` has each notebook read ``spark_path`` (else the synced gateway's cache)
+    with a Spark session on ``spark_master``. The notebooks see lazy tables and the tables
+    written are their small results (and, from the overview notebook, the canonical tables,
+    streamed). Notebooks run ``workers`` at a time.
     """
+    from gwtools._source import SPARK, describe_url
+
     start = time.perf_counter()
     zone = resolve_tz(tz)
     unknown = [n for n in notebooks if n not in TITLES]
@@ -537,28 +594,44 @@ def run_report(
         raise ValueError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
     out = Path(out_dir).resolve()
     (out / "tables").mkdir(parents=True, exist_ok=True)
-    if gateway is None:
-        from gwtools import connect
+    chosen = None if source is None else os.fspath(source)
+    embedded = False
+    if chosen in (None, "gateway") or (chosen == SPARK and spark_path is None):
+        if gateway is None:
+            from gwtools import connect
 
+            with _quiet_embedded_notice():
+                gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
+        settings = gateway.settings
         with _quiet_embedded_notice():
-            gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
-    settings = gateway.settings
-    with _quiet_embedded_notice():
-        gateway.sync()
-    source = describe_source(settings.base_url, embedded=settings.embedded)
+            gateway.sync()
+        embedded = settings.embedded
+        name = describe_source(settings.base_url, embedded=embedded)
+        if chosen == SPARK:
+            spark_path = str(gateway.cache_path)
+        else:
+            chosen = str(gateway.cache_path)
+    else:
+        name = describe_url(str(spark_path) if chosen == SPARK else str(chosen))
+    # The index page's overview, computed here once; DuckDB reads the same files Spark would.
+    local = chosen if chosen != SPARK else spark_path
     tables = load_tables(
-        cache=gateway.cache_path,
+        local if local is not None and "://" not in str(local) else chosen,
+        spark_master=spark_master,
+        spark_path=spark_path,
         since=since,
         until=until,
         tz=zone,
         currency=currency,
-        as_of=_as_of(settings.embedded),
-        source=source,
+        as_of=_as_of(embedded),
+        source_name=name,
     )
     parameters = {
         "base_url": None,
-        "cache": str(gateway.cache_path),
-        "source": source,
+        "source": chosen,
+        "spark_master": spark_master,
+        "spark_path": spark_path,
+        "source_name": name,
         "since": since,
         "until": until,
         "tz": zone,
@@ -587,7 +660,7 @@ def run_report(
         html=pages,
         tables=[p for p in written if p.suffix in (".csv", ".parquet")],
         overview=overview(tables.payments, tables.refunds),
-        source=source,
+        source=name,
         seconds=time.perf_counter() - start,
         timings=timings,
     )

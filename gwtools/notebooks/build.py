@@ -30,13 +30,17 @@ STORED_TIMEZONE = "Asia/Kuala_Lumpur"
 
 PARAMETERS = """\
 # Parameters (papermill): `gwtools report` sets these; change them here for your own run.
+source = None  # None: the configured gateway, synced (GW_BASE_URL + GW_API_KEY, else the embedded
+# sandbox); a synced cache folder or URL ("/data/gwtools", "s3://bucket/gwtools"): read as it
+# is, no network; "spark": a Spark session reads spark_path
+spark_master = None  # source="spark": e.g. "spark://head:7077"; None: the active session, else local[2]
+spark_path = None  # source="spark": the folder holding payments/ and refunds/; None: the gateway's cache
 base_url = None  # None: GW_BASE_URL with GW_API_KEY, or the embedded sandbox when neither is set
 since = None  # first local day, "YYYY-MM-DD"; None: from the first payment
 until = None  # last local day, inclusive; None: up to now
 tz = None  # zone of days and weeks, e.g. "Asia/Kuala_Lumpur"; None: GW_TIMEZONE, else UTC
 currency = None  # e.g. "MYR" keeps one currency; None keeps all (amounts stay per currency)
-cache = None  # a synced cache directory to read instead of syncing (reports set it)
-source = None  # how the data's origin is named in outputs (reports set it)
+source_name = None  # how the data's origin is named in outputs (reports set it)
 as_of = None  # when pending ages are measured; None: the sandbox clock, or now on a gateway
 out_dir = None  # where tables are saved as CSV and Parquet; None: nothing is written
 interactive = True  # False in reports: static figures only, no dashboards"""
@@ -54,9 +58,10 @@ from gwtools.report import load_tables, notebook_display, save_tables
 
 notebook_display()
 tz = analysis.resolve_tz(tz)  # the parameter, else GW_TIMEZONE, else UTC
+# Lazy tables: every analysis runs in the engine (DuckDB, or Spark) and returns a small table.
 data = load_tables(
-    base_url, cache=cache, since=since, until=until, tz=tz, currency=currency, as_of=as_of,
-    source=source,
+    source, base_url=base_url, spark_master=spark_master, spark_path=spark_path, since=since,
+    until=until, tz=tz, currency=currency, as_of=as_of, source_name=source_name,
 )
 payments, refunds = data.payments, data.refunds"""
 

@@ -14,6 +14,7 @@ import pytest
 
 from gwtools import report
 from gwtools._cache import Dataset
+from gwtools.analysis import to_pandas
 
 if TYPE_CHECKING:
     from gwtools import Gateway
@@ -84,15 +85,18 @@ def test_load_tables_from_a_cache_filters_local_days_and_currency(
         tz="Asia/Kuala_Lumpur",
         as_of="2026-11-21",
     )
-    assert sorted(t.payments["id"]) == ["pay_2", "pay_3"]
+    assert not isinstance(t.payments, pd.DataFrame)  # lazy: nothing loaded
+    assert sorted(to_pandas(t.payments)["id"]) == ["pay_2", "pay_3"]
     # refunds made in the period, and refunds of the period's payments (cohort view)
-    assert sorted(t.refunds["id"]) == ["rfnd_1", "rfnd_2"]
+    assert sorted(to_pandas(t.refunds)["id"]) == ["rfnd_1", "rfnd_2"]
     assert t.as_of == pd.Timestamp("2026-11-21", tz="UTC")
     assert repr(t) == (
         "2 payments and 2 refunds from a local cache, 2026-11-02 to 2026-11-02 (Asia/Kuala_Lumpur)"
     )
     myr = report.load_tables(cache=cache, currency="myr", tz="UTC")
-    assert set(myr.payments["currency"]) == {"MYR"} and len(myr.payments) == 2
+    mine = to_pandas(myr.payments)
+    assert set(mine["currency"]) == {"MYR"} and len(mine) == 2
+    assert sorted(to_pandas(myr.refunds)["id"]) == ["rfnd_1", "rfnd_2", "rfnd_3"]
     with pytest.raises(ValueError, match="unknown time zone"):
         report.load_tables(cache=cache, tz="Nowhere/Land")
 
@@ -384,7 +388,7 @@ def test_notebook_without_tz_parameter_follows_gw_timezone(
     papermill.execute_notebook(
         str(report.notebooks_dir() / "01_overview_and_export.ipynb"),
         str(out),
-        parameters={"cache": str(cache), "interactive": False},
+        parameters={"source": str(cache), "interactive": False},
         progress_bar=False,
         kernel_name="python3",
     )
@@ -395,3 +399,23 @@ def test_notebook_without_tz_parameter_follows_gw_timezone(
         for o in cell.outputs
     ]
     assert shown == ["1 payments and 1 refunds from a local cache, start to now (Europe/London)"]
+
+
+def test_save_tables_streams_a_lazy_table_to_what_pandas_writes(
+    tmp_path: Path, make_payments: Build, make_refunds: Build
+) -> None:
+    import gwtools
+
+    payments = make_payments(
+        [{"status": "succeeded", "amount": 100 * i, "created_at": f"2026-11-0{i}T02:00:00Z"}
+         for i in range(1, 6)]
+    )  # fmt: skip
+    cache = _cache(tmp_path, payments, make_refunds([]))
+    lazy = gwtools.scan_cache(cache, "payments")
+    report.save_tables({"lazy": lazy}, tmp_path / "t")
+    with pytest.warns(gwtools.GatewayDataWarning, match="partial"):  # written, never synced
+        eager = gwtools.read_cache(cache, "payments")
+    eager.to_csv(tmp_path / "eager.csv", index=False)
+    got = (tmp_path / "t" / "lazy.csv").read_text()
+    assert got == (tmp_path / "eager.csv").read_text()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t" / "lazy.parquet"), eager)

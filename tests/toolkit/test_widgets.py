@@ -211,3 +211,135 @@ def test_export_buttons_need_no_icon_font(payments: pd.DataFrame, tmp_path: Path
     for button, label in ((d.csv_button, "Export CSV"), (d.parquet_button, "Export Parquet")):
         assert button.icon == ""  # ipywidgets icons are Font Awesome, fetched from a CDN
         assert label in button.description
+
+
+# ----- lazy tables -------------------------------------------------------------------------
+def _poisoned(rel: Any) -> Any:
+    """``rel`` (a real DuckDB relation) with ``extra`` computed as an error: any query that
+    loads the full table (every column) fails, while the dashboards' queries, which never
+    need ``extra``, run. DuckDB evaluates a column only when a query asks for it."""
+    return rel.project("* REPLACE (error('the full table was loaded')::VARCHAR AS extra)")
+
+
+@pytest.fixture
+def lazy_tables(payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path) -> tuple[Any, Any]:
+    import gwtools
+    from gwtools._cache import Dataset
+
+    root = tmp_path / "cache" / "acct" / "test"
+    Dataset(root / "payments", "payments").write_batch(payments)
+    Dataset(root / "refunds", "refunds").write_batch(refunds)
+    return gwtools.scan_cache(root, "payments"), gwtools.scan_cache(root, "refunds")
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(
+        a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False
+    )
+
+
+def test_a_lazy_table_gives_the_same_numbers_as_pandas_through_filter_changes(
+    payments: pd.DataFrame, refunds: pd.DataFrame, lazy_tables: tuple[Any, Any], tmp_path: Path
+) -> None:
+    from gwtools.analysis import to_pandas
+
+    lazy_payments, lazy_refunds = lazy_tables
+    eager = w.declines_dashboard(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
+    lazy = w.declines_dashboard(lazy_payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path)
+    assert (lazy.since.value, lazy.until.value) == (eager.since.value, eager.until.value)
+    assert lazy.method.options == eager.method.options and lazy.bank.options == eager.bank.options
+    assert not isinstance(lazy.view, pd.DataFrame)  # the filtered table stays lazy
+    steps: list[tuple[str, Any]] = [
+        ("method", ("fpx",)),
+        ("method", ()),
+        ("currency", ("JPY",)),
+        ("currency", ()),
+        ("until", dt.date(2026, 11, 2)),
+        ("chart", "rate over time"),
+        ("freq", "day"),
+        ("chart", "rate by method"),
+    ]
+    for name, value in steps:
+        for d in (eager, lazy):
+            getattr(d, name).value = value
+        _same(lazy.result, eager.result)
+        _same(lazy.drilled, eager.drilled)
+        assert lazy.summary.value == eager.summary.value
+    assert "<b>3</b> of 7" in lazy.summary.value  # pay_1..pay_3 by 2 Nov, Kuala Lumpur
+    assert sorted(to_pandas(lazy.view)["id"]) == ["pay_1", "pay_2", "pay_3"]
+
+    eager_r = w.refunds_dashboard(payments, refunds, tz="UTC", now="2026-11-10T00:00:00Z")
+    lazy_r = w.refunds_dashboard(lazy_payments, lazy_refunds, tz="UTC", now="2026-11-10T00:00:00Z")
+    for name, value in [("method", ("fpx",)), ("cohort", "refund"), ("chart", "pending")]:
+        for d in (eager_r, lazy_r):
+            getattr(d, name).value = value
+        _same(lazy_r.result, eager_r.result)
+    assert lazy_r.result["id"].tolist() == ["rfnd_2"]
+
+    eager_f = w.fpx_dashboard(payments, tz="UTC")
+    lazy_f = w.fpx_dashboard(lazy_payments, tz="UTC")
+    _same(lazy_f.result, eager_f.result)
+    for d in (eager_f, lazy_f):
+        d.drill.value = "TEST0004"
+    assert lazy_f.drilled["fpx_outcome"].tolist() == ["timed_out"]
+    _same(lazy_f.drilled, eager_f.drilled)
+
+
+def test_a_lazy_dashboard_never_loads_the_full_table(
+    lazy_tables: tuple[Any, Any], tmp_path: Path
+) -> None:
+    import duckdb
+
+    lazy_payments, lazy_refunds = lazy_tables
+    payments = _poisoned(lazy_payments)
+    with pytest.raises(duckdb.Error, match="full table was loaded"):
+        payments.df()  # the guard works: loading everything fails
+    # max_rows=4: the drill-down shows 2 rows, fetched with a limit in DuckDB
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path, max_rows=4)
+    for name, value in [
+        ("method", ("card",)),
+        ("status", ("failed",)),
+        ("chart", "rate over time"),
+        ("freq", "day"),
+        ("chart", "rate by method"),
+        ("chart", "codes"),
+    ]:
+        getattr(d, name).value = value
+    assert d.drilled["id"].tolist() == ["pay_4", "pay_2"]  # newest first, first 2 of 3
+    assert "export writes every matching row" in d.drilldown.value
+    _, rows = d.export("csv")
+    assert sorted(pd.read_csv(rows)["id"]) == ["pay_1", "pay_2", "pay_4"]  # export has all
+    d.drill.value = "insufficient_funds"
+    assert d.drilled["id"].tolist() == ["pay_4", "pay_1"]
+
+    f = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    f.chart.value = "outcomes"
+    f.drill.value = "MB2U0227"
+    assert f.drilled["id"].tolist() == ["pay_7", "pay_6"]
+    # The refunds' pending view lists whole pending refunds (a few rows): only payments poisoned.
+    r = w.refunds_dashboard(payments, lazy_refunds, tz="UTC", now="2026-11-10T00:00:00Z")
+    for chart in ("rate by amount", "reasons", "pending"):
+        r.chart.value = chart
+    r.drill.value = "succeeded"
+    assert r.drilled["id"].tolist() == ["rfnd_1"]
+
+
+def test_a_dashboard_given_a_gateway_scans_its_cache(
+    payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
+) -> None:
+    import gwtools
+    from gwtools._cache import Dataset
+
+    gw = gwtools.connect(
+        "sk_test_" + "a" * 24, "http://127.0.0.1:9", cache_dir=tmp_path, account="shop"
+    )
+    try:  # nothing is contacted: the dashboard reads the cache as it is
+        Dataset(gw.dataset("payments").path, "payments").write_batch(payments)
+        Dataset(gw.dataset("refunds").path, "refunds").write_batch(refunds)
+        d = w.refunds_dashboard(gw, tz="UTC", now="2026-11-10T00:00:00Z")
+    finally:
+        gw.close()
+    assert not isinstance(d.payments, pd.DataFrame)
+    assert d.result["payments"].sum() == 3 and d.result["refunded_payments"].sum() == 2
+    with pytest.raises(ValueError, match="needs the refunds"):
+        w.refunds_dashboard(payments)

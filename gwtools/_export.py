@@ -1,0 +1,167 @@
+"""Write a table of any size to CSV or Parquet in batches, never whole in memory.
+
+:func:`write_table` takes what the analyses take (a pandas DataFrame, a lazy DuckDB table from
+:func:`gwtools.scan_cache`/``Gateway.scan``, a PySpark DataFrame, or a Narwhals frame over one)
+and streams it: DuckDB hands over Arrow record batches, Spark rows come through
+``toLocalIterator``, and each batch is turned into the canonical pandas dtypes and appended
+(``pyarrow.parquet.ParquetWriter`` for Parquet). So a file holds exactly what
+``frame.to_csv(index=False)``/``frame.to_parquet(index=False)`` of the same rows would hold,
+whatever the size. ``gwtools export``, the notebooks' ``save_tables`` and the dashboards'
+export buttons use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import narwhals as nw
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gwtools import _schema
+from gwtools._errors import ConfigurationError
+
+__all__ = ["BATCH_ROWS", "batches", "write_table"]
+
+#: Rows per batch: a few tens of MB of canonical payments at most.
+BATCH_ROWS = 100_000
+
+
+def _canonical(columns: list[str]) -> _schema.Resource | None:
+    for resource in ("payments", "refunds"):
+        if columns == list(_schema.columns(resource)):
+            return resource
+    return None
+
+
+def _to_frame(batch: pa.Table, resource: _schema.Resource | None) -> pd.DataFrame:
+    """One Arrow batch as pandas: canonical tables exactly as ``read_cache`` types them."""
+    from gwtools._cache import to_pandas as canonical_frame
+    from gwtools.analysis._engine import to_pandas
+
+    if resource is not None:
+        return canonical_frame(batch, resource)
+    return to_pandas(batch)
+
+
+def batches(table: Any, rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
+    """``table`` as pandas DataFrames of at most ``rows`` rows each (at least one, maybe empty),
+    read from its engine one batch at a time."""
+    native = table.to_native() if isinstance(table, nw.DataFrame | nw.LazyFrame) else table
+    if isinstance(native, pd.DataFrame):
+        if native.empty:
+            yield native.reset_index(drop=True)
+        for start in range(0, len(native), rows):
+            yield native.iloc[start : start + rows].reset_index(drop=True)
+        return
+    import duckdb
+
+    if isinstance(native, duckdb.DuckDBPyRelation):
+        resource = _canonical(list(native.columns))
+        reader = native.to_arrow_reader(rows)
+        schema = reader.schema
+        empty = True
+        for batch in reader:
+            if batch.num_rows:
+                empty = False
+                yield _to_frame(pa.Table.from_batches([batch], schema=schema), resource)
+        if empty:
+            yield _to_frame(schema.empty_table(), resource)
+        return
+    if type(native).__module__.startswith("pyspark"):
+        yield from _spark_batches(native, rows)
+        return
+    raise ConfigurationError(
+        f"cannot write a {type(native).__module__}.{type(native).__name__}: pass a pandas "
+        "DataFrame, a lazy table from gwtools.scan_cache()/Gateway.scan(), or a PySpark DataFrame"
+    )
+
+
+def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
+    """A Spark DataFrame's rows through the driver one partition at a time (never all at once)."""
+    from gwtools.analysis._engine import to_pandas
+
+    columns = list(frame.columns)
+    resource = _canonical(columns)
+    chunk: list[Any] = []
+    sent = False
+    for row in frame.toLocalIterator():
+        chunk.append(tuple(row))
+        if len(chunk) >= rows:
+            yield _spark_frame(chunk, columns, resource, to_pandas)
+            chunk, sent = [], True
+    if chunk or not sent:
+        yield _spark_frame(chunk, columns, resource, to_pandas)
+
+
+def _spark_frame(chunk: list[Any], columns: list[str], resource: Any, convert: Any) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(chunk, columns=columns)
+    if resource is not None:
+        # Spark hands back naive UTC times: conform reads them as UTC, as the cache has them.
+        return _schema.conform(frame, resource)
+    return convert(frame)
+
+
+def _write(table: Any, fmt: str, target: IO[str] | IO[bytes] | str, rows: int) -> int:
+    written = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        for i, frame in enumerate(batches(table, rows)):
+            written += len(frame)
+            if fmt == "csv":
+                frame.to_csv(target, index=False, header=i == 0)
+                continue
+            if writer is None:
+                arrow = pa.Table.from_pandas(frame, preserve_index=False)
+                writer = pq.ParquetWriter(target, arrow.schema)
+            else:
+                arrow = pa.Table.from_pandas(frame, schema=writer.schema, preserve_index=False)
+            writer.write_table(arrow)
+    finally:
+        if writer is not None:
+            writer.close()
+    return written
+
+
+def write_table(
+    table: Any,
+    out: str | os.PathLike[str] | IO[str],
+    fmt: str,
+    *,
+    rows: int = BATCH_ROWS,
+) -> int:
+    """Write ``table`` to ``out`` as ``"csv"`` or ``"parquet"`` one batch at a time; return the
+    number of rows written.
+
+    ``out`` is a path (written to a temporary name beside it and renamed at the end, so a
+    reader never sees half a file) or an open text stream for CSV (e.g. ``sys.stdout``). The
+    file is what ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would
+    write. Example::
+
+        write_table(gwtools.scan_cache(cache, "payments"), "payments.parquet", "parquet")
+    """
+    if fmt not in ("csv", "parquet"):
+        raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+    if not isinstance(out, str | os.PathLike):
+        if fmt != "csv":
+            raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
+        return _write(table, fmt, out, rows)
+    target = Path(out)
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        if fmt == "csv":
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+                count = _write(table, fmt, handle, rows)
+        else:
+            count = _write(table, fmt, str(tmp), rows)
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return count

@@ -1,0 +1,176 @@
+"""Where an analysis's payments and refunds come from: the gateway's cache, a cache folder or
+URL, or a Spark session, always as lazy tables (nothing loaded until a result is asked for).
+
+:func:`open_source` is what the notebooks, the report and the dashboards call, so choosing
+the data is one argument, the same everywhere::
+
+    src = gwtools.open_source()                       # the configured gateway, synced, or the sandbox
+    src = gwtools.open_source("/data/gwtools")        # a synced cache (folder or s3://… URL), no network
+    src = gwtools.open_source("spark", spark_path="s3a://bucket/gwtools/acct/live",
+                              spark_master="spark://head:7077")
+    analysis.decline_rate(src.payments, freq="week")
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from gwtools import _schema
+from gwtools._errors import CacheError, ConfigurationError
+
+__all__ = ["SPARK", "Source", "open_source"]
+
+#: The ``source`` value that asks for a Spark session.
+SPARK = "spark"
+_GATEWAY = "gateway"
+
+
+@dataclass
+class Source:
+    """Lazy payments and refunds on one engine, and what to call their origin in outputs.
+
+    ``payments``/``refunds`` are lazy DuckDB tables (or PySpark DataFrames for a Spark source)
+    with the canonical columns; pass them to any :mod:`gwtools.analysis` function.
+    ``description`` names the origin without key, port or local path; ``embedded`` is True for
+    the embedded sandbox (its clock is the time pending ages are measured at).
+    """
+
+    payments: Any
+    refunds: Any
+    description: str
+    engine: str
+    embedded: bool = False
+
+
+def describe_url(text: str) -> str:
+    """A cache location for outputs: a URL's scheme and host, a local folder as 'a local cache'."""
+    parts = urlsplit(text)
+    if "://" in text and parts.scheme != "file":
+        return f"a cache at {parts.scheme}://{parts.hostname or ''}".rstrip("/")
+    return "a local cache"
+
+
+def spark_session(master: str | None = None) -> Any:
+    """The active Spark session, else a new one on ``master`` (default ``local[2]``); either
+    way its time zone is set to UTC, as gwtools reads timestamps."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ConfigurationError(
+            "source='spark' needs PySpark (and Java): pip install pyspark"
+        ) from None
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        session = active
+    else:
+        builder = SparkSession.builder.master(master or "local[2]").appName("gwtools")
+        session = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    return session
+
+
+def _spark_tables(session: Any, path: str) -> tuple[Any, Any]:
+    """Canonical payments and refunds read by Spark from the folder holding both datasets."""
+    out = []
+    for resource in ("payments", "refunds"):
+        folder = f"{path.rstrip('/')}/{resource}"
+        local = "://" not in folder or folder.startswith("file://")
+        if local and not Path(folder.removeprefix("file://")).is_dir():
+            raise CacheError(
+                f"no cached {resource} at {folder}: spark_path must be the folder holding "
+                "payments/ and refunds/ ({cache_dir}/{account}/{test|live}); run a sync first"
+            )
+        frame = session.read.parquet(folder)
+        # The hive partition column (created_month) is not canonical; the order is.
+        out.append(frame.select(*_schema.columns(resource)))
+    return out[0], out[1]
+
+
+def open_source(
+    source: Any = None,
+    *,
+    base_url: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    account: str | None = None,
+    mode: str | None = None,
+    spark_master: str | None = None,
+    spark_path: str | None = None,
+    sync: bool = True,
+) -> Source:
+    """Lazy payments and refunds from ``source``:
+
+    - ``None`` or ``"gateway"``: the configured gateway (``base_url``/``GW_BASE_URL`` with
+      ``GW_API_KEY``, else the embedded sandbox), synced first unless ``sync=False``, then
+      scanned from its cache (``cache_dir``, else ``GW_CACHE_DIR``);
+    - a :class:`gwtools.Gateway`: its cache as it is (call ``gw.sync()`` first);
+    - a cache folder or URL (``"/data/gwtools"``, ``"s3://bucket/gwtools"``): read as it is,
+      no network; ``account``/``mode`` pick a dataset when it holds several;
+    - ``"spark"``: a Spark session (the active one, else a new one on ``spark_master``,
+      default ``local[2]``) reads ``spark_path``, the folder holding ``payments/`` and
+      ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
+    """
+    from gwtools._gateway import Gateway
+    from gwtools._scan import scan_cache
+
+    if isinstance(source, Gateway):
+        return Source(
+            source.scan("payments"),
+            source.scan("refunds"),
+            _describe_gateway(source),
+            "duckdb",
+            source.settings.embedded,
+        )
+    if source is not None and not isinstance(source, str | os.PathLike):
+        raise ConfigurationError(
+            f"source must be None, 'gateway', 'spark', a cache folder or URL, or a Gateway; "
+            f"got a {type(source).__name__}"
+        )
+    text = None if source is None else os.fspath(source)
+    if text == SPARK:
+        session = spark_session(spark_master)
+        if spark_path is not None:
+            payments, refunds = _spark_tables(session, spark_path)
+            return Source(payments, refunds, describe_url(spark_path), SPARK)
+        gw = _synced(base_url, cache_dir, account, sync)
+        payments, refunds = _spark_tables(session, str(gw.cache_path))
+        return Source(payments, refunds, _describe_gateway(gw), SPARK, gw.settings.embedded)
+    if text is None or text == _GATEWAY:
+        gw = _synced(base_url, cache_dir, account, sync)
+        return Source(
+            gw.scan("payments"),
+            gw.scan("refunds"),
+            _describe_gateway(gw),
+            "duckdb",
+            gw.settings.embedded,
+        )
+    return Source(
+        scan_cache(text, "payments", account=account, mode=mode),
+        scan_cache(text, "refunds", account=account, mode=mode),
+        describe_url(text),
+        "duckdb",
+    )
+
+
+def _describe_gateway(gw: Any) -> str:
+    from gwtools.report import describe_source
+
+    return describe_source(gw.settings.base_url, embedded=gw.settings.embedded)
+
+
+def _synced(
+    base_url: str | None, cache_dir: str | os.PathLike[str] | None, account: str | None, sync: bool
+) -> Any:
+    """The configured gateway, synced (its connection closed: scans need only the cache)."""
+    from gwtools._gateway import connect
+
+    gw = connect(base_url=base_url, cache_dir=cache_dir, account=account, progress=False)
+    try:
+        if sync:
+            gw.sync()
+    finally:
+        gw.close()
+    return gw
