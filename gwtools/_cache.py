@@ -904,6 +904,19 @@ class Dataset:
                 f"{f} cannot be read ({why}), so its rows are missing; the next sync moves it "
                 f"to {self.quarantine_path} and fetches its month again"
             )
+        # Moved aside after the last sync wrote its state: their months are not back yet.
+        synced_at = _parse_time(state.get("last_sync"))
+        waiting = sorted(
+            p.name.split("=", 1)[1]
+            for p in self._partitions(self.quarantine_path)
+            for f in self._files_in(p)
+            if synced_at is None or f.stat().st_ctime > synced_at.timestamp()
+        )
+        if waiting:
+            problems.append(
+                f"files of {', '.join(dict.fromkeys(waiting))} that could not be read were moved "
+                f"to {self.quarantine_path}, and no sync has fetched those months again yet"
+            )
         info: dict[str, Any] = {
             "complete": not problems,
             "path": str(self.path),

@@ -70,8 +70,14 @@ def test_an_unreadable_file_is_quarantined_and_its_month_fetched_again(
     with pytest.raises(gwtools.CacheError, match=damaged.name):
         gwtools.read_cache(shop.cache_dir, "payments", account="shop", strict=True)
 
-    # The next (incremental) sync moves it aside, says so, and fetches its month again.
-    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
+    # Moved aside (as a sync's first step does) but not fetched again yet: still partial.
+    with pytest.warns(gwtools.GatewayDataWarning, match="moved it to"), ds.lock():
+        pass
+    with pytest.warns(gwtools.GatewayDataWarning, match="no sync has fetched those months"):
+        assert read(shop).attrs["gwtools_cache"]["complete"] is False
+
+    # The next (incremental) sync fetches its month again.
+    with shop.connect() as gw:
         result = gw.sync()
     assert result.complete and result.resources["payments"].mode == "incremental"
     quarantined = ds.quarantine_path / month / damaged.name
