@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from gwtools._errors import ConfigurationError
@@ -412,4 +413,128 @@ def funnel(table: pd.DataFrame) -> Figure:
     ax.set_xlabel("payments (count)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     ax.set_ylabel("stage")
+    return fig
+
+
+#: Alert severities and rule results, each with one colour (red for what needs a look first).
+SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#f0a020"}
+_PASS_COLOUR = "#2ca02c"
+_KIND_NAMES = {
+    "decline_spike": "decline spike",
+    "card_testing": "card testing",
+    "fpx_bank_outage": "FPX bank outage",
+    "refund_spike": "refund spike",
+}
+
+
+def _alert_label(alert: pd.Series) -> str:
+    """What an alert saw against its baseline, in the words of its kind."""
+    kind, obs, exp, n = alert["kind"], alert["observed"], alert["expected"], int(alert["n"])
+    if kind == "decline_spike":
+        return f"{obs:.0%} declined vs {exp:.0%} usual (n={n:,})"
+    if kind == "fpx_bank_outage":
+        return f"{obs:.0%} succeeded vs {exp:.0%} usual (n={n:,})"
+    if kind == "card_testing":
+        return f"{obs:,.0f} small card attempts vs {exp:.1f} usual"
+    if kind == "refund_spike":
+        return f"{obs:,.0f} refunds vs {exp:.1f} a day usual"
+    return f"{obs:,.2f} vs {exp:,.2f} (n={n:,})"
+
+
+def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None) -> Figure:
+    """The alerts of :func:`gwtools.analysis.monitor` on a timeline: one row per kind and
+    scope, a bar from each alert's start to its end coloured by severity (a diamond marks
+    alerts too short to see as a bar), labelled with what was observed against the baseline.
+    The x axis spans the monitored window (``alerts.attrs["window"]``), in ``tz`` (default:
+    the zone of the alerts' times, else UTC)."""
+    from gwtools.analysis._monitor import MONITOR_KINDS
+
+    window = alerts.attrs.get("window") or {}
+    zone = tz or (str(alerts["start"].dt.tz) if len(alerts) else "UTC")
+    rows = alerts[["kind", "scope"]].drop_duplicates()
+    rows = rows.assign(_rank=rows["kind"].map({k: i for i, k in enumerate(MONITOR_KINDS)}))
+    rows = rows.sort_values(["_rank", "scope"], kind="stable").reset_index(drop=True)
+    fig, ax = _figure((9.0, max(2.6, 1.2 + 0.55 * len(rows))))
+    span = ""
+    if window:
+        since = pd.Timestamp(window["since"]).tz_convert(zone)
+        until = pd.Timestamp(window["until"]).tz_convert(zone)
+        span = f"\n{since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} ({zone})"
+    ax.set_title(f"Alerts in the monitored window{span}")
+    if alerts.empty:
+        _empty(ax, "alerts")
+        return fig
+    keys = list(zip(rows["kind"], rows["scope"], strict=True))
+    y_of = {key: len(rows) - 1 - i for i, key in enumerate(keys)}
+    lo = pd.Timestamp(window["since"]) if window else alerts["start"].min()
+    hi = pd.Timestamp(window["until"]) if window else alerts["end"].max()
+    middle = lo + (hi - lo) / 2
+    for _, a in alerts.iterrows():
+        y = y_of[(a["kind"], a["scope"])]
+        colour = SEVERITY_COLOURS.get(str(a["severity"]), OTHER_COLOUR)
+        start, end = mdates.date2num(a["start"]), mdates.date2num(a["end"])
+        ax.barh(y, end - start, left=start, height=0.5, color=colour, alpha=0.85)
+        ax.plot([start + (end - start) / 2], [y], marker="D", color=colour, markersize=6)
+        label = _alert_label(a)
+        right = a["start"] < middle
+        ax.annotate(
+            label,
+            (end if right else start, y),
+            xytext=(6 if right else -6, 0),
+            textcoords="offset points",
+            ha="left" if right else "right",
+            va="center",
+            fontsize=8,
+        )
+    ax.set_yticks([y_of[k] for k in keys], [f"{_KIND_NAMES.get(k, k)}\n{s}" for k, s in keys])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlim(mdates.date2num(lo), mdates.date2num(hi))
+    locator = mdates.AutoDateLocator(maxticks=10, tz=zone)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=zone))
+    ax.set_xlabel(f"local time ({zone})")
+    ax.grid(axis="x", alpha=0.3)
+    handles = [
+        Patch(color=c, label=s) for s, c in SEVERITY_COLOURS.items() if s in set(alerts["severity"])
+    ]
+    fig.legend(handles=handles, title="severity", loc="outside right upper", fontsize="small")
+    return fig
+
+
+def quality_rules(rules: pd.DataFrame) -> Figure:
+    """The rules of :func:`gwtools.analysis.quality` as bars of the rows breaking each (red),
+    with the rules that hold marked ok (green) and how many rows each looked at."""
+    fig, ax = _figure((9.0, max(2.6, 1.0 + 0.42 * len(rules))))
+    failing = int((~rules["ok"].astype(bool)).sum()) if len(rules) else 0
+    ax.set_title(
+        f"Data-quality rules: {failing} of {len(rules)} failing"
+        if len(rules)
+        else "Data-quality rules"
+    )
+    if rules.empty:
+        _empty(ax, "rules")
+        return fig
+    y = np.arange(len(rules))[::-1]
+    counts = rules["count"].astype("int64").to_numpy()
+    colours = [_PASS_COLOUR if ok else SEVERITY_COLOURS["high"] for ok in rules["ok"]]
+    ax.barh(y, counts, color=colours)
+    top = max(1, int(counts.max()))
+    for yi, (_, r) in zip(y, rules.iterrows(), strict=True):
+        text = (
+            f"ok ({int(r['checked']):,} checked)"
+            if r["ok"]
+            else f"{int(r['count']):,} of {int(r['checked']):,} break it"
+        )
+        ax.text(
+            int(r["count"]) + top * 0.01,
+            yi,
+            text,
+            va="center",
+            fontsize=8,
+            color=_PASS_COLOUR if r["ok"] else "black",
+        )
+    ax.set_yticks(y, rules["rule"].astype(str), fontsize=8)
+    ax.set_xlim(0, top * 1.5)
+    ax.set_xlabel("rows breaking the rule (count)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return fig

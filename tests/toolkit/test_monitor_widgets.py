@@ -1,0 +1,244 @@
+"""Monitoring and quality dashboards: alerts of a sandbox history with a card-testing incident
+on the timeline and in the table, the payments behind a selected alert (filtered by hand here),
+and failing quality rules with the rows their examples name."""
+
+from __future__ import annotations
+
+import datetime as dt
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import matplotlib.dates as mdates
+import pandas as pd
+import pytest
+
+import gwtools
+from gwtools import plots, widgets
+from gwtools.sandbox import Sandbox
+from tests.toolkit.conftest import build_payments, build_refunds
+
+NOW = datetime(2026, 11, 20, 6, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A synced 35-day history with one card-testing hour, and where the sandbox placed it."""
+    root = tmp_path_factory.mktemp("monitor-widgets")
+    with (
+        Sandbox("B", rate_limits=False, seed_payments=1500, days=35, seed=11, now=NOW,
+                incidents=["card-testing"]) as sb,
+        gwtools.connect(sb.secret_key, sb.base_url, cache_dir=root, account="w") as gw,
+    ):  # fmt: skip
+        gw.sync()
+        assert sb.history is not None
+        placed = sb.history["incidents"][0]
+    return {
+        "payments": gwtools.read_cache(root, "payments", account="w"),
+        "refunds": gwtools.read_cache(root, "refunds", account="w"),
+        "lazy": (
+            gwtools.scan_cache(root, "payments", account="w"),
+            gwtools.scan_cache(root, "refunds", account="w"),
+        ),
+        "start": pd.Timestamp(placed["start"]),
+        "end": pd.Timestamp(placed["end"]),
+        "placed": placed["payments"],
+    }
+
+
+def _by_hand(payments: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> list[str]:
+    """Card payments of at most 2.00 created in [start, end), oldest first."""
+    ts = payments["created_at"]
+    keep = (
+        payments["method_type"].eq("card").fillna(False)
+        & (payments["amount_major"] <= 2.0).fillna(False)
+        & (ts >= start)
+        & (ts < end)
+    )
+    return payments[keep].sort_values(["created_at", "id"])["id"].tolist()
+
+
+def test_card_testing_alert_is_on_the_timeline_in_the_table_and_drills_into_its_payments(
+    history: dict[str, Any], tmp_path: Path
+) -> None:
+    d = widgets.monitor_dashboard(
+        history["payments"], history["refunds"], tz="UTC", export_dir=tmp_path, max_rows=2000
+    )
+    alerts = d.result
+    testing = alerts.index[alerts["kind"] == "card_testing"].tolist()
+    assert len(testing) == 1
+    alert = alerts.loc[testing[0]]
+    assert (alert["start"], alert["end"]) == (history["start"], history["end"])
+    assert "card_testing" in d.table.value
+    assert f"<b>{len(alerts)}</b> alert" in d.summary.value
+
+    # the timeline: a labelled row for it and a red (high) bar over exactly its hour
+    assert d.figure is not None
+    ax = d.figure.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "card testing\ncard, amount <= 2" in labels
+    bars = [
+        p for p in ax.patches
+        if p.get_x() == pytest.approx(mdates.date2num(history["start"]))
+        and p.get_width() == pytest.approx(1 / 24)
+    ]  # fmt: skip
+    assert len(bars) == 1
+    assert bars[0].get_facecolor()[:3] == pytest.approx(
+        tuple(
+            int(plots.SEVERITY_COLOURS[alert["severity"]][i : i + 2], 16) / 255 for i in (1, 3, 5)
+        )
+    )
+    assert any("small card attempts" in t.get_text() for t in ax.texts)
+
+    # selecting it: exactly the small card payments of that hour, which the sandbox placed
+    expected = _by_hand(history["payments"], history["start"], history["end"])
+    assert len(expected) == history["placed"] == alert["n"]
+    d.drill.value = testing[0]
+    assert d.drilled["id"].tolist() == expected
+    assert set(d.drilled["alert"]) == {testing[0]}
+
+    # every alert's rows when none is selected, each tagged with its alert
+    d.drill.value = None
+    assert sorted(set(d.drilled["alert"])) == sorted(alerts.index.tolist())
+
+
+def test_the_window_and_filters_rerun_the_monitor(history: dict[str, Any], tmp_path: Path) -> None:
+    d = widgets.monitor_dashboard(history["payments"], history["refunds"], tz="UTC",
+                                  export_dir=tmp_path)  # fmt: skip
+    assert "card_testing" in set(d.result["kind"])
+    # a window that ends before the incident: the baseline moves with it, the alert is gone
+    day = (history["start"] - pd.Timedelta(days=2)).date()
+    d.since.value, d.until.value = day - dt.timedelta(days=6), day
+    assert "card_testing" not in set(d.result["kind"])
+    assert f"monitored window {day - dt.timedelta(days=6):%Y-%m-%d} 00:00" in d.summary.value
+    d.since.value = d.until.value = None
+    assert "card_testing" in set(d.result["kind"])
+    d.method.value = ("fpx",)  # card testing is about cards
+    assert "card_testing" not in set(d.result["kind"])
+    d.method.value = ()
+    d.since.value, d.until.value = dt.date(2026, 11, 10), dt.date(2026, 11, 9)
+    assert "cannot monitor" in d.summary.value and "must come before" in d.summary.value
+
+
+def test_lazy_tables_give_the_same_alerts(history: dict[str, Any], tmp_path: Path) -> None:
+    eager = widgets.monitor_dashboard(history["payments"], history["refunds"], tz="UTC",
+                                      export_dir=tmp_path)  # fmt: skip
+    lazy = widgets.monitor_dashboard(*history["lazy"], tz="UTC", export_dir=tmp_path)
+    pd.testing.assert_frame_equal(lazy.result, eager.result)
+    start, end = history["start"], history["end"]
+    assert widgets.alert_payments(*history["lazy"], lazy.result)["id"].tolist() == (
+        widgets.alert_payments(history["payments"], history["refunds"], eager.result)["id"].tolist()
+    )
+    assert (
+        widgets.alert_payments(
+            *history["lazy"], lazy.result[lazy.result["kind"] == "card_testing"], limit=3
+        )["id"].tolist()
+        == _by_hand(history["payments"], start, end)[:3]
+    )
+
+
+def test_alert_payments_follow_each_scope() -> None:
+    """One alert of each scope over six hand-made payments and two refunds."""
+    at = "2026-11-02T02:{:02d}:00Z".format
+    payments = build_payments(
+        [
+            {"status": "failed", "amount": 100, "card_brand": "visa", "created_at": at(0)},
+            {"status": "failed", "amount": 5000, "card_brand": "visa", "created_at": at(10)},
+            {"status": "failed", "amount": 5000, "card_brand": "mastercard", "created_at": at(20)},
+            {"status": "failed", "amount": 5000, "method_type": "fpx",
+             "fpx_bank_code": "MB2U0227", "created_at": at(30)},
+            {"status": "failed", "amount": 5000, "method_type": "fpx",
+             "fpx_bank_code": "RHB0218", "created_at": at(40)},
+            {"status": "failed", "amount": 5000, "card_brand": "visa",
+             "created_at": "2026-11-02T03:00:00Z"},  # the end of the hour: not in it
+        ]
+    )  # fmt: skip
+    refunds = build_refunds(
+        [{"payment_id": "pay_2", "amount": 100, "created_at": at(5)},
+         {"payment_id": "pay_2", "amount": 100, "created_at": "2026-11-03T02:00:00Z"}]
+    )  # fmt: skip
+    hour = (pd.Timestamp(at(0)), pd.Timestamp("2026-11-02T03:00:00Z"))
+    alerts = pd.DataFrame(
+        [
+            {"kind": "decline_spike", "scope": "card", "start": hour[0], "end": hour[1]},
+            {"kind": "decline_spike", "scope": "card_brand=visa", "start": hour[0], "end": hour[1]},
+            {"kind": "card_testing", "scope": "card, amount <= 2", "start": hour[0], "end": hour[1]},
+            {"kind": "fpx_bank_outage", "scope": "fpx_bank_code=MB2U0227",
+             "start": hour[0], "end": hour[1]},
+            {"kind": "refund_spike", "scope": "refunds", "start": hour[0], "end": hour[1]},
+        ]
+    )  # fmt: skip
+    rows = widgets.alert_payments(payments, refunds, alerts)
+    found = rows.groupby("alert")["id"].agg(list).to_dict()
+    assert found == {
+        0: ["pay_1", "pay_2", "pay_3"],
+        1: ["pay_1", "pay_2"],
+        2: ["pay_1"],
+        3: ["pay_4"],
+        4: ["rfnd_1"],
+    }
+    assert widgets.alert_payments(payments, refunds, alerts.iloc[1])["id"].tolist() == [
+        "pay_1",
+        "pay_2",
+    ]
+
+
+def _broken() -> tuple[pd.DataFrame, pd.DataFrame]:
+    ok = {"status": "succeeded", "captured": True, "amount": 1000, "refunded": False}
+    payments = build_payments(
+        [
+            {**ok, "id": "pay_1", "refunded_amount": 500},  # its refunds say 400
+            {**ok, "id": "pay_2", "refunded_amount": 0},
+            {**ok, "id": "pay_2", "refunded_amount": 0},  # the same id twice
+            {**ok, "id": "pay_3", "refunded_amount": 0, "method_type": "fpx",
+             "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"},
+        ]
+    )  # fmt: skip
+    refunds = build_refunds(
+        [
+            {"id": "rfnd_1", "payment_id": "pay_1", "amount": 400},
+            {"id": "rfnd_2", "payment_id": "pay_99", "amount": 100},  # its payment is not here
+        ]
+    )
+    return payments, refunds
+
+
+def test_quality_dashboard_shows_failing_rules_and_their_rows(tmp_path: Path) -> None:
+    payments, refunds = _broken()
+    d = widgets.quality_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path)
+    result = d.result.set_index("rule")
+    failing = result.index[result["result"] == "FAIL"].tolist()
+    assert failing == [
+        "refunded_amount_matches_refunds",
+        "refund_payment_cached",
+        "payment_ids_unique",
+    ]
+    assert result.loc["payment_ids_unique", "count"] == 1
+    assert result.loc["captured_flag_matches_status", "result"] == "ok"
+    assert "FAIL" in d.table.value and "Data-quality rules: 3 of 9 failing" in (
+        d.figure.axes[0].get_title() if d.figure else ""
+    )
+    assert [v for _, v in d.drill.options] == [None, *failing]
+
+    d.drill.value = "payment_ids_unique"
+    assert d.drilled["example"].tolist() == ["pay_2", "pay_2"]  # both copies of the id
+    d.drill.value = "refund_payment_cached"
+    assert d.drilled[["example", "table", "payment_id"]].values.tolist() == [
+        ["rfnd_2", "refunds", "pay_99"]
+    ]
+    d.drill.value = "refunded_amount_matches_refunds"
+    assert d.drilled[["example", "refunded_amount"]].values.tolist() == [["pay_1", 500]]
+
+    # the bank filter keeps pay_3: its rules hold, and the orphan refund is still checked
+    d.bank.value = ("MB2U0227",)
+    result = d.result.set_index("rule")
+    assert result.index[result["result"] == "FAIL"].tolist() == ["refund_payment_cached"]
+
+
+def test_quality_examples_is_empty_when_every_rule_holds() -> None:
+    payments, refunds = _broken()
+    from gwtools import analysis
+
+    fine = analysis.quality(payments.iloc[[3]], refunds.iloc[:0])
+    assert fine["ok"].all()
+    assert widgets.quality_examples(fine, payments, refunds).empty
