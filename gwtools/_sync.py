@@ -625,7 +625,8 @@ async def run_sync(
         # Loud: a notebook shows warnings; the CLI also exits non-zero.
         warnings.warn(
             "the sync is incomplete, so the high-water mark was not advanced and the next sync "
-            "lists the affected range again: " + "; ".join(result.problems),
+            "lists the affected range again (sync again; if it stays incomplete, the gateway or "
+            "something between it and you is changing responses): " + "; ".join(result.problems),
             GatewayDataWarning,
             stacklevel=2,
         )
