@@ -6,13 +6,21 @@ every number comes from those functions. Each dashboard is itself a widget
 (``display(dashboard)`` in a notebook) and keeps its state in plain attributes
 (``view``, ``result``, ``drilled``) that tests and code can read.
 
+They take what the analyses take: a lazy table (``gwtools.scan_cache``, ``Gateway.scan``;
+the default, over the configured gateway's cache, when given a Gateway or nothing), a
+PySpark DataFrame, or a pandas DataFrame. A filter change pushes the filters into the table
+and runs the analysis in its engine: only the small result, a row count and the drill-down's
+first rows (filtered and limited in the engine) reach Python; the export button streams the
+drill-down's rows to the file in batches.
+
 Example::
 
     import gwtools
     from gwtools.widgets import declines_dashboard
 
     gw = gwtools.connect()
-    declines_dashboard(gw.payments(), tz="Asia/Kuala_Lumpur")
+    gw.sync()
+    declines_dashboard(gw.scan("payments"), tz="Asia/Kuala_Lumpur")   # or declines_dashboard(gw)
 """
 
 from __future__ import annotations
@@ -26,23 +34,25 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import ipywidgets as widgets
+import narwhals as nw
 import pandas as pd
 from matplotlib.figure import Figure
 
 from gwtools import plots
-from gwtools.analysis._declines import classify_declines, decline_breakdown, decline_rate
-from gwtools.analysis._fpx import fpx_banks, fpx_outcome, fpx_outcome_shares
-from gwtools.analysis._refunds import (
-    pending_refunds,
-    refund_details,
-    refund_rate,
-    refunds_by_reason,
-)
+from gwtools._errors import ConfigurationError
+from gwtools._export import write_table
+from gwtools.analysis import _engine as E
+from gwtools.analysis._declines import classified, decline_breakdown, decline_rate
+from gwtools.analysis._fpx import fpx_banks, fpx_only, fpx_outcome_shares
+from gwtools.analysis._refunds import details, pending_refunds, refund_rate, refunds_by_reason
 from gwtools.analysis._time import between, local_time, resolve_tz
-from gwtools.report import TABLE_CSS, tidy_tables
+from gwtools.report import TABLE_CSS, count_rows, tidy_tables
 
-#: A dashboard view: the filtered payments in, the table to show and its chart out.
-View = Callable[[pd.DataFrame], tuple[pd.DataFrame, Figure | None]]
+#: A dashboard view: the filtered payments (a table of the source's kind) in, the table to
+#: show and its chart out.
+View = Callable[[Any], tuple[pd.DataFrame, Figure | None]]
+#: The columns the filters' choices come from (one small group-by when a dashboard opens).
+_FACETS = ["method_type", "currency", "status", "fpx_bank_code", "fpx_bank"]
 
 _PERCENT_COLUMNS = frozenset(
     {
@@ -68,6 +78,15 @@ def _options(values: pd.Series) -> list[str]:
     return sorted(str(v) for v in values.dropna().unique())
 
 
+def _bank_options(facets: pd.DataFrame) -> list[tuple[str, str]]:
+    """``("Maybank2u (MB2U0227)", "MB2U0227")`` per FPX bank code, sorted by label."""
+    banks = facets.dropna(subset=["fpx_bank_code"]).drop_duplicates("fpx_bank_code")
+    return sorted(
+        (f"{n if pd.notna(n) else 'unnamed'} ({c})", str(c))
+        for n, c in zip(banks["fpx_bank"], banks["fpx_bank_code"], strict=True)
+    )
+
+
 def _local_dates(ts: pd.Series, tz: str) -> tuple[dt.date | None, dt.date | None]:
     ts = ts.dropna()
     if ts.empty:
@@ -90,18 +109,58 @@ def _for_display(frame: pd.DataFrame, tz: str) -> pd.DataFrame:
     return out.astype("object").where(out.notna(), "")
 
 
-def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50) -> str:
+def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50, more: bool = False) -> str:
     """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut: no index
     column, numbers on one line, long text (retry advice) wrapping in a wide column, and a
-    sideways scroll bar when the table is wider than the dashboard."""
+    sideways scroll bar when the table is wider than the dashboard. ``more``: ``frame`` is
+    the first rows of a longer table (a drill-down fetched with a limit)."""
     if frame.empty:
         return "<p><i>nothing matches the filters</i></p>"
     shown = _for_display(frame.head(max_rows), tz)
     table = tidy_tables(shown.to_html(index=False, escape=True, border=0))
-    note = (
-        f"<p><i>first {max_rows:,} of {len(frame):,} rows</i></p>" if len(frame) > max_rows else ""
-    )
+    note = ""
+    if len(frame) > max_rows:
+        note = f"<p><i>first {max_rows:,} of {len(frame):,} rows</i></p>"
+    elif more:
+        note = f"<p><i>first {len(frame):,} rows; export writes every matching row</i></p>"
     return f"<style>{TABLE_CSS}</style>{table}{note}"
+
+
+def _facets(payments: Any) -> pd.DataFrame:
+    """Payments per method, currency, status and bank, with the first and last creation time:
+    one small query that gives every filter's choices, the dates and the total."""
+    lf = E.lazy(payments)
+    small = E.to_pandas(
+        lf.group_by(_FACETS, drop_null_keys=False).agg(
+            nw.len().alias("n"),
+            nw.col("created_at").min().alias("first"),
+            nw.col("created_at").max().alias("last"),
+        )
+    )
+    for col in ("first", "last"):  # Spark gives naive UTC, DuckDB aware: both UTC here
+        small[col] = pd.to_datetime(small[col], utc=True)
+    return small
+
+
+def _source_tables(payments: Any, refunds: Any, *, need_refunds: bool) -> tuple[Any, Any]:
+    """The tables to show: as given, or lazy scans of the gateway's cache (given a Gateway,
+    or nothing: the configured gateway, synced first)."""
+    from gwtools._gateway import Gateway
+    from gwtools._source import open_source
+
+    if payments is None or isinstance(payments, Gateway):
+        src = open_source(payments)
+        return src.payments, src.refunds
+    if need_refunds and refunds is None:
+        raise ConfigurationError(
+            "the refunds dashboard needs the refunds too: pass refunds_dashboard(payments, "
+            "refunds), both from the same engine, or a Gateway / nothing for its cache"
+        )
+    return payments, refunds
+
+
+def _newest_first(lf: nw.LazyFrame[Any], columns: list[str]) -> nw.LazyFrame[Any]:
+    return lf.select(columns).sort(["created_at", "id"], descending=True, nulls_last=True)
 
 
 def figure_png(fig: Figure, dpi: int = 90) -> bytes:
@@ -130,8 +189,8 @@ class Dashboard(widgets.VBox):
 
     def __init__(
         self,
-        payments: pd.DataFrame,
-        refunds: pd.DataFrame | None = None,
+        payments: Any = None,
+        refunds: Any = None,
         *,
         tz: str | None = None,
         export_dir: str | os.PathLike[str] | None = None,
@@ -139,31 +198,32 @@ class Dashboard(widgets.VBox):
         max_rows: int = 50,
         now: dt.datetime | pd.Timestamp | str | None = None,
     ) -> None:
-        self.payments = payments
+        payments, refunds = _source_tables(payments, refunds, need_refunds=self.needs_refunds)
+        self.payments = self.prepare(payments)
         self.now = pd.Timestamp(now) if now is not None else None
         self.refunds = refunds
         self.tz = resolve_tz(tz)
         self.locale = locale
         self.max_rows = max_rows
         self.export_dir = Path(export_dir) if export_dir is not None else default_export_dir()
-        self.view: pd.DataFrame = payments.iloc[:0]
+        self.view: Any = self.payments
+        self.matched = 0
         self.result: pd.DataFrame = pd.DataFrame()
         self.drilled: pd.DataFrame = pd.DataFrame()
         self.figure: Figure | None = None
         self.exported: list[Path] = []
 
-        first, last = _local_dates(payments["created_at"], self.tz)
+        facets = _facets(self.payments)
+        self.total = int(facets["n"].sum())
+        first, last = _local_dates(pd.concat([facets["first"], facets["last"]]), self.tz)
         layout = widgets.Layout(width="auto")
         self.since = widgets.DatePicker(description="from", value=first, layout=layout)
         self.until = widgets.DatePicker(description="to", value=last, layout=layout)
-        self.method = self._multi("method", payments["method_type"])
-        self.currency = self._multi("currency", payments["currency"])
-        self.status = self._multi("status", payments["status"])
-        banks = payments.dropna(subset=["fpx_bank_code"]).drop_duplicates("fpx_bank_code")
-        bank_options = sorted(
-            (f"{n if pd.notna(n) else 'unnamed'} ({c})", c)
-            for n, c in zip(banks["fpx_bank"], banks["fpx_bank_code"], strict=True)
-        )
+        self.method = self._multi("method", facets["method_type"])
+        self.currency = self._multi("currency", facets["currency"])
+        self.status = self._multi("status", facets["status"])
+        self.banks = _bank_options(facets)
+        bank_options = self.banks
         self.bank = widgets.SelectMultiple(
             options=bank_options,
             description="bank",
@@ -223,6 +283,13 @@ class Dashboard(widgets.VBox):
         self.refresh()
 
     # ----- what subclasses provide -------------------------------------------------
+    #: Whether the dashboard needs the refunds table as well.
+    needs_refunds: ClassVar[bool] = False
+
+    def prepare(self, payments: Any) -> Any:
+        """The payments this dashboard is about (a lazy filter; default: all of them)."""
+        return payments
+
     def views(self) -> dict[str, View]:
         """Named views: each turns the filtered payments into (table, figure)."""
         raise NotImplementedError
@@ -235,9 +302,10 @@ class Dashboard(widgets.VBox):
         """(label, value) choices of the drill-down, from the table on screen."""
         return []
 
-    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
-        """The rows behind the table (all of them when ``choice`` is None)."""
-        return view
+    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
+        """The rows behind the table (all of them when ``choice`` is None), newest first, as
+        a query on the view's engine: the dashboard fetches its first rows, export all."""
+        return _newest_first(E.lazy(view), list(E.columns_of(E.lazy(view))))
 
     # ----- shared machinery --------------------------------------------------------
     def _multi(self, description: str, values: pd.Series) -> widgets.SelectMultiple:
@@ -248,8 +316,9 @@ class Dashboard(widgets.VBox):
             layout=widgets.Layout(width="240px"),
         )
 
-    def matching(self) -> pd.DataFrame:
-        """The payments that pass every filter (an empty selection keeps all)."""
+    def matching(self) -> Any:
+        """The payments that pass every filter (an empty selection keeps all), as a table of
+        the source's kind: for a lazy table, a query with the filters, nothing read yet."""
         frame = between(self.payments, self.since.value, self.until.value, tz=self.tz)
         selections = {
             "method_type": self.method.value,
@@ -257,14 +326,16 @@ class Dashboard(widgets.VBox):
             "status": self.status.value,
             "fpx_bank_code": self.bank.value,
         }
+        lf = E.lazy(frame)
         for column, chosen in selections.items():
             if chosen:
-                frame = frame[frame[column].isin(list(chosen)).fillna(False).astype(bool)]
-        return frame
+                lf = lf.filter(E.truthy(nw.col(column).is_in(list(chosen))))
+        return E.native_like(lf, self.payments)
 
     def refresh(self, change: Any = None) -> None:
         """Recompute the table, chart and drill-down from the current filters."""
         self.view = self.matching()
+        self.matched = count_rows(self.view)
         self.result, figure = self.views()[self.chart.value](self.view)
         self.figure = figure
         if figure is None:
@@ -272,7 +343,7 @@ class Dashboard(widgets.VBox):
         else:
             self.image.layout.display = None
             self.image.value = figure_png(figure)
-        self.summary.value = f"<b>{len(self.view):,}</b> of {len(self.payments):,} payments match"
+        self.summary.value = f"<b>{self.matched:,}</b> of {self.total:,} payments match"
         self.table.value = to_html(self.result, self.tz, max_rows=self.max_rows)
         options = [(_ALL, None), *self.drill_options(self.result)]
         keep = self.drill.value if self.drill.value in [v for _, v in options] else None
@@ -282,28 +353,29 @@ class Dashboard(widgets.VBox):
         self.update_drilldown()
 
     def update_drilldown(self, change: Any = None) -> None:
-        """Show the rows behind the selected line of the table."""
-        self.drilled = self.drill_rows(self.view, self.drill.value)
+        """Show the first rows behind the selected line of the table (fetched with a limit)."""
         # Half as many rows as the table: the drill-down sits below it, export has them all.
-        self.drilldown.value = to_html(self.drilled, self.tz, max_rows=max(1, self.max_rows // 2))
+        shown = max(1, self.max_rows // 2)
+        rows = E.to_pandas(self.drill_query(self.view, self.drill.value).head(shown + 1))
+        self.drilled = rows.head(shown)
+        self.drilldown.value = to_html(
+            self.drilled, self.tz, max_rows=shown, more=len(rows) > shown
+        )
 
     def export(self, fmt: str) -> list[Path]:
-        """Write the table on screen and the drill-down rows as CSV or Parquet into
-        ``export_dir``; show links to the files and return their paths."""
+        """Write the table on screen and every drill-down row (streamed from the engine in
+        batches) as CSV or Parquet into ``export_dir``; show links to the files and return
+        their paths."""
         if fmt not in ("csv", "parquet"):
             raise ValueError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
         self.export_dir.mkdir(parents=True, exist_ok=True)
         stamp = pd.Timestamp.now(tz=self.tz).strftime("%Y%m%d-%H%M%S")
         view = str(self.chart.value).replace(" ", "-").replace("/", "-")
         paths = []
-        for part, frame in (("table", self.result), ("rows", self.drilled)):
+        rows = self.drill_query(self.view, self.drill.value)
+        for part, frame in (("table", self.result), ("rows", rows)):
             path = self.export_dir / f"{self.name}-{view}-{part}-{stamp}.{fmt}"
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            if fmt == "csv":
-                frame.to_csv(tmp, index=False)
-            else:
-                frame.to_parquet(tmp, index=False)
-            tmp.replace(path)  # a half-written file never carries the final name
+            write_table(frame, path, fmt)  # renamed into place: never half-written
             paths.append(path)
         self.exported = paths
         self.links.value = "exported: " + ", ".join(_link(p) for p in paths)
@@ -345,15 +417,15 @@ class DeclinesDashboard(Dashboard):
         reasons = result["decline_code"].fillna(result["failure_code"]).dropna().unique()
         return [(str(r), str(r)) for r in reasons]
 
-    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
-        failed = classify_declines(view)
+    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
+        failed = classified(view)
         if choice is not None:
-            failed = failed[failed["decline_reason"] == choice]
+            failed = failed.filter(E.truthy(nw.col("decline_reason") == choice))
         columns = [
             "id", "created_at", "method_type", "card_brand", "fpx_bank", "currency",
             "amount_major", "failure_code", "decline_code", "decline_type", "advice",
         ]  # fmt: skip
-        return failed[columns].sort_values("created_at", ascending=False)
+        return _newest_first(failed, columns)
 
 
 class RefundsDashboard(Dashboard):
@@ -365,7 +437,9 @@ class RefundsDashboard(Dashboard):
     title = "Refunds"
     name = "refunds"
 
-    def __init__(self, payments: pd.DataFrame, refunds: pd.DataFrame, **kwargs: Any) -> None:
+    needs_refunds = True
+
+    def __init__(self, payments: Any = None, refunds: Any = None, **kwargs: Any) -> None:
         self.cohort = widgets.ToggleButtons(
             options=[("by payment date", "payment"), ("by refund date", "refund")],
             description="cohort",
@@ -375,11 +449,13 @@ class RefundsDashboard(Dashboard):
     def controls(self) -> list[widgets.ValueWidget]:
         return [self.cohort]
 
-    def _refunds_of(self, view: pd.DataFrame) -> pd.DataFrame:
-        assert self.refunds is not None
-        return self.refunds[self.refunds["payment_id"].isin(view["id"]).fillna(False).astype(bool)]
+    def _refunds_of(self, view: Any) -> Any:
+        """The refunds of the payments in ``view`` (a semi-join in the tables' engine)."""
+        lp, lr = E.lazy_pair(view, self.refunds)
+        ids = lp.select(nw.col("id").alias("payment_id")).unique()
+        return E.native_like(lr.join(ids, on="payment_id", how="semi"), self.refunds)
 
-    def _rate(self, view: pd.DataFrame, measure: str) -> tuple[pd.DataFrame, Figure]:
+    def _rate(self, view: Any, measure: str) -> tuple[pd.DataFrame, Figure]:
         table = refund_rate(
             view, self._refunds_of(view), freq=self.freq.value, tz=self.tz, cohort=self.cohort.value
         )
@@ -401,15 +477,15 @@ class RefundsDashboard(Dashboard):
     def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
         return [(s, s) for s in ("pending", "succeeded", "failed")]
 
-    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
-        details = refund_details(view, self._refunds_of(view))
+    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
+        rows = details(view, self._refunds_of(view))
         if choice is not None:
-            details = details[details["status"] == choice]
+            rows = rows.filter(E.truthy(nw.col("status") == choice))
         columns = [
             "id", "payment_id", "status", "reason", "kind", "method_type", "fpx_bank",
             "currency", "amount_major", "created_at", "days_to_refund",
         ]  # fmt: skip
-        return details[columns].sort_values("created_at", ascending=False)
+        return _newest_first(rows, columns)
 
 
 class FpxDashboard(Dashboard):
@@ -418,9 +494,12 @@ class FpxDashboard(Dashboard):
     title = "FPX banks"
     name = "fpx"
 
-    def __init__(self, payments: pd.DataFrame, **kwargs: Any) -> None:
-        fpx = payments[payments["method_type"].eq("fpx").fillna(False).astype(bool)]
-        super().__init__(fpx, **kwargs)
+    def __init__(self, payments: Any = None, **kwargs: Any) -> None:
+        super().__init__(payments, **kwargs)
+
+    def prepare(self, payments: Any) -> Any:
+        lf = E.lazy(payments).filter(E.truthy(nw.col("method_type") == "fpx"))
+        return E.native_like(lf, payments)
 
     def views(self) -> dict[str, View]:
         return {
@@ -436,38 +515,39 @@ class FpxDashboard(Dashboard):
         }
 
     def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        banks = self.view.dropna(subset=["fpx_bank_code"]).drop_duplicates("fpx_bank_code")
-        return sorted(
-            (f"{n if pd.notna(n) else 'unnamed'} ({c})", str(c))
-            for n, c in zip(banks["fpx_bank"], banks["fpx_bank_code"], strict=True)
-        )
+        # The banks in the table on screen (every FPX bank when the table names none).
+        if "fpx_bank_code" in result.columns:
+            shown = set(result["fpx_bank_code"].dropna().astype(str))
+            return [(label, code) for label, code in self.banks if code in shown]
+        return list(self.banks)
 
-    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
-        rows = view.assign(fpx_outcome=fpx_outcome(view))
+    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
+        rows = fpx_only(view)
         if choice is not None:
-            rows = rows[rows["fpx_bank_code"] == choice]
+            rows = rows.filter(E.truthy(nw.col("fpx_bank_code") == choice))
         columns = [
             "id", "created_at", "fpx_bank_code", "fpx_bank", "fpx_outcome", "status",
             "failure_code", "currency", "amount_major", "captured_at",
         ]  # fmt: skip
-        return rows[columns].sort_values("created_at", ascending=False)
+        return _newest_first(rows, columns)
 
 
-def declines_dashboard(payments: pd.DataFrame, **kwargs: Any) -> DeclinesDashboard:
-    """Declines dashboard over a canonical payments table (``tz``, ``export_dir``,
-    ``locale``, ``max_rows``, ``now`` as keywords). Example: ``declines_dashboard(gw.payments())``."""
+def declines_dashboard(payments: Any = None, **kwargs: Any) -> DeclinesDashboard:
+    """Declines dashboard over canonical payments: a lazy table, a Spark or pandas DataFrame,
+    or a Gateway / nothing for the gateway's cache (``tz``, ``export_dir``, ``locale``,
+    ``max_rows``, ``now`` as keywords). Example: ``declines_dashboard(gw.scan("payments"))``."""
     return DeclinesDashboard(payments, **kwargs)
 
 
-def refunds_dashboard(
-    payments: pd.DataFrame, refunds: pd.DataFrame, **kwargs: Any
-) -> RefundsDashboard:
-    """Refunds dashboard over the canonical payments and refunds tables."""
+def refunds_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) -> RefundsDashboard:
+    """Refunds dashboard over canonical payments and refunds (both on one engine), or a
+    Gateway / nothing for the gateway's cache."""
     return RefundsDashboard(payments, refunds, **kwargs)
 
 
-def fpx_dashboard(payments: pd.DataFrame, **kwargs: Any) -> FpxDashboard:
-    """FPX bank dashboard over a canonical payments table (card payments are left out)."""
+def fpx_dashboard(payments: Any = None, **kwargs: Any) -> FpxDashboard:
+    """FPX bank dashboard over canonical payments (card payments are left out), or a
+    Gateway / nothing for the gateway's cache."""
     return FpxDashboard(payments, **kwargs)
 
 
