@@ -92,6 +92,7 @@ def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None)
         fpx.group_by(keys).agg(
             *(nw.col(o).sum() for o in FPX_OUTCOMES),
             nw.col("_minutes").median().alias("median_minutes"),
+            nw.col("fpx_bank").max().alias("_name"),
         )
     )
     if grouped.empty:
@@ -100,18 +101,14 @@ def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None)
         for c in ["attempts", *FPX_OUTCOMES, "n"]:
             empty[c] = pd.Series(dtype="int64")
         return add_rate(empty, "succeeded", "n").assign(median_minutes=pd.Series(dtype="float64"))
-    names = E.to_pandas(
-        fpx.filter(~nw.col("fpx_bank").is_null())
-        .group_by("fpx_bank_code")
-        .agg(nw.col("fpx_bank").max())
-    )
-    counts = finish_keys(grouped, keys, tz)
+    # A code's name over all its rows: the greatest of its periods' names (one query, not two).
+    names = grouped.dropna(subset=["_name"]).groupby("fpx_bank_code", dropna=False)["_name"].max()
+    counts = finish_keys(grouped.drop(columns="_name"), keys, tz)
     counts[list(FPX_OUTCOMES)] = counts[list(FPX_OUTCOMES)].fillna(0).astype("int64")
     counts.insert(len(keys), "attempts", counts[list(FPX_OUTCOMES)].sum(axis=1).astype("int64"))
     counts["n"] = counts["attempts"] - counts["pending"] - counts["unknown"]
     counts["median_minutes"] = counts["median_minutes"].astype("float64")
-    bank_names = dict(zip(names["fpx_bank_code"], names["fpx_bank"], strict=True))
-    counts.insert(1, "fpx_bank", counts["fpx_bank_code"].map(bank_names).astype("string"))
+    counts.insert(1, "fpx_bank", counts["fpx_bank_code"].map(names).astype("string"))
     counts.insert(2, "test_bank", counts["fpx_bank_code"].isin(TEST_BANKS).astype(bool))
     out = add_rate(counts, "succeeded", "n")
     order = [
