@@ -50,9 +50,10 @@ def _to_frame(batch: pa.Table, resource: _schema.Resource | None) -> pd.DataFram
     return to_pandas(batch)
 
 
-def batches(table: Any, rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
-    """``table`` as pandas DataFrames of at most ``rows`` rows each (at least one, maybe empty),
-    read from its engine one batch at a time."""
+def batches(table: Any, rows: int | None = None) -> Iterator[pd.DataFrame]:
+    """``table`` as pandas DataFrames of at most ``rows`` rows each (default
+    :data:`BATCH_ROWS`; at least one, maybe empty), read from its engine one batch at a time."""
+    rows = rows or BATCH_ROWS
     native = table.to_native() if isinstance(table, nw.DataFrame | nw.LazyFrame) else table
     if isinstance(native, pd.DataFrame):
         if native.empty:
@@ -134,7 +135,7 @@ def write_table(
     out: str | os.PathLike[str] | IO[str],
     fmt: str,
     *,
-    rows: int = BATCH_ROWS,
+    rows: int | None = None,
 ) -> int:
     """Write ``table`` to ``out`` as ``"csv"`` or ``"parquet"`` one batch at a time; return the
     number of rows written.
@@ -148,6 +149,7 @@ def write_table(
     """
     if fmt not in ("csv", "parquet"):
         raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+    rows = rows or BATCH_ROWS
     if not isinstance(out, str | os.PathLike):
         if fmt != "csv":
             raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")

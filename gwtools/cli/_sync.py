@@ -10,8 +10,7 @@ argument: arguments end up in shell history and in every process listing. Exampl
 
 from __future__ import annotations
 
-import os
-import uuid
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -21,6 +20,7 @@ import click
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gwtools._cache import Dataset
     from gwtools._schema import Resource
 
 _RESOURCES = ("payments", "refunds")
@@ -189,6 +189,17 @@ def _read_cache(
 ) -> pd.DataFrame:
     """The cached rows of the dataset a sync with the same options fills, with no connection:
     without a key that is the embedded sandbox's cache, and nothing is started to read it."""
+    return _cached_dataset(resource, api_key_file, base_url, cache_dir, account).read(**where)
+
+
+def _cached_dataset(
+    resource: Resource,
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+) -> Dataset:
+    """The dataset a sync with the same options fills (it must exist), found with no connection."""
     from gwtools._cache import Dataset
     from gwtools._config import resolve_settings
     from gwtools._embedded import embedded_cache
@@ -214,7 +225,7 @@ def _read_cache(
             "`gwtools sync` with the same options first, or export without --no-refresh "
             "(which syncs before exporting)."
         )
-    return dataset.read(**where)
+    return dataset
 
 
 @click.command()
@@ -249,39 +260,33 @@ def export(
     cache_dir: str | None,
     account: str | None,
 ) -> None:
-    """Write canonical payments or refunds to CSV or Parquet."""
+    """Write canonical payments or refunds to CSV or Parquet, streamed from the cache in
+    batches (any size, never the whole table in memory)."""
     from gwtools._config import check_filters
     from gwtools._errors import ConfigurationError, GatewayError
+    from gwtools._export import write_table
+    from gwtools._scan import scan_cache
 
     try:  # the library's own check of --status/--since/--until, before anything starts
-        check_filters(resource, since, until, list(status) or None)
+        where = check_filters(resource, since, until, list(status) or None)
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
-    where = {"since": since, "until": until, "status": list(status) or None}
+    kind = cast("Resource", resource)
     try:
         if refresh:
             with _connect(api_key_file, base_url, cache_dir, account) as gw:
-                reader = gw.payments if resource == "payments" else gw.refunds
-                frame = reader(**where)
+                # As payments() does: a payment's refunded_amount moves with its refunds.
+                gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))
+                table = gw.scan(kind, *where)
         else:
-            frame = _read_cache(
-                cast("Resource", resource), api_key_file, base_url, cache_dir, account, **where
-            )
+            dataset = _cached_dataset(kind, api_key_file, base_url, cache_dir, account)
+            table = scan_cache(dataset.path, kind, since=where[0], until=where[1], status=where[2])
+        if out == "-":
+            write_table(table, sys.stdout, "csv")
+            return
+        count = write_table(table, out, fmt)
     except (GatewayError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    if out == "-":
-        click.echo(frame.to_csv(index=False), nl=False)
-        return
-    target = Path(out)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        if fmt == "csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    click.echo(f"wrote {len(frame):,} {resource} to {target}", err=True)
+    click.echo(f"wrote {count:,} {resource} to {out}", err=True)

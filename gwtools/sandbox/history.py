@@ -158,7 +158,7 @@ OUTAGE_HOURS: Final = 3
 #: Attempts the outage adds (customers retrying at the failing bank) per hour.
 OUTAGE_EXTRA_PER_HOUR: Final = 8
 #: On the decline-spike day, this share of the card payments that would have succeeded declines.
-SPIKE_SHARE: Final = 0.3
+SPIKE_SHARE: Final = 0.5
 SPIKE_DECLINES: Final = (
     ("4000000000000002", 50),
     ("4000000000000119", 30),

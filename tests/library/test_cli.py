@@ -189,3 +189,36 @@ def test_export_no_refresh_with_an_empty_cache_says_what_to_do(
     assert result.exit_code == 1, output
     assert "account 'shop-my' in test mode" in output and "gwtools sync" in output
     assert key not in output
+
+
+def test_export_streams_batches_equal_to_the_eager_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CSV (file and standard output) and Parquet hold what the whole table written by pandas
+    holds, although the rows went out in batches of 300 (the sample has 2,000 payments)."""
+    from gwtools import _export as streaming
+
+    monkeypatch.setattr(streaming, "BATCH_ROWS", 300)
+    shutil.copytree(SAMPLE / "sandbox", tmp_path / "cache" / "sandbox")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(tmp_path / "cache")}
+    eager = gwtools.read_cache(SAMPLE, "payments", since="2024-05-01")
+    assert len(eager) > 600  # several batches
+    eager.to_csv(tmp_path / "eager.csv", index=False)
+
+    out, result = _export(tmp_path, env, "--no-refresh", "--since", "2024-05-01")
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == (tmp_path / "eager.csv").read_text()
+    assert f"wrote {len(eager):,} payments" in result.output
+
+    runner = CliRunner()
+    args = ["export", "payments", "--format", "csv", "--out", "-", "--no-refresh"]
+    result = runner.invoke(main, [*args, "--since", "2024-05-01"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (tmp_path / "eager.csv").read_text()
+
+    pq = tmp_path / "out.parquet"
+    args = ["export", "refunds", "--format", "parquet", "--out", str(pq), "--no-refresh"]
+    result = runner.invoke(main, args, env=env)
+    assert result.exit_code == 0, result.output
+    pd.testing.assert_frame_equal(pd.read_parquet(pq), gwtools.read_cache(SAMPLE, "refunds"))
+    assert not list(tmp_path.glob(".*.tmp"))
