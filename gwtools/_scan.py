@@ -27,18 +27,20 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import narwhals as nw
+import orjson
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from gwtools import _schema
-from gwtools._cache import PARTITION, find_dataset
+from gwtools._cache import PARTITION, Dataset, find_dataset
 from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._schema import Resource
@@ -179,6 +181,42 @@ def _remote_files(fs: pafs.FileSystem, root: str) -> list[str]:
     )
 
 
+class _RemoteDataset(Dataset):
+    """A dataset folder on a filesystem: only its state is read here (for ``completed()``)."""
+
+    def __init__(self, fs: pafs.FileSystem, folder: str, resource: Resource) -> None:
+        super().__init__(folder, resource)
+        self.fs, self.folder = fs, folder
+
+    def state(self) -> dict[str, Any]:
+        try:
+            with self.fs.open_input_stream(f"{self.folder}/_state.json") as fh:
+                state: dict[str, Any] = orjson.loads(fh.read())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return {}
+        return state
+
+
+def _check_complete(dataset: Dataset, strict: bool) -> None:
+    """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
+    if dataset.completed():
+        return
+    message = (
+        f"the cached {dataset.resource} at {dataset.path} are partial: no sync of them has "
+        "completed, so rows may be missing. Run `gwtools sync` (or gwtools.connect().sync()) "
+        "to complete the cache"
+    )
+    if strict:
+        raise CacheError(message)
+    from gwtools._sync import GatewayDataWarning
+
+    warnings.warn(
+        message + "; scan_cache(..., strict=True) raises instead of warning",
+        GatewayDataWarning,
+        stacklevel=3,
+    )
+
+
 def _empty(resource: Resource, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     return con.from_arrow(_schema.arrow_schema(resource).empty_table())
 
@@ -193,6 +231,7 @@ def scan_cache(
     until: Any = None,
     status: str | Sequence[str] | None = None,
     filesystem: Any = None,
+    strict: bool = False,
 ) -> duckdb.DuckDBPyRelation:
     """The cached canonical table as a lazy DuckDB table: nothing is read until asked.
 
@@ -200,7 +239,9 @@ def scan_cache(
     UTC; one status or several), plus ``filesystem`` for a cache on shared storage: a
     ``pyarrow.fs.FileSystem`` or fsspec filesystem, with ``cache_dir`` a path on it; or leave
     it out and give a URL (``s3://bucket/gwtools``). Pass the result to any
-    :mod:`gwtools.analysis` function, or call ``.df()``/``.arrow()`` on it. Example::
+    :mod:`gwtools.analysis` function, or call ``.df()``/``.arrow()`` on it. As with
+    ``read_cache``, a dataset no sync has completed warns (:class:`gwtools.GatewayDataWarning`),
+    or with ``strict=True`` raises :class:`gwtools.CacheError`. Example::
 
         payments = gwtools.scan_cache("data/sample-cache", "payments", status="failed")
         analysis.decline_breakdown(payments)
@@ -219,6 +260,7 @@ def scan_cache(
             raise CacheError(str(exc)) from None
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
+        _check_complete(dataset, strict)
         files = _local_files(dataset.path)
         if not files:
             return _empty(resource, con)
@@ -226,6 +268,7 @@ def scan_cache(
     else:
         fs, root = remote
         folder = _remote_dataset_dir(fs, root, resource, account, mode)
+        _check_complete(_RemoteDataset(fs, folder, resource), strict)
         files = _remote_files(fs, folder)
         if not files:
             return _empty(resource, con)

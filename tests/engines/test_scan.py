@@ -66,6 +66,7 @@ def _two_files(root: Path) -> Path:
     newer = build_payments([{"status": "succeeded", "amount": 100}])
     pq.write_table(to_arrow(older, "payments"), month / "part-00000000000000000001-a.parquet")
     pq.write_table(to_arrow(newer, "payments"), month / "part-00000000000000000002-b.parquet")
+    (root / "payments" / "_state.json").write_text('{"high_water": "2026-11-02T02:00:00Z"}')
     return month
 
 
@@ -103,6 +104,20 @@ def test_a_remote_interrupted_sync_is_deduplicated(tmp_path: Path) -> None:
     pafs.copy_files(str(tmp_path), "bucket", destination_filesystem=memory)
     lazy = a.to_pandas(gwtools.scan_cache("bucket/payments", "payments", filesystem=memory))
     assert lazy.sort_values("id")["status"].tolist() == ["succeeded", "failed"]
+
+
+def test_a_cache_no_sync_completed_warns_or_raises(tmp_path: Path) -> None:
+    # As read_cache: rows of a partial cache are usable, but the user is told.
+    _two_files(tmp_path)
+    (tmp_path / "payments" / "_state.json").unlink()
+    with pytest.warns(gwtools.GatewayDataWarning, match="partial: no sync of them has completed"):
+        gwtools.scan_cache(tmp_path, "payments")
+    with pytest.raises(gwtools.CacheError, match="Run `gwtools sync`"):
+        gwtools.scan_cache(tmp_path, "payments", strict=True)
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(tmp_path), "bucket", destination_filesystem=memory)
+    with pytest.raises(gwtools.CacheError, match="partial"):
+        gwtools.scan_cache("bucket", "payments", filesystem=memory, strict=True)
 
 
 def test_a_file_url_reads_the_local_cache(engine_cache: Path) -> None:
