@@ -8,10 +8,12 @@ high-water mark and the warning.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -62,6 +64,29 @@ def test_a_short_page_mid_listing_is_fetched_again(shop: Shop, tmp_path: Path) -
     assert (payments.short_pages, payments.refetched) == (1, 1)
     assert payments.listed == payments.expected == 250
     assert_same(gw.payments(refresh=False), expected["payments"])
+
+
+@A_ONLY
+def test_a_list_that_changes_while_read_is_read_again(shop: Shop, tmp_path: Path) -> None:
+    """150 payments in the current second (page 1 lies within it, so the bound is one second
+    past it) and a payment added before each of the first three list requests, as another
+    client would: the frozen pages disagree on meta.total, and the pages are read once more."""
+    now = httpx.get(f"{shop.base_url}/_sandbox/clock").json()["unix"]
+    at = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for i in range(150):  # ids below the sandbox's own sequence: added payments sort newer
+        shop.raw("payments", {"id": f"pay_00000000old{i:04d}", "object": "payment",
+                              "amount": 100 + i, "currency": "MYR", "status": "captured",
+                              "created_at": at})  # fmt: skip
+    shop.faults(insert_rate=1.0, count=3)
+    try:
+        with shop.connect(tmp_path / "cache", concurrency=1) as gw:
+            result = gw.sync(["payments"])
+    finally:
+        shop.clear_faults()
+    payments = result.resources["payments"]
+    assert result.complete, result.problems
+    assert payments.refetched == 2 and payments.listed == payments.expected == 153
+    assert_same(gw.payments(refresh=False), fresh(shop, tmp_path)["payments"])
 
 
 @B_ONLY
