@@ -44,12 +44,16 @@ NOTEBOOKS: tuple[str, ...] = (
     "02_declines.ipynb",
     "03_refunds.ipynb",
     "04_fpx_banks.ipynb",
+    "05_monitoring.ipynb",
+    "06_data_quality.ipynb",
 )
 TITLES: dict[str, str] = {
     "01_overview_and_export.ipynb": "Overview and export",
     "02_declines.ipynb": "Declines",
     "03_refunds.ipynb": "Refunds",
     "04_fpx_banks.ipynb": "FPX banks",
+    "05_monitoring.ipynb": "Monitoring",
+    "06_data_quality.ipynb": "Data quality",
 }
 
 

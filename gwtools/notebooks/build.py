@@ -1,4 +1,4 @@
-"""Write the four analyst notebooks from the cells below (the notebooks' one source).
+"""Write the analyst notebooks from the cells below (the notebooks' one source).
 
 After changing a cell, run ``python gwtools/notebooks/build.py --execute`` to rebuild the
 notebooks and store their outputs, and commit both. ``--keep-outputs`` rebuilds the sources
@@ -337,6 +337,141 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         export(
             """
             tables = {"fpx_banks": banks, "fpx_outcome_shares": shares.reset_index(), "fpx_banks_monthly": monthly}
+            """
+        ),
+    ],
+    "05_monitoring.ipynb": [
+        md("""
+        # Monitoring: is something wrong right now?
+
+        Four monitors compare the last 7 days of data with the 28 days before them (the
+        baseline) and raise an alert when a figure moves further than chance allows *and* far
+        enough to matter. Each alert says what moved, where, when, by how much against the
+        baseline, and how serious it is. The statistics are set so that each kind of monitor
+        raises a false alarm on a normal history at most 1% of the time, however many days,
+        banks or hours it looks at; on 20 normal sandbox histories none raised any.
+        docs/monitoring.md has the rules, the thresholds and how they were calibrated;
+        `gwtools monitor` prints the same alerts from a terminal (and exits 1 when there are
+        any, for a cron job).
+
+        The embedded sandbox's demo history places one incident of each kind but a refund
+        spike in its last week (a card-testing hour, an outage at one FPX bank and a day of
+        card declines), so on it the monitors below have something to find.
+        """),
+        code(PARAMETERS, tags=("parameters",)),
+        code(setup("from gwtools.widgets import alert_payments, monitor_dashboard")),
+        code("data", check=True),
+        md("""
+        ## The four monitors
+
+        | alert | what it watches | raised when |
+        |---|---|---|
+        | `decline_spike` | card decline rate per local day, all cards and per brand; each order's first attempt only (a customer's retries after a decline are not fresh evidence) | the day's rate is at least 1.5 times the baseline's, with at least 5 declines, and above the control limit (`high` from twice the baseline) |
+        | `card_testing` | card attempts of at most 2.00 per hour | at least 30 in an hour, far above the usual count of such attempts, at least 80% on different cards and mostly declined: someone checking stolen card numbers (`high` from 100) |
+        | `fpx_bank_outage` | each real FPX bank per hour of Malaysia time | its payments succeed at most half as often as usual for that bank, and improbably so, or several time out in a row (`high` when nothing succeeded) |
+        | `refund_spike` | refunds created per local day | at least 5, at least twice the usual daily count and above its control limit (`high` from three times) |
+
+        A scope whose baseline is too small to trust (under 50 decided card payments, or 25
+        attempts at a bank) is skipped rather than guessed at. With `since`/`until` set, the
+        window is the last 7 days of that selection and the baseline what the selection holds
+        before it.
+        """),
+        md("""
+        ## Alerts in the last 7 days
+
+        One row per alert: `start`/`end` in local time (FPX outages are judged in Malaysia
+        time), `observed` against `expected` (the baseline: a rate, or a count for card testing
+        and refunds), `limit` (the control limit that was crossed), `n` (the payments or
+        refunds behind it), `severity` and a one-sentence `explanation`. No rows: all is well.
+        """),
+        code("alerts = analysis.monitor(payments, refunds, tz=data.tz)\nalerts", check=True),
+        md("""
+        ## On a timeline
+
+        One row per kind and scope; each bar runs from the alert's start to its end (red:
+        `high`, orange: `medium`), a diamond marks alerts too short to show as a bar, and the
+        label gives what was observed against the usual.
+        """),
+        code("plots.monitor_timeline(alerts, tz=data.tz)"),
+        md("""
+        ## The payments behind each alert (the first 5 of each)
+
+        The payments in the alert's scope created between its start and end (for a refund
+        spike, the refunds). `alert` is the alert's row above; the export below has them all.
+        """),
+        code("alert_payments(payments, refunds, alerts, limit=5)", check=True),
+        md("""
+        ## Explore (interactive runs; reports skip it)
+
+        Pick another window (`window from`/`to`, local days; empty: the last 7 days) or keep
+        one method, currency or bank; select an alert under *drill into* to list its payments;
+        export what you see.
+        """),
+        code("""
+            if interactive:
+                display(monitor_dashboard(payments, refunds, tz=data.tz))
+            """),
+        export(
+            """
+            tables = {"alerts": alerts, "alert_payments": alert_payments(payments, refunds, alerts)}
+            """
+        ),
+    ],
+    "06_data_quality.ipynb": [
+        md("""
+        # Data quality: can I trust these numbers?
+
+        Every figure in the other notebooks rests on the cached payments and refunds agreeing
+        with each other. These rules check that they do: each counts the rows that break it
+        and names up to five of them, so a failing rule says where to look. A rule that fails
+        on a fresh sync points at the gateway's data; one that fails only here and not after
+        `gwtools sync --full` points at the cache. docs/monitoring.md describes each rule;
+        `gwtools check` runs the same from a terminal (and exits 1 when a rule fails).
+        """),
+        code(PARAMETERS, tags=("parameters",)),
+        code(setup("from gwtools.widgets import quality_dashboard, quality_examples")),
+        code("data", check=True),
+        md("""
+        ## The rules
+
+        | rule | in an analyst's words |
+        |---|---|
+        | `refunded_amount_matches_refunds` | a payment's refunded amount is the sum of its succeeded and pending refunds (the gateway counts a refund when it is created and gives the amount back only if it fails) |
+        | `refunded_flag_matches_amounts` | a payment is marked refunded exactly when its refunds cover what was captured |
+        | `refund_payment_cached` | every refund's payment is in the payments table |
+        | `captured_flag_matches_status` | money was captured exactly for the succeeded payments |
+        | `refund_currency_matches_payment` | a refund is in its payment's currency |
+        | `refunds_within_captured_amount` | no payment has more refunded than was captured |
+        | `payment_ids_unique`, `refund_ids_unique` | no payment or refund is counted twice |
+        | `no_hourly_holes` | no stretch of hours without a single payment where the usual traffic of those hours makes silence unlikely (a sign of a missed sync window or an outage of our own) |
+
+        A ninth, `last_sync_complete` (the last sync read every page), needs the sync's own
+        report: `gwtools check` reads it from the cache. With `since`/`until` set, refunds made
+        in the period for older payments have no payment here and show under
+        `refund_payment_cached`: check that rule over all dates.
+        """),
+        code("rules = analysis.quality(payments, refunds, tz=data.tz)\nrules", check=True),
+        code("plots.quality_rules(rules)"),
+        md("""
+        ## The rows behind failing rules
+
+        One row per example of each failing rule, with the fields the rules compare (for a
+        duplicated id, every copy; for a hole, the hours). Empty when every rule holds.
+        """),
+        code("examples = quality_examples(rules, payments, refunds)\nexamples", check=True),
+        md("""
+        ## Explore (interactive runs; reports skip it)
+
+        Narrow the payments by date, method, currency, status or bank and see which rules
+        still fail; select a failing rule under *drill into* to list its rows.
+        """),
+        code("""
+            if interactive:
+                display(quality_dashboard(payments, refunds, tz=data.tz))
+            """),
+        export(
+            """
+            tables = {"quality_rules": rules, "quality_examples": examples}
             """
         ),
     ],

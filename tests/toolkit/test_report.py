@@ -232,6 +232,8 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
         "02_declines.html",
         "03_refunds.html",
         "04_fpx_banks.html",
+        "05_monitoring.html",
+        "06_data_quality.html",
         "index.html",
     ]
     assert (report_dir / "tables" / "payments.parquet").exists()
