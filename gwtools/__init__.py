@@ -43,6 +43,7 @@ from gwtools._gateway import Gateway, connect
 from gwtools._normalize import normalize_payments, normalize_refunds
 from gwtools._scan import scan_cache
 from gwtools._schema import empty_payments, empty_refunds
+from gwtools._source import Source, open_source
 from gwtools._sync import GatewayDataWarning, ResourceResult, SyncResult
 
 __all__ = [
@@ -59,12 +60,14 @@ __all__ = [
     "NotFoundError",
     "RateLimitError",
     "ResourceResult",
+    "Source",
     "SyncResult",
     "connect",
     "empty_payments",
     "empty_refunds",
     "normalize_payments",
     "normalize_refunds",
+    "open_source",
     "read_cache",
     "scan_cache",
 ]

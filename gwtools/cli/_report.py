@@ -5,6 +5,8 @@ Examples::
     gwtools demo                                   # embedded sandbox -> ./gwtools-report/
     GW_API_KEY=… GW_BASE_URL=https://api.example.com gwtools report --out report/ \\
         --since 2024-06-01 --until 2024-06-30 --tz Asia/Kuala_Lumpur
+    gwtools report --out report/ --source /data/gwtools          # a synced cache, no network
+    gwtools report --out report/ --source spark --spark-path s3a://bucket/gwtools/acct/live
 """
 
 from __future__ import annotations
@@ -84,6 +86,24 @@ _report_options = [
 @_report_options[1]
 @_report_options[2]
 @_report_options[3]
+@click.option(
+    "--source",
+    default="gateway",
+    show_default=True,
+    help="Where the data comes from: 'gateway' (sync the configured gateway, or the embedded "
+    "sandbox, then read its cache); a synced cache folder or URL (s3://…), read as it is with "
+    "nothing synced; or 'spark' (each notebook reads --spark-path with a Spark session).",
+)
+@click.option(
+    "--spark-master",
+    help="With --source spark: the cluster's master URL, e.g. spark://head:7077 "
+    "(default: local[2]).",
+)
+@click.option(
+    "--spark-path",
+    help="With --source spark: the folder holding payments/ and refunds/ "
+    "(default: the gateway's cache, synced first).",
+)
 @connection_options
 def report(
     out: Path,
@@ -91,6 +111,9 @@ def report(
     until: str | None,
     tz: str | None,
     currency: str | None,
+    source: str,
+    spark_master: str | None,
+    spark_path: str | None,
     api_key_file: str | None,
     base_url: str | None,
     cache_dir: str | None,
@@ -100,13 +123,31 @@ def report(
     from gwtools._errors import GatewayError
     from gwtools.report import ReportError, run_report
 
-    gw = _connect(api_key_file, base_url, cache_dir, account, progress=False)
+    if source != "spark" and (spark_master or spark_path):
+        raise click.BadParameter("--spark-master/--spark-path need --source spark")
+    needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
+    gw = (
+        _connect(api_key_file, base_url, cache_dir, account, progress=False)
+        if needs_gateway
+        else None
+    )
     try:
-        result = run_report(out, since=since, until=until, tz=tz, currency=currency, gateway=gw)
+        result = run_report(
+            out,
+            since=since,
+            until=until,
+            tz=tz,
+            currency=currency,
+            gateway=gw,
+            source=None if source == "gateway" else source,
+            spark_master=spark_master,
+            spark_path=spark_path,
+        )
     except (GatewayError, ReportError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
-        gw.close()
+        if gw is not None:
+            gw.close()
     _print_report(result)
 
 
