@@ -39,6 +39,7 @@ import platform
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -295,27 +296,32 @@ def run_child(
     name: str, path: str, cache: Path, *, timeout: float, max_rss_mb: float
 ) -> dict[str, Any]:
     """Run one child; stop it (and its JVM) if it outlives ``timeout`` or outgrows memory."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", name, path, str(cache)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: the JVM goes with it
-    )
-    started, seen_mb, stopped = time.perf_counter(), 0.0, None
-    while proc.poll() is None:
-        tree = [proc.pid, *_descendants(proc.pid)]
-        rss = sum(_status_kb(pid, "VmRSS:") for pid in tree) / 1024
-        seen_mb = max(seen_mb, rss)
-        if rss > max_rss_mb:
-            stopped = f"stopped: resident memory above --max-rss-mb {max_rss_mb:,.0f} MB"
-        elif time.perf_counter() - started > timeout:
-            stopped = f"stopped: ran longer than --timeout {timeout:,.0f} s"
-        if stopped:
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-        time.sleep(0.1)
-    stdout, stderr = proc.communicate()
+    # Output to files, not pipes: a chatty JVM must not block on a full pipe while we poll.
+    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--child", name, path, str(cache)],
+            stdout=out_f,
+            stderr=err_f,
+            text=True,
+            start_new_session=True,  # its own process group: the JVM goes with it
+        )
+        started, seen_mb, stopped = time.perf_counter(), 0.0, None
+        while proc.poll() is None:
+            tree = [proc.pid, *_descendants(proc.pid)]
+            rss = sum(_status_kb(pid, "VmRSS:") for pid in tree) / 1024
+            seen_mb = max(seen_mb, rss)
+            if rss > max_rss_mb:
+                stopped = f"stopped: resident memory above --max-rss-mb {max_rss_mb:,.0f} MB"
+            elif time.perf_counter() - started > timeout:
+                stopped = f"stopped: ran longer than --timeout {timeout:,.0f} s"
+            if stopped:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.1)
+        proc.wait()
+        out_f.seek(0)
+        err_f.seek(0)
+        stdout, stderr = out_f.read(), err_f.read()
     lines = [ln for ln in stdout.splitlines() if ln.startswith(MARK)]
     if lines and not stopped:
         result: dict[str, Any] = json.loads(lines[-1][len(MARK) :])
@@ -339,7 +345,9 @@ def target_for(payments: int) -> tuple[float, int] | None:
 
 def verdict(run: dict[str, Any], target: tuple[float, int] | None) -> str:
     if "error" in run:
-        return "error"
+        if run["error"].startswith("stopped: resident"):
+            return "FAIL mem (stopped)"
+        return "FAIL time (stopped)" if run["error"].startswith("stopped: ran") else "error"
     if target is None:
         return "-"
     slow, big = run["seconds"] > target[0], run["peak_mb"] > target[1]
@@ -493,6 +501,9 @@ def main() -> None:
     passed = sum(r["verdict"] == "pass" for r in judged)
     print(f"\nlazy path, aggregates, filters and refresh: {passed} of {len(judged)} pass "
           f"(rows analyses are not judged: they return one row per payment)")  # fmt: skip
+    for r in judged:
+        if r["verdict"] != "pass":
+            print(f"  {r['size']:>5} {r['analysis']}: {r['verdict']} {r.get('error', '')}")
     _write(runs, sizes, caches, load_before)
 
 
