@@ -737,6 +737,16 @@ async def _sync_one(
     if writer.max_created is not None and complete:
         top = writer.max_created.isoformat()
         new_high = top if not high_water or top > high_water else high_water
+    http: RequestStats = ctx.client.stats.snapshot() - before
+    res.fetched, res.rejected = writer.fetched, writer.rejected
+    res.new, res.updated, res.unchanged = stats.new, stats.updated, stats.unchanged
+    res.requests, res.rate_limited, res.retries = http.requests, http.rate_limited, http.retries
+    res.strategy, res.api_variant, res.complete = outcome.strategy, outcome.variant, complete
+    res.listed, res.expected = outcome.listed, outcome.expected
+    res.short_pages, res.refetched = outcome.short_pages, outcome.refetched
+    res.rejects_by_reason, res.problems = dict(writer.reasons), list(outcome.problems)
+    if not complete and not res.problems:
+        res.problems.append(f"{resource}: the first list page could not be read")
     now = dt.datetime.now(dt.UTC).isoformat()
     ds.write_state(
         {
@@ -750,18 +760,10 @@ async def _sync_one(
             "api_variant": outcome.variant or state.get("api_variant"),
             "strategy": outcome.strategy,
             "time_filters_ignored": outcome.time_filters_ignored,
+            # What this sync's checks found (`gwtools check` reports an incomplete last sync).
+            "completeness": res.report(),
         }
     )
-    http: RequestStats = ctx.client.stats.snapshot() - before
-    res.fetched, res.rejected = writer.fetched, writer.rejected
-    res.new, res.updated, res.unchanged = stats.new, stats.updated, stats.unchanged
-    res.requests, res.rate_limited, res.retries = http.requests, http.rate_limited, http.retries
-    res.strategy, res.api_variant, res.complete = outcome.strategy, outcome.variant, complete
-    res.listed, res.expected = outcome.listed, outcome.expected
-    res.short_pages, res.refetched = outcome.short_pages, outcome.refetched
-    res.rejects_by_reason, res.problems = dict(writer.reasons), list(outcome.problems)
-    if not complete and not res.problems:
-        res.problems.append(f"{resource}: the first list page could not be read")
     res.seconds = time.perf_counter() - started
     log.info("synced %s: %s", resource, res)
     return _OneResult(res, stats.changed)

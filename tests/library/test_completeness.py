@@ -141,11 +141,14 @@ def test_page_that_stays_short_makes_the_sync_incomplete_and_the_next_one_comple
     if shop.variant == "A":
         assert payments.expected == 250 and payments.listed < 250
     assert _state(gw).get("high_water") is None  # nothing is taken as done
+    kept = _state(gw)["completeness"]  # for `gwtools check`, after the process is gone
+    assert kept["complete"] is False and kept["problems"] == payments.problems
     assert "incomplete" in str(broken) and "stayed short" in str(broken)
     assert "incomplete" in broken._repr_html_() and "completeness" in broken._repr_html_()
     with shop.connect(tmp_path / "cache") as gw:
         fixed = gw.sync(["payments"])
         assert fixed.complete and fixed.problems == []
+        assert _state(gw)["completeness"] == fixed.resources["payments"].report()
         assert_same(gw.payments(refresh=False), fresh(shop, tmp_path)["payments"])
 
 
