@@ -264,7 +264,10 @@ def scan_cache(
         files = _local_files(dataset.path)
         if not files:
             return _empty(resource, con)
-        rel = con.read_parquet(files, hive_partitioning=True, filename=_needs_dedup(files))
+        # union_by_name: a file missing a column (written by another tool) gives nulls there.
+        rel = con.read_parquet(
+            files, hive_partitioning=True, union_by_name=True, filename=_needs_dedup(files)
+        )
     else:
         fs, root = remote
         folder = _remote_dataset_dir(fs, root, resource, account, mode)
