@@ -610,13 +610,13 @@ def run_report(
         with _quiet_embedded_notice():
             gateway.sync()
         embedded = settings.embedded
-        name = describe_source(settings.base_url, embedded=embedded)
+        source_name = describe_source(settings.base_url, embedded=embedded)
         if chosen == SPARK:
             spark_path = str(gateway.cache_path)
         else:
             chosen = str(gateway.cache_path)
     else:
-        name = describe_url(str(spark_path) if chosen == SPARK else str(chosen))
+        source_name = describe_url(str(spark_path) if chosen == SPARK else str(chosen))
     # The index page's overview, computed here once; DuckDB reads the same files Spark would.
     local = chosen if chosen != SPARK else spark_path
     tables = load_tables(
@@ -628,14 +628,14 @@ def run_report(
         tz=zone,
         currency=currency,
         as_of=_as_of(embedded),
-        source_name=name,
+        source_name=source_name,
     )
     parameters = {
         "base_url": None,
         "source": chosen,
         "spark_master": spark_master,
         "spark_path": spark_path,
-        "source_name": name,
+        "source_name": source_name,
         "since": since,
         "until": until,
         "tz": zone,
@@ -664,7 +664,7 @@ def run_report(
         html=pages,
         tables=[p for p in written if p.suffix in (".csv", ".parquet")],
         overview=overview(tables.payments, tables.refunds),
-        source=name,
+        source=source_name,
         seconds=time.perf_counter() - start,
         timings=timings,
     )

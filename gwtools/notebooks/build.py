@@ -33,8 +33,8 @@ PARAMETERS = """\
 source = None  # None: the configured gateway, synced (GW_BASE_URL + GW_API_KEY, else the embedded
 # sandbox); a synced cache folder or URL ("/data/gwtools", "s3://bucket/gwtools"): read as it
 # is, no network; "spark": a Spark session reads spark_path
-spark_master = None  # source="spark": e.g. "spark://head:7077"; None: the active session, else local[2]
-spark_path = None  # source="spark": the folder holding payments/ and refunds/; None: the gateway's cache
+spark_master = None  # with spark: the master URL, e.g. spark://head:7077; None: local, 2 cores
+spark_path = None  # with spark: the folder holding payments/ and refunds/; None: the gateway cache
 base_url = None  # None: GW_BASE_URL with GW_API_KEY, or the embedded sandbox when neither is set
 since = None  # first local day, "YYYY-MM-DD"; None: from the first payment
 until = None  # last local day, inclusive; None: up to now
