@@ -145,7 +145,7 @@ def alert_payments(
     table, or the whole table), oldest first, with the alert's number (its row in ``alerts``)
     in ``alert``: the payments in the alert's scope created from its ``start`` up to (not
     including) its ``end``; for a refund spike, the refunds created then. ``limit`` keeps the
-    first rows of each alert.
+    first rows of each alert; ``created_at`` is in the zone of the alert's times.
 
     Scopes: ``card`` (card payments), ``card_brand=…`` (card payments of that brand), card
     testing (card payments of at most ``settings.small_amount``), ``fpx_bank_code=…`` (FPX
@@ -176,6 +176,8 @@ def alert_payments(
                 keep &= _mask(rows[column].astype("string").eq(value))
         keep &= _mask(rows["created_at"] < end)  # [start, end): the next bucket is not this one
         rows = rows[keep.to_numpy()].sort_values(["created_at", "id"], kind="stable")
+        if start.tzinfo is not None:  # in the alert's own local time, as its start and end are
+            rows["created_at"] = rows["created_at"].dt.tz_convert(start.tzinfo)
         if limit is not None:
             rows = rows.head(limit)
         parts.append(rows.assign(alert=cast(int, number), kind=kind).reset_index(drop=True))

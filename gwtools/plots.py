@@ -506,11 +506,12 @@ def quality_rules(rules: pd.DataFrame) -> Figure:
     with the rules that hold marked ok (green) and how many rows each looked at."""
     fig, ax = _figure((9.0, max(2.6, 1.0 + 0.42 * len(rules))))
     failing = int((~rules["ok"].astype(bool)).sum()) if len(rules) else 0
-    ax.set_title(
-        f"Data-quality rules: {failing} of {len(rules)} failing"
-        if len(rules)
-        else "Data-quality rules"
-    )
+    if not len(rules):
+        ax.set_title("Data-quality rules")
+    elif failing:
+        ax.set_title(f"Data-quality rules: {failing} of {len(rules)} failing")
+    else:
+        ax.set_title(f"Data-quality rules: all {len(rules)} hold")
     if rules.empty:
         _empty(ax, "rules")
         return fig
@@ -535,6 +536,9 @@ def quality_rules(rules: pd.DataFrame) -> Figure:
         )
     ax.set_yticks(y, rules["rule"].astype(str), fontsize=8)
     ax.set_xlim(0, top * 1.5)
-    ax.set_xlabel("rows breaking the rule (count)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if failing:
+        ax.set_xlabel("rows breaking the rule (count)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    else:  # no bars: a count axis would only show an empty 0 to 1
+        ax.set_xticks([])
     return fig

@@ -382,9 +382,15 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         One row per alert: `start`/`end` in local time (FPX outages are judged in Malaysia
         time), `observed` against `expected` (the baseline: a rate, or a count for card testing
         and refunds), `limit` (the control limit that was crossed), `n` (the payments or
-        refunds behind it), `severity` and a one-sentence `explanation`. No rows: all is well.
+        refunds behind it) and `severity`; below the table, each alert's explanation in one
+        sentence. No rows: all is well.
         """),
-        code("alerts = analysis.monitor(payments, refunds, tz=data.tz)\nalerts", check=True),
+        code(
+            "alerts = analysis.monitor(payments, refunds, tz=data.tz)\n"
+            'alerts.drop(columns="explanation")',
+            check=True,
+        ),
+        code('print("\\n".join(alerts["explanation"]) or "No alerts.")', check=True),
         md("""
         ## On a timeline
 
@@ -450,7 +456,17 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         in the period for older payments have no payment here and show under
         `refund_payment_cached`: check that rule over all dates.
         """),
-        code("rules = analysis.quality(payments, refunds, tz=data.tz)\nrules", check=True),
+        md("""
+        ## Results
+
+        `checked`: the rows a rule looked at (hours for holes); `count`: the rows breaking it;
+        `examples`: up to five of their ids.
+        """),
+        code(
+            "rules = analysis.quality(payments, refunds, tz=data.tz)\n"
+            'rules.drop(columns="description")',
+            check=True,
+        ),
         code("plots.quality_rules(rules)"),
         md("""
         ## The rows behind failing rules
