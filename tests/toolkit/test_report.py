@@ -244,6 +244,27 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_report_includes_monitoring_and_data_quality(
+    gateway_with_payments: tuple[Gateway, str], tmp_path: Path
+) -> None:
+    """05 and 06 run in the report on a tiny history: too little for a baseline, so no alert,
+    and the 6 payments break no quality rule."""
+    gw, _ = gateway_with_payments
+    names = ["05_monitoring.ipynb", "06_data_quality.ipynb"]
+    assert set(names) <= set(report.NOTEBOOKS)
+    result = report.run_report(tmp_path / "r", gateway=gw, notebooks=names)
+    pages = {p.name: p.read_text() for p in result.html}
+    assert "Monitoring: is something wrong right now?" in pages["05_monitoring.html"]
+    assert "No alerts." in pages["05_monitoring.html"]
+    assert "Data quality: can I trust these numbers?" in pages["06_data_quality.html"]
+    assert "05_monitoring.html" in result.index.read_text()
+    rules = pd.read_csv(tmp_path / "r" / "tables" / "quality_rules.csv")
+    assert rules["ok"].all() and len(rules) == 9
+    assert rules.set_index("rule").loc["payment_ids_unique", "checked"] == 6
+    assert pd.read_csv(tmp_path / "r" / "tables" / "alerts.csv").empty
+
+
+@pytest.mark.slow
 def test_report_on_a_selection_with_no_payments(
     gateway_with_payments: tuple[Gateway, str], tmp_path: Path
 ) -> None:
