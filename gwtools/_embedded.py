@@ -5,8 +5,14 @@ free loopback port in a background thread, is stopped when the process exits, an
 with a deterministic demo history (:data:`DEMO`), so notebooks run the same everywhere.
 Its cache account is ``"sandbox"``: the key it generates never names anything.
 
-Override the size for a session with ``GW_SANDBOX_PAYMENTS`` / ``GW_SANDBOX_DAYS`` and the API
-variant with ``GW_SANDBOX_VARIANT`` (``A`` or ``B``, default ``B``).
+The history ends at the present, as ``gwtools sandbox`` does, so "the last 30 days" finds data;
+``GW_SANDBOX_NOW`` (ISO 8601) pins its end instead, which is how the test suite and the stored
+notebook outputs stay reproducible. It carries one incident of each kind the monitors look for
+(:data:`DEMO_INCIDENTS`), placed in its last 7 days.
+
+Override the size for a session with ``GW_SANDBOX_PAYMENTS`` / ``GW_SANDBOX_DAYS``, the API
+variant with ``GW_SANDBOX_VARIANT`` (``A`` or ``B``, default ``B``) and the incidents with
+``GW_SANDBOX_INCIDENTS`` (comma-separated kinds, or ``none``).
 """
 
 from __future__ import annotations
@@ -31,16 +37,29 @@ ACCOUNT = "sandbox"
 log = logging.getLogger("gwtools")
 
 
+#: One incident of each kind the monitors detect, so the demo report has something to show.
+DEMO_INCIDENTS: tuple[str, ...] = ("card-testing", "bank-outage:MB2U0227", "decline-spike")
+
+#: Where the stored notebook outputs and the shipped sample cache end (``GW_SANDBOX_NOW``).
+PINNED_NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
+
+
 @dataclass(frozen=True)
 class DemoHistory:
-    """The seeded history of the embedded sandbox (what makes notebooks reproducible)."""
+    """The seeded history of the embedded sandbox: same seed, same history, ending at ``now``."""
 
     payments: int = 5_000
     days: int = 90
     seed: int = 20240601
-    #: The sandbox clock at start-up: the history ends here.
-    now: dt.datetime = dt.datetime(2024, 6, 30, 12, 0, tzinfo=dt.UTC)
+    #: The sandbox clock at start-up: the history ends here. None: the present, and the
+    #: sandbox's clock then follows real time.
+    now: dt.datetime | None = None
     variant: Literal["A", "B"] = "B"
+    incidents: tuple[str, ...] = DEMO_INCIDENTS
+
+    def ends_at(self) -> dt.datetime:
+        """The end of the history: ``now``, or the present."""
+        return self.now if self.now is not None else dt.datetime.now(dt.UTC)
 
 
 #: The default demo history; ``GW_SANDBOX_*`` variables override size and variant.
@@ -66,13 +85,54 @@ def demo_history() -> DemoHistory:
         payments=payments,
         days=days,
         seed=DEMO.seed,
-        now=DEMO.now,
+        now=_pinned_now(),
         variant=cast(Literal["A", "B"], variant),
+        incidents=_incidents(),
     )
 
 
+def _incidents() -> tuple[str, ...]:
+    raw = os.environ.get("GW_SANDBOX_INCIDENTS")
+    if raw is None:
+        return DEMO.incidents
+    if raw.strip().lower() in ("", "none"):
+        return ()
+    from gwtools.sandbox.history import parse_incident
+
+    kinds = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for kind in kinds:
+        try:
+            parse_incident(kind)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"GW_SANDBOX_INCIDENTS: {exc}; or set it to 'none' for a history without incidents"
+            ) from None
+    return kinds
+
+
+def _pinned_now() -> dt.datetime | None:
+    raw = os.environ.get("GW_SANDBOX_NOW", "").strip()
+    if not raw:
+        return DEMO.now
+    try:
+        when = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigurationError(
+            f"GW_SANDBOX_NOW={raw!r} is not an ISO 8601 time: use e.g. 2026-11-20T12:00:00Z, "
+            "or unset it so the demo history ends at the present"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
 def _start(history: DemoHistory) -> Any:
-    key = (history.variant, history.payments, history.days, history.seed, history.now)
+    key = (
+        history.variant,
+        history.payments,
+        history.days,
+        history.seed,
+        history.now,
+        history.incidents,
+    )
     with _lock:
         sandbox = _running.get(key)
         if sandbox is not None:
@@ -85,15 +145,19 @@ def _start(history: DemoHistory) -> Any:
             days=history.days,
             seed=history.seed,
             now=history.now,
+            incidents=history.incidents,
         ).start()
         atexit.register(sandbox.close)
         _running[key] = sandbox
         log.warning(
             "gwtools: no GW_API_KEY/GW_BASE_URL, so using the embedded sandbox (variant %s, "
-            "%d demo payments over %d days) at %s",
+            "%d demo payments over %d days ending %s, %s) at %s: this is sandbox data, not "
+            "a real gateway's",
             history.variant,
             history.payments,
             history.days,
+            "now" if history.now is None else history.now.isoformat(),
+            f"incidents: {', '.join(history.incidents)}" if history.incidents else "no incidents",
             sandbox.base_url,
         )
         return sandbox

@@ -40,7 +40,16 @@ _ADMIN = httpx.Client(timeout=10, verify=False)
 
 
 #: Variables that would point the suite at a real gateway, or at the user's own cache.
-_USER_SETTINGS = ("GW_API_KEY", "GW_BASE_URL", "GW_CACHE_DIR", "GW_EXPORT_DIR", "GW_TIMEZONE")
+_USER_SETTINGS = (
+    "GW_API_KEY",
+    "GW_BASE_URL",
+    "GW_CACHE_DIR",
+    "GW_EXPORT_DIR",
+    "GW_TIMEZONE",
+    "GW_SANDBOX_VARIANT",
+    "GW_SANDBOX_PAYMENTS",
+    "GW_SANDBOX_DAYS",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
     root = Path(tempfile.mkdtemp(prefix="gwtools-tests-"))
     os.environ["GW_CACHE_DIR"] = str(root / "cache")
     os.environ["GW_EXPORT_DIR"] = str(root / "exports")
+    # The embedded demo history ends at the present for users; the suite pins its end so the
+    # notebooks' checked outputs and the toolkit tests see the same history every day.
+    from gwtools._embedded import PINNED_NOW
+
+    os.environ["GW_SANDBOX_NOW"] = PINNED_NOW.isoformat()
 
 
 class Account(dict[str, Any]):

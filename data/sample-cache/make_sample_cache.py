@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 import gwtools._gateway as gateway
-from gwtools._embedded import DEMO
+from gwtools._embedded import DEMO, PINNED_NOW
 from gwtools.sandbox import Sandbox
 
 HERE = Path(__file__).resolve().parent
@@ -31,7 +31,12 @@ def main() -> None:
     shutil.rmtree(HERE / "sandbox", ignore_errors=True)
     with (
         Sandbox(
-            "B", seed_payments=PAYMENTS, days=DAYS, seed=DEMO.seed, now=DEMO.now, rate_limits=False
+            "B",
+            seed_payments=PAYMENTS,
+            days=DAYS,
+            seed=DEMO.seed,
+            now=PINNED_NOW,
+            rate_limits=False,
         ) as sb,
         gateway.connect(sb.secret_key, sb.base_url, cache_dir=HERE, account="sandbox") as gw,
     ):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -25,6 +27,7 @@ def test_embedded_sandbox_when_nothing_is_configured(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GW_SANDBOX_PAYMENTS", "120")
     monkeypatch.setenv("GW_SANDBOX_DAYS", "5")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "none")  # incidents add payments of their own
     caplog.set_level(logging.INFO, logger="gwtools")
     gw = gateway.connect(cache_dir=tmp_path)
     again = gateway.connect(cache_dir=tmp_path)
@@ -137,3 +140,41 @@ def test_the_cli_uses_the_same_check(shop: Shop, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is after until" in result.output
     result = runner.invoke(main, [*export, "--no-refresh", "--status", "FAILED"], env=env)
     assert result.exit_code == 0 and result.output.startswith("id,")
+
+
+def test_the_demo_history_ends_at_the_present_unless_pinned(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gwtools._embedded import DEMO_INCIDENTS, PINNED_NOW, demo_history
+
+    monkeypatch.delenv("GW_SANDBOX_NOW", raising=False)
+    monkeypatch.delenv("GW_SANDBOX_INCIDENTS", raising=False)
+    history = demo_history()
+    assert history.now is None and history.incidents == DEMO_INCIDENTS
+    assert abs(history.ends_at() - dt.datetime.now(dt.UTC)) < dt.timedelta(minutes=5)
+
+    monkeypatch.setenv("GW_SANDBOX_NOW", "2026-11-20T12:00:00Z")
+    assert demo_history().now == PINNED_NOW
+    monkeypatch.setenv("GW_SANDBOX_NOW", "yesterday")
+    with pytest.raises(gwtools.ConfigurationError, match="GW_SANDBOX_NOW"):
+        demo_history()
+    monkeypatch.delenv("GW_SANDBOX_NOW")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "card-testing, decline-spike")
+    assert demo_history().incidents == ("card-testing", "decline-spike")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "volcano")
+    with pytest.raises(gwtools.ConfigurationError, match="GW_SANDBOX_INCIDENTS"):
+        demo_history()
+
+
+def test_the_unpinned_demo_history_reaches_the_last_days(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """'The last 30 days' finds demo data: the history ends at the present."""
+    monkeypatch.delenv("GW_SANDBOX_NOW", raising=False)
+    monkeypatch.setenv("GW_SANDBOX_PAYMENTS", "150")
+    monkeypatch.setenv("GW_SANDBOX_DAYS", "20")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "none")
+    with gateway.connect(cache_dir=tmp_path) as gw:
+        since = pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=30)
+        recent = gw.payments(since=since.isoformat())
+    assert len(recent) == 150
