@@ -19,6 +19,7 @@ import click
 from tqdm import tqdm
 
 from gwtools.sandbox.auth import mask
+from gwtools.sandbox.clock import ClockRangeError
 
 
 @click.command("sandbox")
@@ -147,20 +148,23 @@ def sandbox(
         bar.update(count - done)
         done = count
 
-    sb = Sandbox(
-        "A" if variant.upper() == "A" else "B",
-        db=db,
-        host=host,
-        port=port,
-        rate_limits=not no_rate_limit,
-        latency_ms=latency_ms,
-        seed_payments=seed_payments,
-        days=days,
-        seed=seed,
-        now=now,
-        progress=progress,
-        incidents=incidents,
-    )
+    try:
+        sb = Sandbox(
+            "A" if variant.upper() == "A" else "B",
+            db=db,
+            host=host,
+            port=port,
+            rate_limits=not no_rate_limit,
+            latency_ms=latency_ms,
+            seed_payments=seed_payments,
+            days=days,
+            seed=seed,
+            now=now,
+            progress=progress,
+            incidents=incidents,
+        )
+    except ClockRangeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--now") from None
     try:
         sb.start()
         bar.close()

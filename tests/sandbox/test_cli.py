@@ -77,3 +77,14 @@ def test_cli_help_lists_the_options() -> None:
         "--key-file",
     ):
         assert option in out
+
+
+def test_cli_refuses_a_start_time_outside_the_clock_range() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gwtools", "sandbox", "--now", "1990-01-01"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--now" in done.stderr and "2000-01-01" in done.stderr
