@@ -248,7 +248,10 @@ class _Merchant:
                 "capture_method": "manual" if manual and method["type"] == "card" else "automatic",
                 "payment_method_data": method,
             }
-            self._ok(self.api.post("/v1/payments", json=body), 200, 201, 402)
+            created = self._ok(self.api.post("/v1/payments", json=body), 200, 201, 402)
+            if method["type"] == "fpx":
+                # Every FPX payment waits on the bank page until the customer finishes there.
+                self._finish_at_bank(created["id"])
             return
         created = self._ok(
             self.api.post(
@@ -275,6 +278,13 @@ class _Merchant:
         r = self.pages.post(f"/pay/{created['id']}", data=form)
         if r.status_code not in (200, 303):
             raise RuntimeError(f"checkout page: {r.status_code} {r.text[:200]}")
+        if form["method"] == "fpx":
+            self._finish_at_bank(created["id"])
+
+    def _finish_at_bank(self, ident: str) -> None:
+        r = self.pages.post(f"/pay/{ident}", data={"action": "complete"})
+        if r.status_code not in (200, 303):
+            raise RuntimeError(f"bank page: {r.status_code} {r.text[:200]}")
 
 
 def change_payments(base_url: str, key: str, payments: int) -> dict[str, int]:

@@ -97,7 +97,9 @@ class Shop:
             self._page(pid, {"action": "pay", "method": "fpx", "bank_code": bank_code})
         else:
             pid = self._create({"type": "fpx", "fpx": {"bank_code": bank_code}})["id"]
-        if self.status(pid) == "requires_action":
+        # Every FPX payment, test banks included, waits on the bank page (A: pending,
+        # B: requires_action) until the customer finishes there.
+        if self.status(pid) in ("requires_action", "pending"):
             self._page(pid, {"action": "complete"})
         return str(pid)
 
