@@ -676,5 +676,5 @@ def _as_of(embedded: bool) -> str:
     if embedded:
         from gwtools._embedded import demo_history
 
-        return str(pd.Timestamp(demo_history().now))
+        return str(pd.Timestamp(demo_history().ends_at()))
     return str(pd.Timestamp.now(tz="UTC"))
