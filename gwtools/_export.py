@@ -85,28 +85,44 @@ def batches(table: Any, rows: int | None = None) -> Iterator[pd.DataFrame]:
 
 
 def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
-    """A Spark DataFrame's rows through the driver one partition at a time (never all at once)."""
+    """A Spark DataFrame's rows through the driver one partition at a time (never all at once).
+
+    Timestamps travel as microseconds since 1970 (``unix_micros``): Python rows would carry
+    naive times in the driver's local zone, which DST makes ambiguous.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
     from gwtools.analysis._engine import to_pandas
 
     columns = list(frame.columns)
+    stamps = [
+        f.name
+        for f in frame.schema.fields
+        if isinstance(f.dataType, TimestampType | TimestampNTZType)
+    ]
+    plain = frame.select(
+        *[F.unix_micros(F.col(c)).alias(c) if c in stamps else F.col(c) for c in columns]
+    )
     resource = _canonical(columns)
+
+    def finish(chunk: list[Any]) -> pd.DataFrame:
+        out = pd.DataFrame.from_records(chunk, columns=columns)
+        for c in stamps:
+            out[c] = pd.to_datetime(out[c].astype("Int64"), unit="us", utc=True)
+        if resource is not None:
+            return _schema.conform(out, resource)
+        return to_pandas(out)
+
     chunk: list[Any] = []
     sent = False
-    for row in frame.toLocalIterator():
+    for row in plain.toLocalIterator():
         chunk.append(tuple(row))
         if len(chunk) >= rows:
-            yield _spark_frame(chunk, columns, resource, to_pandas)
+            yield finish(chunk)
             chunk, sent = [], True
     if chunk or not sent:
-        yield _spark_frame(chunk, columns, resource, to_pandas)
-
-
-def _spark_frame(chunk: list[Any], columns: list[str], resource: Any, convert: Any) -> pd.DataFrame:
-    frame = pd.DataFrame.from_records(chunk, columns=columns)
-    if resource is not None:
-        # Spark hands back naive UTC times: conform reads them as UTC, as the cache has them.
-        return _schema.conform(frame, resource)
-    return convert(frame)
+        yield finish(chunk)
 
 
 def _write(table: Any, fmt: str, target: IO[str] | IO[bytes] | str, rows: int) -> int:
