@@ -7,7 +7,8 @@ a changed cell has none until the next ``--execute``. Without either option the 
 are written with no outputs at all.
 
 Stored outputs are the demo's: ``--execute`` runs the notebooks on the embedded sandbox with
-``GW_TIMEZONE=Asia/Kuala_Lumpur`` (as ``gwtools demo`` does), and ``conftest.py`` beside this
+``GW_TIMEZONE=Asia/Kuala_Lumpur`` (as ``gwtools demo`` does) and its history ending at
+``GW_SANDBOX_NOW`` (``PINNED_NOW``, as the test suite pins it), and ``conftest.py`` beside this
 file gives nbval's kernels the same time zone. Cells that start with ``# NBVAL_CHECK_OUTPUT``
 have their outputs compared by ``pytest --nbval-lax``; figures and widgets are not compared.
 """
@@ -518,7 +519,14 @@ def execute(nb: nbformat.NotebookNode) -> None:
 
     with tempfile.TemporaryDirectory(prefix="gwtools-nb-cache-") as cache:
         # Inherited by the kernel: a scratch cache, and the demo's time zone.
-        settings = {"GW_CACHE_DIR": cache, "GW_TIMEZONE": STORED_TIMEZONE}
+        from gwtools._embedded import PINNED_NOW
+
+        # The demo history ends where the test suite pins it, so nbval sees the same data.
+        settings = {
+            "GW_CACHE_DIR": cache,
+            "GW_TIMEZONE": STORED_TIMEZONE,
+            "GW_SANDBOX_NOW": PINNED_NOW.isoformat(),
+        }
         old = {name: os.environ.get(name) for name in settings}
         os.environ.update(settings)
         try:
