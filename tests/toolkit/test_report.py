@@ -184,6 +184,7 @@ def test_run_report_writes_html_and_tables_without_secrets(
     [
         (["--tz", "Mars/Base"], "unknown time zone 'Mars/Base'"),
         (["--since", "yesterday"], "cannot read 'yesterday' as a date"),
+        (["--spark-path", "/data/x"], "need --source spark"),
     ],
 )
 def test_report_command_refuses_bad_options_before_connecting(
@@ -442,3 +443,31 @@ def test_save_tables_streams_a_lazy_table_to_what_pandas_writes(
     got = (tmp_path / "t" / "lazy.csv").read_text()
     assert got == (tmp_path / "eager.csv").read_text()
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t" / "lazy.parquet"), eager)
+
+
+def test_report_from_a_cache_folder_reads_it_and_syncs_nothing(
+    tmp_path: Path, make_payments: Build, make_refunds: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``source=`` a cache folder: the notebooks read it lazily; no gateway is contacted or
+    started (the embedded sandbox's variant is invalid, so starting it would fail)."""
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 100, "method_type": "fpx",
+             "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"},
+            {"status": "failed", "amount": 100, "method_type": "fpx", "fpx_bank_code": "MB2U0227",
+             "fpx_bank": "Maybank2u", "failure_code": "processing_error"},
+            {"status": "succeeded", "amount": 100},
+        ]
+    )  # fmt: skip
+    cache = _cache(tmp_path, payments, make_refunds([{"payment_id": "pay_1", "amount": 50}]))
+    monkeypatch.setenv("GW_SANDBOX_VARIANT", "none")
+    monkeypatch.delenv("GW_API_KEY", raising=False)
+    monkeypatch.delenv("GW_BASE_URL", raising=False)
+    result = report.run_report(
+        tmp_path / "r", source=cache, tz="UTC", notebooks=["04_fpx_banks.ipynb"]
+    )
+    assert result.source == "a local cache" and result.overview.payments == 3
+    banks = pd.read_csv(tmp_path / "r" / "tables" / "fpx_banks.csv")
+    assert banks["fpx_bank_code"].tolist() == ["MB2U0227"]
+    assert banks["attempts"].tolist() == [2] and banks["rate"].tolist() == [0.5]
+    assert "3 payments and 1 refunds from a local cache" in result.html[0].read_text()
