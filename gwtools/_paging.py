@@ -250,7 +250,11 @@ class PageNumbers:
             assert got is not None
             await self.run.sink(*got)
             params["to"] = _iso(first)
-            frozen = await self._listing(params, total_pages, {})
+            # At least the newest row is left out: the frozen list may need a page less (if it
+            # needs more, the pages' own totalPages say so).
+            limit = self.first.limit or PAGE_LIMIT
+            pages = math.ceil((self.first.total - 1) / limit) if self.first.total else total_pages
+            frozen = await self._listing(params, max(1, pages), {})
             if frozen is not None and self.first.total is not None:
                 # The newest second's rows, which came on page 1: listed and expected too.
                 newest = max(0, self.first.total - frozen)
