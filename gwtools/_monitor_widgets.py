@@ -260,6 +260,8 @@ class MonitorDashboard(Dashboard):
         super().__init__(_collect(payments, PAYMENT_COLUMNS), refunds, **kwargs)
         _hide(self.status, self.freq, self.chart)  # a status filter would skew every rate
         self.since.description, self.until.description = "window from", "to"
+        self.since.style.description_width = "initial"  # the longer label, not cut
+        self.drill.layout.width = "640px"  # an alert's label names kind, scope and start
         self.since.value = self.until.value = None  # the monitor's own default window
         self._ready = True
         self.refresh()
