@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import functools
 import os
 import re
 import signal
@@ -400,6 +401,11 @@ class MergeStats:
         return self
 
 
+#: A resource's Parquet schema, built once per process (pyarrow schemas are immutable; building
+#: one from an empty pandas frame costs a scan_cache's start-up ~25 ms each time).
+_arrow_schema = functools.cache(_schema.arrow_schema)
+
+
 class Dataset:
     """One cached table (account x mode x resource) on disk.
 
@@ -411,7 +417,7 @@ class Dataset:
         _schema.columns(resource)  # validates the name
         self.path = Path(path)
         self.resource: Resource = resource
-        self.schema = _schema.arrow_schema(resource)
+        self.schema = _arrow_schema(resource)
 
     @classmethod
     def at(

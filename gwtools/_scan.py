@@ -40,7 +40,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from gwtools import _schema
-from gwtools._cache import PARTITION, Dataset, find_dataset
+from gwtools._cache import PARTITION, Dataset, _arrow_schema, find_dataset
 from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._schema import Resource
@@ -218,7 +218,7 @@ def _check_complete(dataset: Dataset, strict: bool) -> None:
 
 
 def _empty(resource: Resource, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-    return con.from_arrow(_schema.arrow_schema(resource).empty_table())
+    return con.from_arrow(_arrow_schema(resource).empty_table())
 
 
 def scan_cache(
@@ -275,7 +275,7 @@ def scan_cache(
         files = _remote_files(fs, folder)
         if not files:
             return _empty(resource, con)
-        schema = _schema.arrow_schema(resource)
+        schema = _arrow_schema(resource)
         if _needs_dedup(files):
             # One dataset per file: the file's name (write order) decides which version wins.
             parts = [pads.dataset(f, filesystem=fs, format="parquet", schema=schema) for f in files]

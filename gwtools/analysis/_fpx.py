@@ -19,6 +19,10 @@ TIMEOUT_CODES: Final = frozenset({"processing_error", "timeout", "bank_timeout"}
 #: nothing about how banks perform and are ranked after the real ones.
 TEST_BANKS: Final = frozenset({"TEST0001", "TEST0002", "TEST0003", "TEST0004", "TEST0005"})
 
+#: Fewest finished attempts for a bank to be ranked: fewer make its interval too wide to say
+#: it is worse than another (it is listed after the ranked banks, ``rank_note`` says why).
+MIN_RANKED_ATTEMPTS: Final = 20
+
 #: Outcome columns of an FPX bank table, in the order a heatmap shows them.
 FPX_OUTCOMES: Final = (
     "succeeded",
@@ -65,7 +69,13 @@ def fpx_only(payments: E.Table) -> nw.LazyFrame[Any]:
     return lf.with_columns(fpx_outcome=outcome_expr())
 
 
-def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None) -> pd.DataFrame:
+def fpx_banks(
+    payments: E.Table,
+    freq: str | None = None,
+    tz: str | None = None,
+    *,
+    min_attempts: int = MIN_RANKED_ATTEMPTS,
+) -> pd.DataFrame:
     """Per FPX bank code (with its name): ``attempts``, one column per outcome,
     ``n`` (finished attempts), ``rate`` = succeeded / n with its Wilson interval,
     and ``median_minutes`` from creation to capture of the succeeded ones.
@@ -73,8 +83,13 @@ def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None)
     The rate counts every finished attempt: failures, time-outs, customer
     cancellations at the bank and expiries, because on FPX those happen on the bank's
     side of the flow; attempts still pending are undecided and left out. With
-    ``freq``, one row per bank and local period. Sorted by rate, worst first, with the
-    gateway's test banks (``test_bank`` True: each ends one fixed way) after the real ones.
+    ``freq``, one row per bank and local period, sorted by bank and period.
+
+    Ranking (the one rule the overview's "worst FPX bank" uses too): worst first by the upper
+    end of the interval ``ci_high`` (a bank worst even at its best; ties by rate, then code),
+    among banks with at least ``min_attempts`` finished attempts. ``ranked`` says whether a
+    row is ranked; ``rank_note`` why not: too few finished attempts (listed next, by the same
+    order) or a gateway test bank (``test_bank`` True: each ends one fixed way; listed last).
     A bank code's name is the greatest name seen with it (one name per code in practice).
 
     Example: ``fpx_banks(payments).head(3)``: the banks to talk to.
@@ -83,7 +98,7 @@ def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None)
     columns = ["fpx_bank_code", "fpx_bank", "period"] if freq else ["fpx_bank_code", "fpx_bank"]
     won = E.truthy(nw.col("fpx_outcome") == "succeeded")
     finish = nw.coalesce(nw.col("captured_at"), nw.col("updated_at"))
-    minutes = E.seconds_between(finish, nw.col("created_at")) / 60
+    minutes = E.seconds_between(fpx, finish, nw.col("created_at")) / 60
     fpx = fpx.with_columns(
         **{o: E.flag(nw.col("fpx_outcome") == o) for o in FPX_OUTCOMES},
         _minutes=nw.when(won).then(minutes),
@@ -100,7 +115,11 @@ def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None)
         empty.insert(2, "test_bank", pd.Series(dtype=bool))
         for c in ["attempts", *FPX_OUTCOMES, "n"]:
             empty[c] = pd.Series(dtype="int64")
-        return add_rate(empty, "succeeded", "n").assign(median_minutes=pd.Series(dtype="float64"))
+        return add_rate(empty, "succeeded", "n").assign(
+            median_minutes=pd.Series(dtype="float64"),
+            ranked=pd.Series(dtype=bool),
+            rank_note=pd.Series(dtype="string"),
+        )
     # A code's name over all its rows: the greatest of its periods' names (one query, not two).
     names = grouped.dropna(subset=["_name"]).groupby("fpx_bank_code", dropna=False)["_name"].max()
     counts = finish_keys(grouped.drop(columns="_name"), keys, tz)
@@ -122,9 +141,29 @@ def fpx_banks(payments: E.Table, freq: str | None = None, tz: str | None = None)
         "ci_low",
         "ci_high",
         "median_minutes",
+        "ranked",
+        "rank_note",
     ]
-    sort = ["test_bank", "rate", "fpx_bank_code"] if not freq else ["fpx_bank_code", "period"]
-    return out[order].sort_values(sort, na_position="last").reset_index(drop=True)
+    out = _rank_banks(out, min_attempts)
+    if freq:
+        return out[order].sort_values(["fpx_bank_code", "period"]).reset_index(drop=True)
+    return out[order]
+
+
+def _rank_banks(banks: pd.DataFrame, min_attempts: int = MIN_RANKED_ATTEMPTS) -> pd.DataFrame:
+    """``banks`` (a :func:`fpx_banks` table) with ``ranked`` and ``rank_note``, worst first:
+    ranked banks by ``ci_high``, ``rate``, code; then too-small banks, then test banks."""
+    test = banks["test_bank"].astype(bool)
+    small = ~test & ~(banks["n"] >= min_attempts)
+    note = pd.Series(pd.NA, index=banks.index, dtype="string")
+    note[small] = f"fewer than {min_attempts} finished attempts"
+    note[test] = "gateway test bank: ends one fixed way"
+    group = np.where(test, 2, np.where(small, 1, 0))
+    out = banks.assign(ranked=~(test | small), rank_note=note, _group=group)
+    out = out.sort_values(
+        ["_group", "ci_high", "rate", "fpx_bank_code"], na_position="last", kind="stable"
+    )
+    return out.drop(columns="_group").reset_index(drop=True)
 
 
 def fpx_outcome_shares(payments: E.Table) -> pd.DataFrame:

@@ -69,7 +69,7 @@ def details(payments: E.Table, refunds: E.Table) -> nw.LazyFrame[Any]:
         kind=nw.when(~total.is_null() & ~paid.is_null()).then(
             nw.when(total >= paid).then(nw.lit("full")).otherwise(nw.lit("partial"))
         ),
-        days_to_refund=E.seconds_between(nw.col("created_at"), start) / 86_400,
+        days_to_refund=E.seconds_between(out, nw.col("created_at"), start) / 86_400,
     ).drop("_total")
 
 

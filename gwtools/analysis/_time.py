@@ -156,19 +156,22 @@ def between(
     """
     import narwhals as nw
 
-    from gwtools.analysis._engine import lazy, native_like, truthy
+    from gwtools.analysis._engine import lazy, native_like
 
     check_aware(frame, column)
     lf = lazy(frame)
     ts = nw.col(column)
-    keep = ~ts.is_null()
     lo = to_timestamp(since, tz)
     hi = to_timestamp(until, tz, end=True)
+    # Plain comparisons, no fill_null: DuckDB pushes them into the Parquet scan and skips
+    # row groups outside the range. A null timestamp compares null (SQL) or False (pandas):
+    # left out either way.
+    keep: list[nw.Expr] = []
     if lo is not None:
-        keep &= ts >= lo.to_pydatetime()
+        keep.append(ts >= lo.to_pydatetime())
     if hi is not None:
-        keep &= (ts < hi.to_pydatetime()) if _is_date(until) else (ts <= hi.to_pydatetime())
-    return native_like(lf.filter(truthy(keep)), frame)
+        keep.append((ts < hi.to_pydatetime()) if _is_date(until) else (ts <= hi.to_pydatetime()))
+    return native_like(lf.filter(*(keep or [~ts.is_null()])), frame)
 
 
 def business_days_between(
