@@ -104,15 +104,24 @@ def classify_declines(payments: E.Table) -> pd.DataFrame:
 
 def decline_breakdown(
     payments: E.Table,
-    by: By = ("failure_code", "decline_code"),
+    by: By = "decline_reason",
     *,
     locale: str | None = None,
 ) -> pd.DataFrame:
-    """Failed payments per code: ``count``, ``share`` of all failed payments,
-    ``cumulative_share`` (Pareto order, most frequent first), the amount declined per
-    currency, and, when grouping by ``decline_code``, ``decline_type`` and ``advice``.
+    """Failed payments per decline reason (default) or per ``by``: ``count``, ``share`` of
+    all failed payments, ``cumulative_share`` (Pareto order, most frequent first), the amount
+    declined per currency, and, when grouping by reason or ``decline_code``,
+    ``decline_type`` and ``advice``.
 
-    Example: ``decline_breakdown(payments).head(5)``: the five codes to fix first.
+    A row is a decline reason (``decline_code``, else ``failure_code``), counted as the
+    overview, the decline types and the declines dashboard count it. ``failure_code`` and
+    ``decline_code`` stay as detail columns: the codes seen with that reason (several joined
+    by ", " in code order; empty when none), so an FPX time-out (``processing_error``, no
+    decline code) and a card's ``processing_error`` decline show as one reason whose
+    ``failure_code`` says both kinds occur. ``by=("failure_code", "decline_code")`` splits
+    them into one row per pair.
+
+    Example: ``decline_breakdown(payments).head(5)``: the five reasons to fix first.
     """
     keys = as_list(by)
     failed = classified(payments)
@@ -122,20 +131,43 @@ def decline_breakdown(
     out = out.join(totals_by_currency(failed, keys, locale=locale))
     total = int(out["count"].sum())
     out = out.reset_index()
+    if keys == ["decline_reason"]:
+        out = out.merge(_codes_per_reason(failed), on="decline_reason", how="left")
     out["share"] = out["count"] / total if total else 0.0
     out = out.sort_values(
         ["count", *keys], ascending=[False, *[True] * len(keys)], na_position="last"
     )
     out["cumulative_share"] = out["share"].cumsum()
-    if "decline_code" in keys:
+    reason: pd.Series | None = None
+    if "decline_reason" in keys:
+        reason = out["decline_reason"]
+    elif "decline_code" in keys:
         reason = out["decline_code"]
         if "failure_code" in keys:
             reason = reason.fillna(out["failure_code"])
+    if reason is not None:
         out["decline_type"] = decline_type(reason)
         out["advice"] = reason.map(RETRY_ADVICE).fillna(UNCLASSIFIED_ADVICE).astype("string")
+    lead = [*keys, *(c for c in ("failure_code", "decline_code") if c not in keys and c in out)]
     amounts = [c for c in out.columns if c.startswith("amount")]
-    rest = [c for c in out.columns if c not in keys and c not in amounts]
-    return out[[*keys, *rest, *amounts]].reset_index(drop=True)
+    rest = [c for c in out.columns if c not in lead and c not in amounts]
+    return out[[*lead, *rest, *amounts]].reset_index(drop=True)
+
+
+def _codes_per_reason(failed: nw.LazyFrame[Any]) -> pd.DataFrame:
+    """Per decline reason, the failure and decline codes seen with it (joined, code order)."""
+    pairs = E.to_pandas(
+        failed.group_by("decline_reason", "failure_code", "decline_code").agg(nw.len())
+    )
+    rows = []
+    for reason, group in pairs.groupby("decline_reason", dropna=False, sort=False):
+        row: dict[str, Any] = {"decline_reason": reason}
+        for col in ("failure_code", "decline_code"):
+            codes = sorted({str(c) for c in group[col].dropna()})
+            row[col] = ", ".join(codes) if codes else pd.NA
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=["decline_reason", "failure_code", "decline_code"])
+    return out.astype("string")
 
 
 def decline_types(payments: E.Table, *, locale: str | None = None) -> pd.DataFrame:

@@ -61,8 +61,9 @@ def overview(
     payments: E.Table, refunds: E.Table, *, top: int = 3, min_attempts: int = 20
 ) -> Overview:
     """Headline figures: payment count, success rate, top decline reasons, refund rate,
-    and the worst FPX bank among those with at least ``min_attempts`` finished payments,
-    ranked by the upper end of its interval (so it is worst even at its best)."""
+    and the worst FPX bank: the first ranked row of :func:`fpx_banks` (by the upper end of
+    its interval, so it is worst even at its best, among banks with at least
+    ``min_attempts`` finished payments; test banks never)."""
     lp, lr = E.lazy_pair(payments, refunds)
     rate = success_rate(lp).iloc[0]
     reasons = E.to_pandas(classified(lp).group_by("decline_reason").agg(nw.len().alias("n")))
@@ -87,10 +88,8 @@ def overview(
         for cur, rate in zip(refund["currency"], refund["amount_rate"], strict=True)
         if rate == rate  # not NaN
     }
-    banks = fpx_banks(lp)
-    banks = banks[~banks["test_bank"] & (banks["n"] >= min_attempts)].sort_values(
-        ["ci_high", "rate"]
-    )
+    banks = fpx_banks(lp, min_attempts=min_attempts)  # ranked worst first, by one rule
+    banks = banks[banks["ranked"]]
     worst = None
     if len(banks):
         b = banks.iloc[0]

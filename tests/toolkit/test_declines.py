@@ -21,22 +21,66 @@ Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 def test_breakdown_counts_shares_amounts_in_pareto_order(declines_frame: pd.DataFrame) -> None:
     table = a.decline_breakdown(declines_frame, locale="en_MY")
     rows = list(
+        zip(
+            table["decline_reason"],
+            table["failure_code"],
+            table["decline_code"].fillna("-"),
+            table["count"],
+            strict=True,
+        )
+    )
+    # 5 failed, one row per reason: insufficient_funds 2 first; ties (1 each) in reason order.
+    assert rows == [
+        ("insufficient_funds", "card_declined", "insufficient_funds", 2),
+        ("expired_card", "expired_card", "expired_card", 1),
+        ("lost_card", "card_declined", "lost_card", 1),
+        ("processing_error", "processing_error", "-", 1),
+    ]
+    assert table["share"].tolist() == pytest.approx([0.4, 0.2, 0.2, 0.2])
+    assert table["cumulative_share"].tolist() == pytest.approx([0.4, 0.6, 0.8, 1.0])
+    # insufficient_funds: RM20 + RM30 = RM50; lost_card: ¥1,000 kept apart.
+    assert table.loc[0, "amount_MYR"] == 50.0 and table.loc[0, "amount_JPY"] == 0.0
+    assert table.loc[2, "amount"] == "JP¥1,000"
+    assert table["decline_type"].tolist() == ["soft", "hard", "hard", "soft"]
+    assert table.loc[2, "advice"].startswith("do not retry")
+
+
+def test_breakdown_by_code_pair_splits_a_reason(declines_frame: pd.DataFrame) -> None:
+    table = a.decline_breakdown(declines_frame, by=("failure_code", "decline_code"))
+    rows = list(
         zip(table["failure_code"], table["decline_code"].fillna("-"), table["count"], strict=True)
     )
-    # 5 failed: insufficient_funds 2 first; ties (1 each) in code order.
     assert rows == [
         ("card_declined", "insufficient_funds", 2),
         ("card_declined", "lost_card", 1),
         ("expired_card", "expired_card", 1),
         ("processing_error", "-", 1),
     ]
-    assert table["share"].tolist() == pytest.approx([0.4, 0.2, 0.2, 0.2])
-    assert table["cumulative_share"].tolist() == pytest.approx([0.4, 0.6, 0.8, 1.0])
-    # insufficient_funds: RM20 + RM30 = RM50; lost_card: ¥1,000 kept apart.
-    assert table.loc[0, "amount_MYR"] == 50.0 and table.loc[0, "amount_JPY"] == 0.0
-    assert table.loc[1, "amount"] == "JP¥1,000"
     assert table["decline_type"].tolist() == ["soft", "hard", "hard", "soft"]
-    assert table.loc[1, "advice"].startswith("do not retry")
+
+
+def test_a_reason_counts_the_same_in_breakdown_types_and_overview(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    # Issue 12: 3 FPX time-outs (failure processing_error, no decline code) and 2 card
+    # declines with decline code processing_error are one reason, 5, everywhere.
+    fpx = {"status": "failed", "amount": 100, "method_type": "fpx", "fpx_bank_code": "MB2U0227",
+           "failure_code": "processing_error"}  # fmt: skip
+    card = {"status": "failed", "amount": 100, "card_brand": "visa",
+            "failure_code": "card_declined", "decline_code": "processing_error"}  # fmt: skip
+    lost = {"status": "failed", "amount": 100, "card_brand": "visa",
+            "failure_code": "card_declined", "decline_code": "lost_card"}  # fmt: skip
+    p = make_payments([fpx, fpx, fpx, card, card, lost, lost, lost, lost])
+    table = a.decline_breakdown(p)
+    assert table["decline_reason"].tolist() == ["processing_error", "lost_card"]
+    assert table["count"].tolist() == [5, 4]
+    assert table.loc[0, "failure_code"] == "card_declined, processing_error"
+    assert table.loc[0, "decline_code"] == "processing_error"
+    assert table["decline_type"].tolist() == ["soft", "hard"]
+    summary = a.overview(p, make_refunds([]))
+    assert summary.top_declines[:2] == [("processing_error", 5, 5 / 9), ("lost_card", 4, 4 / 9)]
+    types = a.decline_types(p).set_index("decline_type")["count"].to_dict()
+    assert types == {"soft": 5, "hard": 4}
 
 
 def test_decline_types_soft_vs_hard(declines_frame: pd.DataFrame) -> None:

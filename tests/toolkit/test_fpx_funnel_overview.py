@@ -71,10 +71,27 @@ def test_bank_with_three_payments_has_a_wide_interval(fpx: pd.DataFrame) -> None
 
 def test_fpx_banks_sorted_worst_first_and_over_time(fpx: pd.DataFrame) -> None:
     banks = a.fpx_banks(fpx)
-    # CIMB 2/3 before Maybank 6/8; the test bank (0/2, the worst rate) after the real banks
-    assert banks["fpx_bank_code"].tolist() == ["BCBB0235", "MB2U0227", "TEST0004"]
+    # One rule (the overview's too): worst first by ci_high. Maybank 6/8 (upper 0.928) before
+    # CIMB 2/3 (upper 0.939, worse rate but a wider interval); both have fewer than 20
+    # finished attempts, so neither is ranked; the test bank (0/2) after the real banks.
+    assert banks["fpx_bank_code"].tolist() == ["MB2U0227", "BCBB0235", "TEST0004"]
     assert banks["test_bank"].tolist() == [False, False, True]
+    assert banks["ranked"].tolist() == [False, False, False]
+    assert banks["rank_note"].tolist() == [
+        "fewer than 20 finished attempts",
+        "fewer than 20 finished attempts",
+        "gateway test bank: ends one fixed way",
+    ]
     assert list(banks.columns[:3]) == ["fpx_bank_code", "fpx_bank", "test_bank"]
+    # min_attempts=4: Maybank (8 finished) is ranked, CIMB (3) listed after it.
+    four = a.fpx_banks(fpx, min_attempts=4)
+    assert four["fpx_bank_code"].tolist() == ["MB2U0227", "BCBB0235", "TEST0004"]
+    assert four["ranked"].tolist() == [True, False, False]
+    assert pd.isna(four.loc[0, "rank_note"])
+    # min_attempts=3: both ranked; still by ci_high, the worse rate second.
+    three = a.fpx_banks(fpx, min_attempts=3)
+    assert three["ranked"].tolist() == [True, True, False]
+    assert three["fpx_bank_code"].tolist()[:2] == ["MB2U0227", "BCBB0235"]
     daily = a.fpx_banks(fpx, freq="day", tz="Asia/Kuala_Lumpur")
     assert set(daily.columns) >= {"period", "rate", "ci_low", "n"}
     assert daily.groupby("fpx_bank_code")["attempts"].sum().to_dict() == {
@@ -143,6 +160,8 @@ def test_overview_headlines(fpx: pd.DataFrame, make_refunds: Build) -> None:
     # Maybank 6/8 -> ci_high 0.9285 < CIMB 2/3 -> 0.9385: Maybank's best case is the worst,
     # although CIMB's point estimate is lower (3 payments say little).
     assert o.worst_bank is not None and o.worst_bank[0] == "Maybank2u (MB2U0227)"
+    # The same bank the FPX table lists first (issue 12: one ranking rule everywhere).
+    assert a.fpx_banks(fpx, min_attempts=3).loc[0, "fpx_bank_code"] == "MB2U0227"
     text = str(o)
     assert "success rate     66.7% of 12 decided" in text
     assert "worst FPX bank   Maybank2u (MB2U0227): 75.0% of 8 finished" in text
