@@ -52,7 +52,6 @@ log = logging.getLogger("gwtools")
 #: committed them late or clocks disagree.
 DEFAULT_OVERLAP = dt.timedelta(minutes=10)
 PAGES_PER_BATCH = 50
-_warned_statuses: set[tuple[str, str]] = set()
 
 
 class GatewayDataWarning(UserWarning):
@@ -263,10 +262,9 @@ class SyncResult:
 
 
 def _warn_unknown(resource: str, statuses: Iterable[str]) -> None:
+    # Once per (resource, status): the warnings module's own registry shows a given message
+    # once per location under the default filter; no module-level set of our own.
     for status in sorted(statuses):
-        if (resource, status) in _warned_statuses:
-            continue
-        _warned_statuses.add((resource, status))
         warnings.warn(
             f"the gateway sent {resource} with status {status!r}, which gwtools does not know; "
             "those rows have status 'unknown' (the raw value is in status_raw)",
