@@ -346,17 +346,3 @@ def _unknown_of(rec: dict[str, Any]) -> dict[str, Any] | None:
 def unknown_fields(body: bytes) -> list[dict[str, Any] | None]:
     """Per record of a body decode_fast read leniently: its non-null unknown top-level fields."""
     return [_unknown_of(rec) for rec in _dict_envelope_decoder.decode(body).data]
-
-
-_lenient_payment_decoder = msgspec.json.Decoder(LenientPayment)
-_dict_decoder = msgspec.json.Decoder(dict[str, Any])
-
-
-def decode_payment_records(
-    raws: list[bytes],
-) -> tuple[list[Any], list[dict[str, Any] | None]]:
-    """Payment records, each as its JSON text, read as decode_fast reads them leniently:
-    (typed records, their unknown top-level fields). For the rows whose ``extra`` the C
-    scanner leaves to Python; it has checked that each is an object of the strict shape."""
-    records = [_lenient_payment_decoder.decode(raw) for raw in raws]
-    return records, [_unknown_of(_dict_decoder.decode(raw)) for raw in raws]

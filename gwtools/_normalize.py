@@ -31,18 +31,13 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
   functions raise (or warn with ``on_reject="warn"``), as a list the caller built by
   hand is better fixed than silently shortened.
 
-How it is fast: list bodies are scanned by a small C extension
-(``gwtools/_fastjson.c``) that writes the first-stage columns straight into Arrow
-buffers, without a Python object per value, in two threads (it releases the GIL).
-Bodies it does not fully understand, and all bodies when the extension was not
-compiled, are decoded by msgspec into strict structs of the documented fields
-(:mod:`gwtools._decode`) and turned into the same columns a few thousand records at a
-time. Both are finished column-wise with pyarrow.compute by the same code. A body the
-strict shapes reject, or a page holding a record that needs a judgement (no id, an
-unparsable time, two sources for one column), is read record by record by the tolerant
-path, which gives the same rows for the same input (tests compare the three on generated
-pages). It runs in the calling process: no forking, so it is safe in a Jupyter kernel
-and in the sync's threads.
+How it is fast: list bodies are decoded by msgspec into strict structs of the documented
+fields (:mod:`gwtools._decode`) and turned into Arrow columns a few thousand records at a
+time, then finished column-wise with pyarrow.compute. A body the strict shapes reject, or
+a page holding a record that needs a judgement (no id, an unparsable time, two sources for
+one column), is read record by record by the tolerant path, which gives the same rows for
+the same input (tests compare the two on generated pages). It runs in the calling
+process: no forking, so it is safe in a Jupyter kernel and in the sync's threads.
 """
 
 from __future__ import annotations
@@ -50,11 +45,9 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
-import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -79,7 +72,6 @@ from gwtools._decode import (
     MalformedResponseError,
     Variant,
     decode_fast,
-    decode_payment_records,
     decode_raw_envelope,
     decode_raw_records,
     decode_value,
@@ -87,18 +79,6 @@ from gwtools._decode import (
     raw_metadata,
     snippet,
 )
-
-
-def _load_scanner() -> Any:
-    """The C scanner, or None if it was not compiled (the msgspec path then reads all)."""
-    try:
-        from gwtools import _fastjson
-    except ImportError:
-        return None
-    return _fastjson
-
-
-_fastjson = _load_scanner()
 
 __all__ = [
     "MalformedResponseError",
@@ -851,109 +831,11 @@ def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Arra
     return pc.replace_with_mask(texts, pa.array(mask), pa.array(merged, texts.type))
 
 
-class _ScannedColumns:
-    """Stage 1 of the fast path done by the C scanner: the columns _FastColumns makes."""
-
-    def __init__(
-        self, variant: Variant, arrays: dict[str, pa.ChunkedArray], pages: np.ndarray
-    ) -> None:
-        self.variant = variant
-        self.arrays = arrays
-        self.pages = pages
-        self.bad_rows: list[int] = []  # the scanner refuses bodies with unparsable times
-        self.n = len(pages)
-
-
-def _scanned_array(kind: str, buffers: tuple[Any, ...], n: int) -> pa.Array:
-    bufs = [pa.py_buffer(b) for b in buffers]
-    arrow_type = {"s": _STR, "i": pa.int64(), "t": _TS}.get(kind, pa.bool_())
-    return pa.Array.from_buffers(arrow_type, n, bufs)
-
-
-#: Threads scanning bodies at once (the scanner releases the GIL), and the fewest bodies
-#: worth a second thread.
-_SCAN_THREADS = min(2, os.cpu_count() or 1)
-_SCAN_PARALLEL_FROM = 64
-
-
-def _scan_part(
-    resource: Resource, bodies: Sequence[bytes], index: list[int]
-) -> tuple[Any, Any, dict[str, pa.Array]]:
-    """Scan ``bodies[index]``: (variant code per body, 0 if refused; rows per body; columns)."""
-    assert _fastjson is not None
-    variants, counts, n, buffers, patch = _fastjson.scan(resource, [bodies[i] for i in index])
-    arrays = {name: _scanned_array(kind, bufs, n) for name, (kind, *bufs) in buffers.items()}
-    where = np.frombuffer(patch, np.int64).reshape(-1, 4)
-    if len(where):
-        # Payments whose extra the scanner cannot write byte for byte (unknown fields,
-        # unusual escapes, nested next_action): rendered here as the msgspec path does.
-        raws = [bodies[index[b]][start:end] for _, b, start, end in where.tolist()]
-        records, unknown = decode_payment_records(raws)
-        texts = _payment_extra(records, unknown, [r.next_action for r in records])
-        mask = np.zeros(n, np.bool_)
-        mask[where[:, 0]] = True
-        arrays["extra"] = pc.replace_with_mask(arrays["extra"], pa.array(mask), texts)
-    return np.frombuffer(variants, np.uint8), np.frombuffer(counts, np.int64), arrays
-
-
-def _scan_tables(
-    resource: Resource, bodies: Sequence[bytes], index: list[int], livemode: bool | None
-) -> tuple[list[pa.Table], set[int], list[int]]:
-    """Stages 1 and 2 of the fast path over ``bodies[index]`` with the C scanner:
-    (intermediate tables, pages to redo with the tolerant path, bodies it refused)."""
-    kinds, per_body, arrays = _scan_part(resource, bodies, index)
-    refused = [index[k] for k in np.flatnonzero(kinds == 0)]
-    pages = np.repeat(np.asarray(index, np.int64), per_body)
-    tables: list[pa.Table] = []
-    redo: set[int] = set()
-    taken = kinds != 0
-    for code in sorted(set(kinds[taken].tolist())):
-        rows = np.repeat(kinds[taken] == code, per_body[taken])
-        if rows.all():
-            part, part_pages = arrays, pages
-        else:  # bodies of both variants in one call: rare
-            keep = pa.array(rows)
-            part = {name: arr.filter(keep) for name, arr in arrays.items()}
-            part_pages = pages[rows]
-        variant: Variant = "A" if code == ord("A") else "B"
-        acc = _ScannedColumns(
-            variant, {name: pa.chunked_array([arr]) for name, arr in part.items()}, part_pages
-        )
-        table, more = _fast_table(resource, variant, acc.arrays, acc, livemode)
-        tables.append(table)
-        redo |= more
-    return tables, redo, refused
-
-
-def _scan_bodies(
-    resource: Resource, bodies: Sequence[bytes], share: Sequence[int], livemode: bool | None
-) -> tuple[list[pa.Table], set[int], list[int]]:
-    """The fast path over ``bodies[share]`` with the C scanner (gwtools/_fastjson.c):
-    (intermediate tables, pages to redo with the tolerant path, bodies left to the msgspec
-    path: anything unusual, see the C file's header). Halves of the bodies are read in
-    parallel threads: the scanner and most Arrow kernels release the GIL."""
-    index = [i for i in share if type(bodies[i]) is bytes]
-    left = sorted(set(share) - set(index)) if len(index) < len(share) else []
-    if not index:
-        return [], set(), left
-    threads = _SCAN_THREADS if len(index) >= _SCAN_PARALLEL_FROM else 1
-    if threads == 1:
-        results = [_scan_tables(resource, bodies, index, livemode)]
-    else:
-        slices = [part.tolist() for part in np.array_split(np.asarray(index), threads)]
-        with ThreadPoolExecutor(threads) as pool:
-            scan = functools.partial(_scan_tables, resource, bodies, livemode=livemode)
-            results = list(pool.map(scan, slices))
-    tables = [table for r in results for table in r[0]]
-    redo = set().union(*(r[1] for r in results))
-    return tables, redo, sorted([*left, *(i for r in results for i in r[2])])
-
-
 def _fast_table(
     resource: Resource,
     variant: Variant,
     col: dict[str, pa.ChunkedArray],
-    acc: _FastColumns | _ScannedColumns,
+    acc: _FastColumns,
     livemode: bool | None,
 ) -> tuple[pa.Table, set[int]]:
     """Stage 2 of the fast path: whole Arrow columns -> (intermediate table, pages to redo).
@@ -1253,9 +1135,6 @@ def _strict_share(
     strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
     tolerant: list[int] = []
     tables: list[pa.Table] = []
-    if _fastjson is not None:
-        tables, redo, share = _scan_bodies(resource, bodies, share, livemode)
-        tolerant.extend(redo)
     for i in share:
         got = decode_fast(resource, bodies[i])
         if got is None:

@@ -184,3 +184,148 @@ def test_unknown_top_level_fields_stay_on_the_fast_path(monkeypatch: pytest.Monk
         "receipt_url": "https://r.example/x",
         "statement_descriptor": "SHOP 3",
     }
+
+
+# --------------------------------------------------------------------------- edge cases by hand
+# (kept from the retired C scanner's tests: escapes, free-form and unknown fields, damaged
+# bodies, invalid UTF-8, 1e400, ints beyond int64; both paths must read them alike)
+
+
+def pay(**fields: Any) -> dict[str, Any]:
+    return {"id": "pay_1", "object": "payment", "amount": 1000, "currency": "myr",
+            "status": "succeeded", "created": 1767225600, "livemode": False, **fields}  # fmt: skip
+
+
+def b_body(*records: Any, ascii: bool = False) -> bytes:
+    env = {"object": "list", "data": list(records), "has_more": False}
+    return json.dumps(env, ensure_ascii=ascii).encode()
+
+
+def assert_same(bodies: list[bytes], resource: Any = "payments") -> Any:
+    fast = _normalize_bodies(resource, bodies, False, fast=True)
+    tolerant = _normalize_bodies(resource, bodies, False, fast=False)
+    pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
+    assert fast.rejects == tolerant.rejects
+    assert fast.unknown_statuses == tolerant.unknown_statuses
+    return fast
+
+
+ACCEPTED = [
+    pay(description='café "q" \\ tab\t ✓ 😀 \\u00e9'),  # escapes in a column
+    pay(failure_message='a/b "c" \n \u0001 ünï'),  # extra kept as sent
+    pay(receipt_url="x\u2028y\x7f"),
+    pay(payment_method_details={"type": "card", "card": {"brand": "visa", "last4": "4242"}}),
+    pay(payment_method_details={"card": {}, "fpx": None}),
+    pay(payment_method_details={}),
+    pay(payment_method_details={"fpx": {"bank_code": "X", "bank": None}, "exp_month": -0}),
+    pay(last_payment_error={"code": "c", "message": "m", "doc_url": None}),
+    pay(last_payment_error={}),
+    pay(metadata={"b": 1, "a": [1.5, {"x": None}], "": True}),
+    pay(metadata=None),
+    pay(metadata={}),
+    pay(metadata="text"),  # not an object: the page is redone by the tolerant path
+    pay(id=""),
+    pay(id=None),
+    pay(created=None, created_at="2026-01-01T00:00:00Z"),
+    pay(created_at="2026-01-01T00:00:00Z"),  # two creation fields
+    pay(created="2026-03-01T10:00:00.123456+08:00"),
+    pay(created="2024-02-29T23:59:59.5-05:30", captured_at=0),
+    pay(next_action={"type": "redirect_to_url", "b": [1, None], "a": "x"}),
+    pay(next_action={}),
+    pay(statement_descriptor="SHOP", review=None, payment_method_types=["card"]),
+    pay(amount=-(10**17), refunded_amount=0, amount_captured=10**17),
+    pay(status="weird", currency="xqq"),
+]
+
+
+@pytest.mark.parametrize("ascii", [False, True])  # True: non-ASCII text as \u escapes
+@pytest.mark.parametrize("record", ACCEPTED, ids=range(len(ACCEPTED)))
+def test_edge_records_read_alike(record: dict[str, Any], ascii: bool) -> None:
+    assert_same([b_body(record, pay(id="pay_2"), ascii=ascii)])
+
+
+def raw_b(record: str) -> bytes:
+    return (
+        b'{"object":"list","data":[{"id":"p","created":1,'
+        + record.encode()
+        + b'}],"has_more":false}'
+    )
+
+
+RAW_ACCEPTED = [
+    raw_b('"next_action":{"z":1,"a":"x","\u00e9":2,"m":[1,{"b":2,"a":1}],"n":null}'),
+    raw_b('"next_action":{"b":1,"a":2,"b":3}'),  # a duplicate key: the last one counts
+    raw_b('"next_action":{"a":-0,"b":1.50,"c":"\\/\\u0041","é":true,"e":false}'),
+    raw_b('"next_action":{"k":"\\u001f\\n"},"extra_field":{"y":1,"x":null}'),
+    raw_b('"next_action":{' + ",".join(f'"k{i:02d}":{i}' for i in range(20)) + "}"),
+    raw_b('"failure_message":"\\u001F","cancel_url":"a\\/b"'),
+    raw_b('"unknown":null,"other":[]'),
+]
+
+
+@pytest.mark.parametrize("body", RAW_ACCEPTED, ids=range(len(RAW_ACCEPTED)))
+def test_free_form_and_unknown_fields(body: bytes) -> None:
+    assert_same([body])
+
+
+REFUSED = [
+    b_body(pay(amount=1.0)),
+    b_body(pay(amount="1")),
+    b_body(pay(amount=True)),
+    b_body(pay(livemode=1)),
+    b_body(pay(created=1.5e9)),
+    b_body(pay(created=99999999999999)),
+    b_body(pay(created="2026-01-01T00:00:00")),  # naive
+    b_body(pay(created="2026-01-01 00:00:00Z")),
+    b_body(pay(created="2026-02-30T00:00:00Z")),
+    b_body(pay(created="2026-01-01T00:00:00.1234567Z")),
+    b_body(pay(created="1600-01-01T00:00:00Z")),
+    b_body(pay(payment_method={"id": "pm_1"})),
+    b_body(pay(payment_method_details={"card": {"wallet": "x"}})),
+    b_body(pay(last_payment_error="x")),
+    b_body(pay(next_action=[1])),
+    b'{"object":"list","data":[{"id":"a","created":1,"d":"\\ud800"}],"has_more":false}',
+    b_body("not an object"),
+    b_body(None),
+    b'{"object":"list","data":[{"id":"a","id":"b","created":1}],"has_more":false}',
+    b'{"object":"list","data":[{"i\\u0064":"a","created":1}],"has_more":false}',
+    b'{"object":"list","data":[],"has_more":false} x',
+    b'{"object":"list","data":[],"has_more":false,"has_more":true}',
+    b'{"object":"list","data":[{"id":"a","created":1,}],"has_more":false}',
+    b'{"object":"list","data":[{"id":"\xff","created":1}],"has_more":false}',
+    b'{"object":"list","data":[{"id":"a\x01","created":1}],"has_more":false}',
+    b'{"object":"list","data":[{"id":"a","created":01}],"has_more":false}',
+    b'{"object":"list","data":[{"id":"a","created":1,"x":1e400}],"has_more":false}',
+    b'{"object":"list","data":[{"id":"a","created":1}],"meta":5}',
+    b'{"data":[{"id":"a","created":1}]}',
+    b'{"object":"list","data":null,"has_more":false}',
+    b'{"object":"list","data":[{"id":"a","created":1,"metadata":'
+    + b"[" * 100
+    + b"]" * 100
+    + b"}]}",
+    b"\xef\xbb\xbf" + b_body(pay()),
+    b"",
+    b"[]",
+]
+
+
+@pytest.mark.parametrize("body", REFUSED, ids=range(len(REFUSED)))
+def test_damaged_bodies_keep_the_good_bodies_rows(body: bytes) -> None:
+    batch = assert_same([body, b_body(pay(id="pay_ok"))])
+    assert "pay_ok" in batch.frame["id"].tolist()
+
+
+def test_ints_beyond_int64_never_reach_an_int64_column() -> None:
+    batch = assert_same([b_body(pay(amount=10**19)), b_body(pay(id="pay_2", amount=-(10**19)))])
+    assert batch.frame["amount"].isna().all()
+    assert [json.loads(e) for e in batch.frame["extra"]] == [{"amount": 10**19},
+                                                              {"amount": -(10**19)}]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_garbage_never_raises(raw: bytes) -> None:
+    prefix = b'{"object":"list","has_more":false,"data":[{"id":"p","created":1,"description":"'
+    for candidate in (raw, prefix + raw, prefix + raw + b'"}]}'):
+        batch = assert_same([candidate])
+        assert len(batch.frame) + len(batch.rejects) >= 1 or candidate == prefix + raw + b'"}]}'
