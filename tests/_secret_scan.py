@@ -1,6 +1,6 @@
 """Find full API keys in files: the check behind "no key in a cache, report, notebook or log".
 
-Use it as a pytest plugin (``-p gwtools._secret_scan``): after the whole session it scans the
+Use it as a pytest plugin (``-p tests._secret_scan``): after the whole session it scans the
 session's temporary tree (every ``tmp_path`` of every xdist worker), the repository's
 ``notebooks/``, ``data/``, ``reports/``, ``logs/``, ``gwtools-report/``, ``gwtools-exports/``,
 ``benchmarks/results/`` and ``*.log`` files (or the ini option ``secret_scan_paths`` instead),
@@ -8,7 +8,7 @@ and what the session wrote into gwtools' cache directory (``GW_CACHE_DIR`` or th
 one). It fails the run (exit status 1) naming each file and the masked key it holds. Or call
 it directly::
 
-    from gwtools._secret_scan import scan_paths
+    from tests._secret_scan import scan_paths
 
     report = scan_paths(["notebooks", "/tmp/pytest-of-me/pytest-7"])
     for finding in report.findings:
@@ -279,7 +279,7 @@ def _value_buffers(array: pa.Array) -> Iterator[bytes]:
 
 
 # ---------------------------------------------------------------- pytest plugin
-# Hooks at module level so that ``-p gwtools._secret_scan`` registers them.
+# Hooks at module level so that ``-p tests._secret_scan`` registers them.
 
 _REPORT_KEY = pytest.StashKey[tuple[ScanReport, list[Path]]]()
 _STARTED_KEY = pytest.StashKey[float]()
@@ -372,7 +372,7 @@ def pytest_terminal_summary(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gwtools._secret_scan PATH...``: print findings, exit 1 if any."""
+    """``python -m tests._secret_scan PATH...``: print findings, exit 1 if any."""
     args = sys.argv[1:] if argv is None else argv
     report = scan_paths(args or ["."])
     for finding in report.findings:

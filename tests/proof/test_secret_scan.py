@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gwtools._secret_scan import find_keys, mask_key, scan_file, scan_paths
+from tests._secret_scan import find_keys, mask_key, scan_file, scan_paths
 
 # Built at run time so that no key literal sits in the source.
 KEY = "sk_" + "test_" + "Ab3dEf6hIj9kLm2nOp5qRs8t"
@@ -193,12 +193,15 @@ def test_plugin_fails_a_passing_session_that_leaves_a_key_behind(planted: Path) 
             """
         )
     )
-    command = [sys.executable, "-m", "pytest", "-p", "gwtools._secret_scan", "-q"]
+    command = [sys.executable, "-m", "pytest", "-p", "tests._secret_scan", "-q"]
     command += ["-p", "no:cacheprovider", f"--basetemp={planted / 'basetemp'}"]
     command += ["--rootdir", str(project), str(project)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only this plugin: starts in 1 s, not 5
     env["GW_CACHE_DIR"] = str(cache)
+    # The plugin lives with the tests, not in the package: the repository root on the path.
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
 
     def run(*extra: str, leak: bool = False) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
