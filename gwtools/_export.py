@@ -131,6 +131,10 @@ def _write(table: Any, fmt: str, target: IO[str] | IO[bytes] | str, rows: int) -
     try:
         for i, frame in enumerate(batches(table, rows)):
             written += len(frame)
+            # pyarrow writes DataFrame.attrs into the file's metadata as JSON and warns (naming
+            # this file's path) on values it cannot encode, such as a monitor's Timestamps;
+            # attrs describe the frame in memory, not the exported rows.
+            frame.attrs = {}
             if fmt == "csv":
                 frame.to_csv(target, index=False, header=i == 0)
                 continue
