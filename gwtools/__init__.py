@@ -11,8 +11,14 @@ Example::
 
     cached = gwtools.read_cache("data/sample-cache", "payments")   # no gateway at all
     lazy = gwtools.scan_cache("data/sample-cache", "payments")     # DuckDB, read on demand
+    for p in gw.iter_payments(since="2026-11-01"):                # streamed, no cache
+        ...
 
-Errors raised for gateway answers (see ``gwtools._errors`` for the tree)::
+The core install holds the library, the analyses, plots and widgets. Optional parts:
+``gwtools[sandbox]`` (the sandbox gateway, and so ``connect()`` with no key),
+``gwtools[report]`` (``gwtools report``/``demo``), ``gwtools[spark]``, ``gwtools[all]``.
+
+Everything gwtools raises derives from :class:`GatewayError`::
 
     GatewayError
     ├── ConfigurationError        bad arguments or GW_* variables; nothing was sent
@@ -23,10 +29,12 @@ Errors raised for gateway answers (see ``gwtools._errors`` for the tree)::
     ├── CardError                 402: card declined
     ├── RateLimitError            429, after retries
     ├── APIError                  5xx, after retries
+    │   └── MalformedBodyError    a 200 whose body is not the JSON it should be
     └── CacheError                the local cache cannot be written or read (disk, folder)
 """
 
 from gwtools._cache import read_cache
+from gwtools._config import Settings
 from gwtools._errors import (
     APIConnectionError,
     APIError,
@@ -36,6 +44,7 @@ from gwtools._errors import (
     ConfigurationError,
     GatewayError,
     InvalidRequestError,
+    MalformedBodyError,
     NotFoundError,
     RateLimitError,
 )
@@ -57,9 +66,11 @@ __all__ = [
     "GatewayDataWarning",
     "GatewayError",
     "InvalidRequestError",
+    "MalformedBodyError",
     "NotFoundError",
     "RateLimitError",
     "ResourceResult",
+    "Settings",
     "Source",
     "SyncResult",
     "connect",

@@ -45,6 +45,7 @@ from gwtools._errors import (
     APIConnectionError,
     APIError,
     GatewayError,
+    MalformedBodyError,
     RateLimitError,
     error_from_response,
     redact,
@@ -73,14 +74,6 @@ def _user_agent() -> str:
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         v = "0"
     return f"gwtools/{v} httpx/{httpx.__version__}"
-
-
-class MalformedBodyError(APIError):
-    """A 200 whose body is not the JSON the endpoint answers, even after retries."""
-
-    def __init__(self, message: str, *, url: str, snippet: str) -> None:
-        super().__init__(message, type="api_error", code="malformed_body", http_status=200, url=url)
-        self.snippet = snippet
 
 
 @dataclass

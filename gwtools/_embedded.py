@@ -13,6 +13,15 @@ notebook outputs stay reproducible. It carries one incident of each kind the mon
 Override the size for a session with ``GW_SANDBOX_PAYMENTS`` / ``GW_SANDBOX_DAYS``, the API
 variant with ``GW_SANDBOX_VARIANT`` (``A`` or ``B``, default ``B``) and the incidents with
 ``GW_SANDBOX_INCIDENTS`` (comma-separated kinds, or ``none``).
+
+It needs the ``sandbox`` extra (FastAPI, uvicorn); without it :func:`embedded_settings`
+raises a :class:`~gwtools.ConfigurationError` naming ``pip install "gwtools[sandbox]"``.
+
+State: the sandboxes started here are a per-process resource (a server thread and a port each,
+closed at exit), so they are kept in the one process-wide registry :data:`REGISTRY`, with which
+caches each one has already filled. A Gateway asks it whether its first sync must be full (a
+new sandbox process may hold a different history than the cache). Nothing else in gwtools
+keeps module-level state.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import datetime as dt
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -65,8 +74,33 @@ class DemoHistory:
 #: The default demo history; ``GW_SANDBOX_*`` variables override size and variant.
 DEMO = DemoHistory()
 
-_lock = threading.Lock()
-_running: dict[tuple[Any, ...], Any] = {}
+
+@dataclass
+class _Registry:
+    """The embedded sandboxes this process started, and the caches each has fully filled."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: history parameters -> the running Sandbox
+    running: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    #: (sandbox base URL, cache dir, account) synced completely from that sandbox
+    synced: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def filled(self, settings: Settings) -> bool:
+        """Whether this cache was already synced in full from this very sandbox."""
+        with self.lock:
+            return _synced_key(settings) in self.synced
+
+    def mark_filled(self, settings: Settings) -> None:
+        with self.lock:
+            self.synced.add(_synced_key(settings))
+
+
+def _synced_key(settings: Settings) -> tuple[str, str, str]:
+    return (settings.base_url, str(settings.cache_dir), settings.account)
+
+
+#: The process's one registry of embedded sandboxes (see the module docstring).
+REGISTRY = _Registry()
 
 
 def demo_history() -> DemoHistory:
@@ -133,8 +167,8 @@ def _start(history: DemoHistory) -> Any:
         history.now,
         history.incidents,
     )
-    with _lock:
-        sandbox = _running.get(key)
+    with REGISTRY.lock:
+        sandbox = REGISTRY.running.get(key)
         if sandbox is not None:
             return sandbox
         from gwtools.sandbox import Sandbox  # the only place the library imports the sandbox
@@ -148,7 +182,7 @@ def _start(history: DemoHistory) -> Any:
             incidents=history.incidents,
         ).start()
         atexit.register(sandbox.close)
-        _running[key] = sandbox
+        REGISTRY.running[key] = sandbox
         log.warning(
             "gwtools: no GW_API_KEY/GW_BASE_URL, so using the embedded sandbox (variant %s, "
             "%d demo payments over %d days ending %s, %s) at %s: this is sandbox data, not "
@@ -179,6 +213,13 @@ def embedded_settings(
     account: str | None,
 ) -> Settings:
     """Start (or reuse) the embedded sandbox and return settings pointing at it."""
+    from gwtools._extras import require
+
+    require(
+        "sandbox",
+        "gwtools.connect() with no API key (the embedded sandbox; or pass api_key= and "
+        "base_url= for a real gateway)",
+    )
     root, account, mode = embedded_cache(cache_dir, account)
     history = demo_history()
     sandbox = _start(history)

@@ -14,7 +14,9 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     ├── CardError                   402: the card was declined (.decline_code)
     ├── RateLimitError              429 that persisted through every retry (.retry_after)
     ├── APIError                    5xx, or an answer that is not the JSON it should be,
-    │                               that persisted through every retry
+    │   │                           that persisted through every retry
+    │   └── MalformedBodyError      a 200 whose body is not the JSON the endpoint answers
+    │                               (.snippet: its first 200 characters, key masked)
     └── CacheError                  (also OSError) the local cache cannot be written or read:
                                     full disk, read-only folder, a path that is not a folder
 
@@ -44,6 +46,7 @@ __all__ = [
     "ConfigurationError",
     "GatewayError",
     "InvalidRequestError",
+    "MalformedBodyError",
     "NotFoundError",
     "RateLimitError",
     "error_from_response",
@@ -188,6 +191,17 @@ class RateLimitError(GatewayError):
 
 class APIError(GatewayError):
     """The gateway failed (5xx) or answered with something that is not the expected JSON."""
+
+
+class MalformedBodyError(APIError):
+    """A 200 whose body is not the JSON the endpoint answers, even after retries.
+
+    ``snippet`` holds the body's first 200 characters (any key masked), for a bug report.
+    """
+
+    def __init__(self, message: str, *, url: str, snippet: str) -> None:
+        super().__init__(message, type="api_error", code="malformed_body", http_status=200, url=url)
+        self.snippet = redact(snippet)
 
 
 class CacheError(GatewayError, OSError):

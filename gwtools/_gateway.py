@@ -13,6 +13,9 @@ Example::
 Each Gateway owns one event loop, in a background thread, and one ``httpx.AsyncClient`` on
 it; ``sync()`` submits to that loop and waits, so it works the same from a script and inside
 Jupyter (whose own loop is already running).
+
+Frames read from the embedded sandbox's data carry ``attrs["gwtools_source"] ==
+"sandbox data"`` (:data:`SANDBOX_DATA`), so a chart or export made from them can say so.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ import contextlib
 import datetime as dt
 import os
 import threading
+import warnings
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,19 +36,20 @@ import pandas as pd
 
 from gwtools._cache import Dataset
 from gwtools._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
-from gwtools._config import Settings, check_filters, check_resource, resolve_settings
+from gwtools._config import Filters, Settings, check_filters, check_resource, resolve_settings
 from gwtools._errors import GatewayError
 from gwtools._schema import Resource
 from gwtools._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
 
-__all__ = ["Gateway", "connect"]
+__all__ = ["SANDBOX_DATA", "Gateway", "connect"]
 
 T = TypeVar("T")
 RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
 
-#: (cache dir, account) of embedded-sandbox datasets already fully synced in this process:
-#: a new sandbox process may hold a different history, so the first sync replaces the cache.
-_embedded_synced: set[tuple[str, str]] = set()
+#: ``DataFrame.attrs["gwtools_source"]`` of frames from the embedded sandbox: not real data.
+SANDBOX_DATA = "sandbox data"
+#: Pages :meth:`Gateway.iter_payments` fetches ahead of the records it has handed out.
+_PAGES_AHEAD = 4
 
 
 class _LoopThread:
@@ -96,8 +101,11 @@ def _shutdown(loop: _LoopThread | None, client: Client | None) -> None:
 class Gateway:
     """A connection to one gateway (or the embedded sandbox) and its local cache.
 
-    Create it with :func:`gwtools.connect`. Use :meth:`sync` to bring the cache up to date,
-    :meth:`payments`/:meth:`refunds` to get canonical DataFrames, :meth:`close` (or ``with``)
+    Create it with :func:`gwtools.connect` (which resolves the key, URL and environment into
+    a :class:`gwtools.Settings`); ``Gateway(settings, ...)`` takes the same keyword options
+    as ``connect()``. Use :meth:`sync` to bring the cache up to date,
+    :meth:`payments`/:meth:`refunds` to get canonical DataFrames, :meth:`iter_payments`/
+    :meth:`iter_refunds` to stream records without the cache, :meth:`close` (or ``with``)
     to release the connection pool.
     """
 
@@ -151,8 +159,8 @@ class Gateway:
         """Where this gateway's datasets live: ``{cache_dir}/{account}/{mode}``."""
         return self.settings.cache_dir / self.settings.account / self.settings.mode
 
-    def dataset(self, resource: Resource) -> Dataset:
-        """The cached dataset of ``resource`` (for its state, rejects or path)."""
+    def _dataset(self, resource: Resource) -> Dataset:
+        """The cached dataset of ``resource`` (its state, rejects or path; internal)."""
         return Dataset.at(
             self.settings.cache_dir, self.settings.account, self.settings.mode, resource
         )
@@ -210,9 +218,10 @@ class Gateway:
         )
         for resource in wanted:
             check_resource(resource)
-        key = (str(self.settings.cache_dir), self.settings.account)
-        if self.settings.embedded and key not in _embedded_synced:
-            full = True
+        if self.settings.embedded:
+            from gwtools._embedded import REGISTRY
+
+            full = full or not REGISTRY.filled(self.settings)
         with self._sync_lock:
             loop = self._ensure()
             assert self._client is not None
@@ -235,7 +244,7 @@ class Gateway:
             if failed is not None:
                 raise failed  # outside the handler: no __context__ leading to the group
         if self.settings.embedded and result.complete and set(wanted) >= set(RESOURCES):
-            _embedded_synced.add(key)
+            REGISTRY.mark_filled(self.settings)
         self.last_result = result
         return result
 
@@ -292,21 +301,160 @@ class Gateway:
         """
         from gwtools._scan import connection, scan_cache
 
-        if not self.dataset(resource).exists():
+        if not self._dataset(resource).exists():
             from gwtools._schema import arrow_schema
 
             return connection().from_arrow(arrow_schema(resource).empty_table())
         return scan_cache(
-            self.dataset(resource).path, resource, since=since, until=until, status=status
+            self._dataset(resource).path, resource, since=since, until=until, status=status
         )
 
     def _read(self, resource: Resource, since: Any, until: Any, status: Any) -> pd.DataFrame:
-        ds = self.dataset(resource)
+        ds = self._dataset(resource)
         if not ds.exists():
             from gwtools._schema import empty
 
-            return empty(resource)
-        return ds.read(since=since, until=until, status=status)
+            frame = empty(resource)
+        else:
+            frame = ds.read(since=since, until=until, status=status)
+        if self.settings.embedded:
+            frame.attrs["gwtools_source"] = SANDBOX_DATA
+        return frame
+
+    # -- streaming, no cache ---------------------------------------------------------------
+    def iter_payments(
+        self,
+        since: Any = None,
+        until: Any = None,
+        status: str | Sequence[str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Canonical payments, one dict per record (the canonical columns), fetched page by
+        page as you iterate; nothing is read from or written to the cache.
+
+        For streaming users (a pipeline that forwards records, a one-off count) who do not
+        want a Parquet cache. Pages are fetched on demand, a few ahead of the consumer, so
+        memory stays flat whatever the size; stopping early stops the listing. Each record
+        comes once; the order is the gateway's page order (not sorted). Filters are checked
+        as in :meth:`payments`, when called. Records the normaliser rejects and unknown
+        statuses are reported as :class:`~gwtools.GatewayDataWarning`; a page that stays
+        unreadable raises its :class:`~gwtools.MalformedBodyError` after the pages before
+        it. Example::
+
+            for p in gw.iter_payments(since="2024-06-01", status="failed"):
+                print(p["id"], p["amount"], p["decline_code"])
+        """
+        return self._stream("payments", check_filters("payments", since, until, status))
+
+    def iter_refunds(
+        self,
+        since: Any = None,
+        until: Any = None,
+        status: str | Sequence[str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Canonical refunds, streamed as :meth:`iter_payments` streams payments."""
+        return self._stream("refunds", check_filters("refunds", since, until, status))
+
+    def _stream(self, resource: Resource, where: Filters) -> Iterator[dict[str, Any]]:
+        # A generator: nothing is sent until the first next(); filters were checked eagerly.
+        from gwtools._normalize import normalize_bodies
+        from gwtools._paging import list_pages
+        from gwtools._sync import GatewayDataWarning
+
+        loop = self._ensure()
+        assert self._client is not None
+        client = self._client
+        done = object()
+        # A bounded hand-over on the gateway's loop: the pager's sink waits while it is full,
+        # so fetching stays a few pages ahead of the consumer (the pager's back-pressure).
+        pages: asyncio.Queue[Any] = asyncio.Queue(maxsize=_PAGES_AHEAD)
+        malformed: list[GatewayError] = []
+
+        async def sink(body: bytes, _info: Any) -> None:
+            await pages.put(body)
+
+        async def listing() -> Any:
+            try:
+                return await list_pages(
+                    client,
+                    resource,
+                    sink,
+                    since=where.since.to_pydatetime() if where.since is not None else None,
+                    until=where.until.to_pydatetime() if where.until is not None else None,
+                    on_malformed=malformed.append,
+                )
+            finally:
+                task = asyncio.current_task()
+                if task is None or not task.cancelling():  # the consumer is still there
+                    await pages.put(done)
+
+        def next_page() -> Any:
+            return asyncio.run_coroutine_threadsafe(pages.get(), loop.loop).result()
+
+        future = asyncio.run_coroutine_threadsafe(listing(), loop.loop)
+        seen: set[str] = set()  # time windows overlap by a second: a record may come twice
+        livemode = self.settings.mode == "live"
+        try:
+            while (body := next_page()) is not done:
+                batch = normalize_bodies(resource, [body], livemode=livemode, check_ids=True)
+                for status in sorted(batch.unknown_statuses):
+                    warnings.warn(
+                        f"the gateway sent {resource} with status {status!r}, which gwtools "
+                        "does not know; those records have status 'unknown' (the raw value "
+                        "is in status_raw)",
+                        GatewayDataWarning,
+                        stacklevel=2,
+                    )
+                if batch.rejects:
+                    warnings.warn(
+                        f"{len(batch.rejects)} {resource} records could not be read and were "
+                        f"skipped (first: {batch.rejects[0].reason})",
+                        GatewayDataWarning,
+                        stacklevel=2,
+                    )
+                for record in _select(batch.frame, where).to_dict("records"):
+                    if record["id"] not in seen:
+                        seen.add(record["id"])
+                        yield _plain(record)
+            failed: GatewayError | None = None
+            try:
+                outcome = future.result()
+            except BaseExceptionGroup as group:
+                failed = _first_gateway_error(group)  # as in sync(): the error itself
+                if failed is None:
+                    raise
+            if failed is not None:
+                raise failed
+        finally:
+            future.cancel()  # stopped early (or failed): stop the listing too
+        if malformed:
+            raise malformed[0]
+        if not outcome.complete:
+            warnings.warn(
+                f"the {resource} stream may be incomplete: {'; '.join(outcome.problems)}",
+                GatewayDataWarning,
+                stacklevel=2,
+            )
+
+
+def _select(frame: pd.DataFrame, where: Filters) -> pd.DataFrame:
+    """Rows of ``frame`` inside the filters (a gateway may ignore ``from``/``to``)."""
+    keep = pd.Series(True, index=frame.index)
+    if where.since is not None:
+        keep &= frame["created_at"] >= where.since
+    if where.until is not None:
+        keep &= frame["created_at"] < where.until
+    if where.status is not None:
+        keep &= frame["status"].isin(where.status)
+    return frame[keep]
+
+
+def _plain(record: Mapping[Hashable, Any]) -> dict[str, Any]:
+    """A record with pandas' missing values as None (NaN, NaT and NA are not JSON)."""
+    return {str(k): (None if _missing(v) else v) for k, v in record.items()}
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v)
 
 
 def connect(
@@ -318,17 +466,33 @@ def connect(
     account: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     max_rps: float | None = DEFAULT_MAX_RPS,
+    burst: int = DEFAULT_BURST,
     concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float = 30.0,
+    max_attempts: int = 8,
+    max_429_attempts: int = 30,
+    overlap: dt.timedelta = DEFAULT_OVERLAP,
+    pages_per_batch: int = PAGES_PER_BATCH,
     progress: bool | None = None,
-    **options: Any,
 ) -> Gateway:
     """Connect to a gateway, or, with neither key nor base URL, to the embedded sandbox.
 
     ``api_key``, ``base_url`` and ``cache_dir`` default to ``GW_API_KEY``, ``GW_BASE_URL`` and
     ``GW_CACHE_DIR`` (else the per-user cache directory). ``account`` names the cache
-    directory (default: a hash of the key). ``max_rps`` paces requests (``None``: no pacing),
-    ``concurrency`` bounds requests in flight, ``transport`` is passed to httpx (e.g.
-    ``httpx.ASGITransport(app)``). Nothing is sent until the first sync. Example::
+    directory (default: a hash of the key). Nothing is sent until the first sync. Tuning:
+
+    - ``max_rps`` paces requests (``None``: no pacing), ``burst`` how many may go at once
+      after a pause, ``concurrency`` bounds requests in flight;
+    - ``timeout`` (seconds) per request; ``max_attempts`` tries for a failed request,
+      ``max_429_attempts`` for one the gateway keeps rate limiting;
+    - ``overlap``: how far before the last sync's newest row an incremental sync lists
+      again; ``pages_per_batch``: pages normalised and written together;
+    - ``progress``: a bar (``None``: only for big interactive syncs);
+    - ``transport`` is passed to httpx (e.g. ``httpx.ASGITransport(app)``).
+
+    The embedded sandbox needs the ``sandbox`` extra: without it, connecting with no key
+    raises :class:`~gwtools.ConfigurationError` naming ``pip install "gwtools[sandbox]"``.
+    Example::
 
         gw = gwtools.connect()                         # embedded sandbox, seeded demo data
         gw = gwtools.connect(account="shop-my")        # GW_API_KEY and GW_BASE_URL from env
@@ -346,7 +510,12 @@ def connect(
         settings,
         transport=transport,
         max_rps=max_rps,
+        burst=burst,
         concurrency=concurrency,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        max_429_attempts=max_429_attempts,
+        overlap=overlap,
+        pages_per_batch=pages_per_batch,
         progress=progress,
-        **options,
     )

@@ -43,7 +43,16 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            from gwtools._extras import extra_of
+
+            extra = extra_of(exc.name)
+            if extra is None:
+                raise
+            return _needs_extra(cmd_name, extra)
+        command: click.Command = getattr(module, attr)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -57,6 +66,26 @@ class LazyGroup(click.Group):
             if errors is not None and isinstance(exc, errors.GatewayError):
                 raise click.ClickException(str(exc)) from None
             raise
+
+
+def _needs_extra(name: str, extra: str) -> click.Command:
+    """A stand-in for a command whose optional part is not installed: it says what to install
+    (whatever options it was given) instead of a ModuleNotFoundError traceback."""
+    message = (
+        f"gwtools {name} needs the optional '{extra}' part of gwtools, which is not installed: "
+        f'install it with pip install "gwtools[{extra}]"'
+    )
+
+    def refuse(**_: Any) -> None:
+        raise click.UsageError(message)
+
+    return click.Command(
+        name,
+        callback=refuse,
+        help=f'(not installed: pip install "gwtools[{extra}]")',
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        add_help_option=False,
+    )
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

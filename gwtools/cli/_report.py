@@ -120,6 +120,7 @@ def report(
     account: str | None,
 ) -> None:
     """Run the analyst notebooks against the gateway; write HTML and CSV/Parquet tables."""
+    _require("report", "gwtools report")
     from gwtools._errors import GatewayError
     from gwtools.report import ReportError, run_report
 
@@ -151,6 +152,17 @@ def report(
     _print_report(result)
 
 
+def _require(extra: str, command: str) -> None:
+    """A usage error naming ``pip install "gwtools[extra]"`` when that extra is missing."""
+    from gwtools._errors import ConfigurationError
+    from gwtools._extras import require
+
+    try:
+        require(extra, command)
+    except ConfigurationError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 @click.command()
 @click.option(
     "--out",
@@ -168,6 +180,8 @@ def report(
 )
 def demo(out: Path, tz: str) -> None:
     """Start the embedded sandbox, sync its demo history, write the report and summarise it."""
+    _require("report", "gwtools demo")
+    _require("sandbox", "gwtools demo")
     from gwtools._embedded import demo_history, embedded_settings
     from gwtools._gateway import Gateway
     from gwtools.report import ReportError, _quiet_embedded_notice, run_report

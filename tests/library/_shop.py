@@ -157,7 +157,7 @@ def fresh(shop: Shop, tmp_path: Path, name: str = "fresh") -> dict[str, pd.DataF
     with shop.connect(tmp_path / name) as gw:
         result = gw.sync(full=True)
         assert result.complete and result.rejected == 0, result
-        return {r: gw.dataset(r).read() for r in ("payments", "refunds")}  # type: ignore[arg-type]
+        return {r: gw._dataset(r).read() for r in ("payments", "refunds")}  # type: ignore[arg-type]
 
 
 def assert_same(cached: pd.DataFrame, expected: pd.DataFrame) -> None:

@@ -86,7 +86,7 @@ def test_server_ignoring_time_filters_falls_back_to_one_cursor(
         seeded.clear_faults()
     assert result.complete and again.complete and again.new >= 1
     if seeded.variant == "B":
-        assert gw.dataset("payments").state()["time_filters_ignored"] is True
+        assert gw._dataset("payments").state()["time_filters_ignored"] is True
     cached = gw.payments(refresh=False)
     assert cached["id"].is_unique and set(expected["payments"]["id"]) < set(cached["id"])
 
@@ -174,13 +174,13 @@ def test_body_that_stays_unusable_is_rejected_and_retried_next_sync(
             assert not broken.complete and broken.rejected == 1
             assert broken.resources["payments"].rejects_by_reason == {"unusable body": 1}
             assert "incomplete" in str(broken)
-            reject = gw.dataset("payments").rejects().iloc[0]
+            reject = gw._dataset("payments").rejects().iloc[0]
             assert (
                 "unusable response body" in reject["reason"] and "<html" in reject["record"].lower()
             )
             assert (
-                "high_water" not in gw.dataset("payments").state()
-                or gw.dataset("payments").state()["high_water"] is None
+                "high_water" not in gw._dataset("payments").state()
+                or gw._dataset("payments").state()["high_water"] is None
             )
             seeded.clear_faults()
             fixed = gw.sync()

@@ -87,7 +87,7 @@ def test_bad_records_are_rejected_not_lost(shop: Shop, tmp_path: Path) -> None:
     assert set(payments.index) == {good, "pay_weird"}
     assert payments.loc["pay_weird", "status"] == "unknown"
     assert payments.loc["pay_weird", "status_raw"] == weird
-    rejects = gw.dataset("payments").rejects()
+    rejects = gw._dataset("payments").rejects()
     assert len(rejects) == 2
     assert any("id" in r for r in rejects["reason"]) and any(
         "pay_badtime" in r for r in rejects["record"]
@@ -125,7 +125,7 @@ def test_refund_synced_alone_still_updates_its_payment_later(shop: Shop, tmp_pat
         gw.sync(["payments"])
         row = gw.payments(refresh=False).set_index("id").loc[paid]
         assert row["refunded_amount"] == 300
-        assert gw.dataset("refunds").state()["payments_to_reread"] == []
+        assert gw._dataset("refunds").state()["payments_to_reread"] == []
 
 
 def test_open_rows_reread_through_status_lists(
@@ -177,7 +177,7 @@ def test_incremental_sync_never_costs_more_than_a_full_fetch(shop: Shop, tmp_pat
             incremental = result.resources[resource]
             assert incremental.mode == "incremental" and incremental.complete
             assert incremental.requests <= full.resources[resource].requests, (result, full)
-            assert_same(gw.dataset(resource).read(), other.dataset(resource).read())
+            assert_same(gw._dataset(resource).read(), other._dataset(resource).read())
         assert result.resources["refunds"].updated > 0  # the pending refunds settled
 
 

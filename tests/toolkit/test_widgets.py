@@ -337,8 +337,8 @@ def test_a_dashboard_given_a_gateway_scans_its_cache(
         "sk_test_" + "a" * 24, "http://127.0.0.1:9", cache_dir=tmp_path, account="shop"
     )
     try:  # nothing is contacted: the dashboard reads the cache as it is
-        Dataset(gw.dataset("payments").path, "payments").write_batch(payments)
-        Dataset(gw.dataset("refunds").path, "refunds").write_batch(refunds)
+        Dataset(gw._dataset("payments").path, "payments").write_batch(payments)
+        Dataset(gw._dataset("refunds").path, "refunds").write_batch(refunds)
         d = w.refunds_dashboard(gw, tz="UTC", now="2026-11-10T00:00:00Z")
     finally:
         gw.close()

@@ -1,0 +1,53 @@
+"""The optional parts of gwtools and the packages each needs (``pip install "gwtools[extra]"``).
+
+The core install is the library, the analyses, plots and widgets. The sandbox gateway (and
+so :func:`gwtools.connect` with no key) needs ``gwtools[sandbox]``; ``gwtools report`` and
+``gwtools demo`` need ``gwtools[report]``; reading with Spark needs ``gwtools[spark]``. Call
+:func:`require` before using one: it says which extra to install instead of an ImportError
+from deep inside.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from gwtools._errors import ConfigurationError
+
+__all__ = ["EXTRAS", "extra_of", "missing", "require"]
+
+#: extra -> the top-level modules it installs that gwtools imports.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "sandbox": ("fastapi", "uvicorn"),
+    "report": ("papermill", "nbconvert", "nbformat", "ipykernel", "jupyter_client", "bs4"),
+    "spark": ("pyspark",),
+}
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder that refuses, or a broken half-install
+        return False
+
+
+def missing(extra: str) -> list[str]:
+    """The modules of ``extra`` that cannot be imported here (empty: it is installed)."""
+    return [m for m in EXTRAS[extra] if not _importable(m)]
+
+
+def extra_of(module: str | None) -> str | None:
+    """The extra that installs ``module`` (a dotted name is fine), or None."""
+    top = (module or "").partition(".")[0]
+    return next((extra for extra, mods in EXTRAS.items() if top in mods), None)
+
+
+def require(extra: str, needed_for: str) -> None:
+    """Raise :class:`~gwtools.ConfigurationError` naming the pip command unless ``extra`` is
+    installed. ``needed_for`` says what the user tried (``"gwtools report"``)."""
+    absent = missing(extra)
+    if absent:
+        raise ConfigurationError(
+            f"{needed_for} needs the optional '{extra}' part of gwtools, which is not installed "
+            f'(no {", ".join(absent)}): install it with pip install "gwtools[{extra}]"',
+            code="missing_extra",
+        )
