@@ -350,3 +350,51 @@ def require(lf: nw.LazyFrame[Any], names: Sequence[str], what: str = "the table"
     missing = [n for n in names if n not in columns_of(lf)]
     if missing:
         raise ConfigurationError(f"cannot group by {missing}: not a column of {what}")
+
+
+def json_field(lf: nw.LazyFrame[Any], column: str, key: str, alias: str) -> nw.LazyFrame[Any]:
+    """``lf`` with ``alias``: top-level ``key`` of the JSON text in ``column``, as text.
+
+    Narwhals has no JSON expression, so this dispatches on the engine to its own JSON reader
+    (no SQL text): DuckDB's ``json_extract_string``, Spark's ``get_json_object``, orjson on
+    pandas. A string value comes as is, a number or object as its compact JSON text; missing,
+    null, empty, or text that is not a JSON object gives null.
+    """
+    impl = lf.implementation
+    if impl is nw.Implementation.DUCKDB:
+        import duckdb
+
+        col = duckdb.ColumnExpression(column)
+        path = duckdb.ConstantExpression('$."' + key.replace('"', '\\"') + '"')
+        value = duckdb.FunctionExpression("json_extract_string", col, path)
+        value = duckdb.FunctionExpression("nullif", value, duckdb.ConstantExpression(""))
+        valid = duckdb.FunctionExpression("json_valid", col)
+        rel = lf.to_native().project(
+            duckdb.StarExpression(), duckdb.CaseExpression(valid, value).alias(alias)
+        )
+        return nw.from_native(rel)
+    if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
+        from pyspark.sql import functions as F
+
+        frame = lf.to_native()
+        got = F.get_json_object(F.col(column), "$['" + key.replace("'", "\\'") + "']")
+        return nw.from_native(frame.withColumn(alias, F.when(got != "", got)))
+    frame = lf.collect().to_native().copy()
+    values = frame[column].map(lambda text: _json_value(text, key))
+    frame[alias] = pd.array(values, dtype=_schema.STRING)
+    return nw.from_native(frame).lazy()
+
+
+def _json_value(text: Any, key: str) -> str | None:
+    import orjson
+
+    if not isinstance(text, str) or key not in text:
+        return None
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    value = data.get(key) if isinstance(data, dict) else None
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else orjson.dumps(value).decode()

@@ -12,11 +12,11 @@ Order rule (:func:`order_key`), in this order:
    earlier attempt of the chain succeeded: a success ends the order.
 3. Otherwise the payment is an order of its own: nothing tells its retries apart.
 
-The work is a sort and group-wise aggregates on the payments table; everything after that
-(rates, intervals) runs on one small row per order or per group. Every function takes the tables
-the engine layer takes (pandas, a lazy DuckDB table, Spark): the order id lives in ``metadata``
-JSON, which the engines cannot read, so the columns an order needs are collected (see
-:func:`narrow`) and the chains are built in pandas.
+Everything runs in the table's engine (pandas, a lazy DuckDB table, Spark): the order id is read
+from the ``metadata`` JSON by the engine's own JSON reader (:func:`_engine.json_field`), the
+chains are window functions over (customer, currency, amount) in creation order, and orders are
+group-wise aggregates. Only small results come back: one row per group for :func:`recovery` and
+:func:`acceptance`; :func:`orders` and :func:`order_key` are row-level (one per order/payment).
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-import orjson
+import narwhals as nw
 import pandas as pd
 
+from gwtools._errors import ConfigurationError
+from gwtools.analysis import _engine as E
 from gwtools.analysis._declines import (
     RETRY_ADVICE,
     UNCLASSIFIED_ADVICE,
-    decline_reason,
-    decline_type,
+    reason_expr,
+    type_expr,
 )
-from gwtools.analysis._rates import By, add_rate, as_list, outcome_counts, with_keys
+from gwtools.analysis._rates import By, add_rate, as_list, finish_keys, lazy_keys, outcome_counts
 
 #: The metadata key that names a payment's order.
 ORDER_KEY: Final = "order_id"
@@ -92,54 +94,131 @@ def narrow(
 
 
 _FINISHED: Final = ("succeeded", "failed", "abandoned")
+#: Creation order within a group: time, then id (ties at one instant are rare but possible).
+_ORDER_BY: Final = ["created_at", "id"]
+_CHAIN: Final = ["_cand", "customer_id", "currency", "amount"]
 
 
-def _metadata_value(text: Any, key: str) -> str | None:
-    if not isinstance(text, str) or key not in text:
-        return None
-    try:
-        meta = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    value = meta.get(key) if isinstance(meta, dict) else None
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+def _gap_seconds(window: pd.Timedelta | str) -> float:
+    return float(pd.Timedelta(window).total_seconds())
+
+
+def with_order(
+    table: E.Table, *, key: str = ORDER_KEY, window: pd.Timedelta | str = ORDER_WINDOW
+) -> nw.LazyFrame[Any]:
+    """``table`` as a LazyFrame with ``order`` (see :func:`order_key`), ``_first`` and
+    ``_last`` (the order's first and last attempt in creation order), on its engine."""
+    lf = E.json_field(E.lazy(table), "metadata", key, "_oid")
+    oid = nw.col("_oid")
+    lf = lf.with_columns(_cand=E.flag(oid.is_null() & ~nw.col("customer_id").is_null()))
+    prev_at = nw.col("created_at").shift(1).over(*_CHAIN, order_by=_ORDER_BY)
+    prev_outcome = nw.col("outcome").shift(1).over(*_CHAIN, order_by=_ORDER_BY)
+    lf = lf.with_columns(_prev_at=prev_at, _prev_outcome=prev_outcome)
+    close = E.truthy(
+        E.seconds_between(lf, nw.col("created_at"), nw.col("_prev_at")) <= _gap_seconds(window)
+    )
+    after_success = E.truthy(nw.col("_prev_outcome") == "succeeded")
+    lf = lf.with_columns(_new=E.flag(~close | after_success))
+    lf = lf.with_columns(_chain=nw.col("_new").cum_sum().over(*_CHAIN, order_by=_ORDER_BY))
+    first_id = nw.when(nw.col("_new") == 1).then(nw.col("id")).max()
+    lf = lf.with_columns(_first_id=first_id.over(*_CHAIN, "_chain"))
+    order = (
+        nw.when(~oid.is_null())
+        .then(nw.concat_str(nw.lit("order:"), oid))
+        .when(nw.col("_cand") == 1)
+        .then(nw.concat_str(nw.lit("customer:"), nw.col("_first_id")))
+        .otherwise(nw.concat_str(nw.lit("payment:"), nw.col("id")))
+    )
+    lf = lf.with_columns(order=order).drop(
+        "_oid", "_cand", "_prev_at", "_prev_outcome", "_new", "_chain", "_first_id"
+    )
+    return lf.with_columns(
+        _first=nw.col("id").shift(1).over("order", order_by=_ORDER_BY).is_null(),
+        _last=nw.col("id").shift(-1).over("order", order_by=_ORDER_BY).is_null(),
+    )
 
 
 def order_key(
-    payments: pd.DataFrame, *, key: str = ORDER_KEY, window: pd.Timedelta | str = ORDER_WINDOW
+    payments: E.Table, *, key: str = ORDER_KEY, window: pd.Timedelta | str = ORDER_WINDOW
 ) -> pd.Series:
     """Each payment's order, as a string: ``order:<id>``, ``customer:<first payment id>`` or
-    ``payment:<id>`` (see the module docstring for the rule)."""
-    payments = narrow(payments, ORDER_COLUMNS)
-    gap = pd.Timedelta(window)
-    out = pd.Series(pd.NA, index=payments.index, dtype="string", name="order")
-    ids = payments["metadata"].map(lambda t: _metadata_value(t, key))
-    has_id = ids.notna()
-    out[has_id] = "order:" + ids[has_id].astype(str)
-    rest = payments[~has_id & payments["customer_id"].notna()]
-    if not rest.empty:
-        rest = rest.sort_values(["customer_id", "currency", "amount", "created_at", "id"])
-        same = (
-            rest[["customer_id", "currency", "amount"]]
-            .astype(str)
-            .eq(rest[["customer_id", "currency", "amount"]].shift().astype(str))
-            .all(axis=1)
-        )
-        close = rest["created_at"].diff() <= gap
-        after_success = rest["outcome"].shift().eq("succeeded").fillna(False).astype(bool)
-        new = ~(same & close.fillna(False).astype(bool)) | after_success
-        chain = new.cumsum()
-        first_id = rest["id"].groupby(chain).transform("first")
-        out[rest.index] = "customer:" + first_id.astype(str)
-    alone = out.isna()
-    out[alone] = "payment:" + payments.loc[alone, "id"].astype(str)
-    return out
+    ``payment:<id>`` (see the module docstring for the rule). A pandas table keeps its order
+    and index; other engines give rows in creation order."""
+    lf = with_order(payments, key=key, window=window)
+    if isinstance(payments, pd.DataFrame):
+        # pandas keeps its rows where they were (windows included).
+        out = E.to_pandas(lf.select("order"))["order"]
+        return pd.Series(out.to_numpy(), index=payments.index, dtype="string", name="order")
+    out = E.to_pandas(lf.sort(*_ORDER_BY, nulls_last=True).select("order"))["order"]
+    return out.astype("string")
+
+
+def _per_order(lf: nw.LazyFrame[Any], keys: Sequence[str] = ()) -> nw.LazyFrame[Any]:
+    """One row per order of a :func:`with_order` frame: first-attempt fields, counts, flags."""
+    first = nw.col("_first")
+    fields = dict.fromkeys(
+        [
+            "created_at",
+            "amount",
+            "currency",
+            "method_type",
+            "card_brand",
+            "fpx_bank_code",
+            "customer_id",
+            *keys,
+        ]
+    )
+    outcome = nw.col("outcome")
+    # Masks are columns first, then plain aggregations: pandas mis-evaluates a when/then
+    # inside a group-by aggregation (narwhals 2.29 ignores the condition there).
+    masked = {
+        "first_payment_id": nw.col("id"),
+        **{c: nw.col(c) for c in fields},
+        "first_outcome": outcome,
+        "_reason": reason_expr(),
+    }
+    lf = lf.with_columns(
+        **{f"_f_{name}": nw.when(first).then(expr) for name, expr in masked.items()},
+        _last_outcome=nw.when(nw.col("_last")).then(outcome),
+        _decided=E.flag(outcome.is_in(list(_DECIDED))),
+        _won=E.flag(outcome == "succeeded"),
+        _won_at=nw.when(E.truthy(outcome == "succeeded")).then(nw.col("created_at")),
+    )
+    agg = lf.group_by("order").agg(
+        *(nw.col(f"_f_{name}").max().alias(name) for name in masked),
+        nw.len().alias("attempts"),
+        nw.col("_decided").sum().alias("decided_attempts"),
+        nw.col("_last_outcome").max(),
+        nw.col("_won").sum().alias("_wins"),
+        nw.col("_won_at").min(),
+    )
+    failed_first = E.truthy(nw.col("first_outcome") == "failed")
+    won = nw.col("_wins") > 0
+    reason = nw.when(failed_first).then(nw.col("_reason"))
+    agg = agg.with_columns(
+        first_decline_reason=reason,
+        first_decline_type=nw.when(failed_first).then(type_expr(nw.col("_reason"))),
+        final_outcome=nw.when(won).then(nw.lit("succeeded")).otherwise(nw.col("_last_outcome")),
+        recovered=failed_first & won,
+    )
+    minutes = E.seconds_between(agg, nw.col("_won_at"), nw.col("created_at")) / 60
+    return agg.with_columns(
+        minutes_to_recovery=nw.when(nw.col("recovered")).then(minutes),
+        _decided_any=nw.col("decided_attempts") > 0,
+        _finished=won | E.truthy(nw.col("_last_outcome").is_in(list(_FINISHED))),
+    )
+
+
+_ORDER_OUT: Final = [
+    "order", "first_payment_id", "created_at", "amount", "currency", "method_type",
+    "card_brand", "fpx_bank_code", "customer_id", "attempts", "decided_attempts",
+    "first_outcome", "first_decline_reason", "first_decline_type", "final_outcome",
+    "recovered", "minutes_to_recovery",
+]  # fmt: skip
 
 
 def orders(
-    payments: pd.DataFrame, *, key: str = ORDER_KEY, window: pd.Timedelta | str = ORDER_WINDOW
+    payments: E.Table, *, key: str = ORDER_KEY, window: pd.Timedelta | str = ORDER_WINDOW
 ) -> pd.DataFrame:
     """One row per order: its first attempt's fields (``first_payment_id``, ``created_at``,
     ``amount``, ``currency``, ``method_type``, ``card_brand``, ``fpx_bank_code``,
@@ -147,42 +226,27 @@ def orders(
     ``first_decline_reason``/``first_decline_type`` (when the first attempt failed),
     ``final_outcome`` (``succeeded`` when any attempt succeeded, else the last attempt's
     outcome), ``recovered`` (first attempt failed, a later one succeeded) and
-    ``minutes_to_recovery`` (first attempt to the first success).
+    ``minutes_to_recovery`` (first attempt to the first success). Sorted by order.
 
     Example: ``orders(payments).query("recovered")``: the orders retries won back.
     """
-    payments = narrow(payments, ORDER_COLUMNS)
-    frame = payments.assign(order=order_key(payments, key=key, window=window))
-    frame = frame.sort_values(["order", "created_at", "id"], kind="stable")
-    grouped = frame.groupby("order", sort=True)
-    first = grouped.head(1).set_index("order")
-    last = grouped.tail(1).set_index("order")
-    won = frame[frame["outcome"] == "succeeded"].groupby("order").head(1).set_index("order")
-    out = pd.DataFrame(index=first.index)
-    out["first_payment_id"] = first["id"]
-    for col in ("created_at", "amount", "currency", "method_type", "card_brand"):
-        out[col] = first[col]
-    out["fpx_bank_code"] = first["fpx_bank_code"]
-    out["customer_id"] = first["customer_id"]
-    out["attempts"] = grouped.size().astype("int64")
-    out["decided_attempts"] = frame["outcome"].isin(_DECIDED).groupby(frame["order"]).sum()
-    out["decided_attempts"] = out["decided_attempts"].astype("int64")
-    out["first_outcome"] = first["outcome"]
-    failed_first = first["outcome"] == "failed"
-    reason = decline_reason(first).where(failed_first)
-    out["first_decline_reason"] = reason.astype("string")
-    out["first_decline_type"] = decline_type(reason).where(failed_first).astype("string")
-    final = last["outcome"].astype("string").copy()
-    final[final.index.isin(won.index)] = "succeeded"
-    out["final_outcome"] = final
-    out["recovered"] = (failed_first & (final == "succeeded")).astype(bool)
-    minutes = (won["created_at"] - first["created_at"].reindex(won.index)).dt.total_seconds() / 60
-    out["minutes_to_recovery"] = minutes.reindex(out.index).where(out["recovered"])
-    return out.reset_index()
+    per_order = _per_order(with_order(payments, key=key, window=window))
+    out = E.to_pandas(per_order.select(_ORDER_OUT).sort("order"))
+    text = ["order", "first_payment_id", "first_outcome", "first_decline_reason",
+            "first_decline_type", "final_outcome"]  # fmt: skip
+    return out.astype(
+        {
+            **{c: "string" for c in text},
+            "attempts": "int64",
+            "decided_attempts": "int64",
+            "recovered": bool,
+            "minutes_to_recovery": "float64",
+        }
+    )
 
 
 def recovery(
-    payments: pd.DataFrame,
+    payments: E.Table,
     by: By = "decline_reason",
     *,
     key: str = ORDER_KEY,
@@ -200,28 +264,43 @@ def recovery(
 
     Example: ``recovery(payments, by="decline_type")``.
     """
-    per_order = orders(payments, key=key, window=window)
-    declined = per_order[per_order["first_outcome"] == "failed"].rename(
-        columns={"first_decline_reason": "decline_reason", "first_decline_type": "decline_type"}
-    )
     keys = as_list(by)
     if keys == ["decline_reason"]:
         keys = ["decline_type", "decline_reason"]
-    missing = [k for k in keys if k not in declined.columns]
+    allowed = {"decline_reason", "decline_type", "method_type", "card_brand", "fpx_bank_code",
+               "currency", "amount", "customer_id"}  # fmt: skip
+    missing = [k for k in keys if k not in allowed]
     if missing:
-        raise ValueError(
+        raise ConfigurationError(
             f"cannot group recovery by {missing}: use decline_reason, decline_type or a column "
             "of the first attempt (method_type, card_brand, fpx_bank_code, currency)"
         )
-    declined = declined.assign(retried=declined["attempts"] > 1)
-    table = declined.groupby(keys, dropna=False, observed=True).agg(
-        orders=("order", "size"),
-        retried=("retried", "sum"),
-        recovered=("recovered", "sum"),
-        median_minutes_to_recovery=("minutes_to_recovery", "median"),
+    per_order = _per_order(with_order(payments, key=key, window=window))
+    declined = per_order.filter(E.truthy(nw.col("first_outcome") == "failed")).rename(
+        {"first_decline_reason": "decline_reason", "first_decline_type": "decline_type"}
     )
-    table = table.astype({"orders": "int64", "retried": "int64", "recovered": "int64"})
-    table = table.reset_index()
+    declined = declined.with_columns(
+        _retried=E.flag(nw.col("attempts") > 1), _recovered=E.flag(nw.col("recovered"))
+    )
+    table = E.to_pandas(
+        declined.group_by(keys).agg(
+            nw.len().alias("orders"),
+            nw.col("_retried").sum().alias("retried"),
+            nw.col("_recovered").sum().alias("recovered"),
+            nw.col("minutes_to_recovery").median().alias("median_minutes_to_recovery"),
+        )
+    )
+    table = table.astype(
+        {
+            "orders": "int64",
+            "retried": "int64",
+            "recovered": "int64",
+            "median_minutes_to_recovery": "float64",
+        }
+    )
+    for k in ("decline_reason", "decline_type"):
+        if k in table:
+            table[k] = table[k].astype("string")
     table = add_rate(table, "recovered", "orders")
     table = add_rate(table, "recovered", "retried", name="after_retry_rate")
     if "decline_reason" in keys:
@@ -229,17 +308,18 @@ def recovery(
         table["advice"] = reason.map(RETRY_ADVICE).fillna(UNCLASSIFIED_ADVICE).astype("string")
         kind = table["decline_type"]
         table["retry_advised"] = kind.map({"soft": True, "hard": False}).astype("boolean")
-    order = {"soft": 0, "hard": 1, "unclassified": 2}
-    sort = ["orders"]
+    rank = {"soft": 0, "hard": 1, "unclassified": 2}
+    # Most orders first; ties by the keys, so every engine gives the same order.
+    sort, ascending = ["orders", *keys], [False, *[True] * len(keys)]
     if "decline_type" in keys:
-        table["_rank"] = table["decline_type"].map(order).fillna(3)
-        sort = ["_rank", "orders"]
-    table = table.sort_values(sort, ascending=[True] * (len(sort) - 1) + [False])
+        table["_rank"] = table["decline_type"].map(rank).fillna(3)
+        sort, ascending = ["_rank", *sort], [True, *ascending]
+    table = table.sort_values(sort, ascending=ascending, na_position="last", kind="stable")
     return table.drop(columns=["_rank"], errors="ignore").reset_index(drop=True)
 
 
 def acceptance(
-    payments: pd.DataFrame,
+    payments: E.Table,
     by: By = None,
     freq: str | None = None,
     tz: str | None = None,
@@ -266,32 +346,21 @@ def acceptance(
 
     Example: ``acceptance(payments, by="method_type")``.
     """
-    payments = narrow(payments, [*ORDER_COLUMNS, *as_list(by)])
     counts = outcome_counts(payments, by, freq, tz)
-    frame, keys = with_keys(payments, by, freq, tz)
-    frame = frame.assign(order=order_key(payments, key=key, window=window))
-    frame = frame.sort_values(["order", "created_at", "id"], kind="stable")
-    grouped = frame.groupby("order", sort=False)
-    per_order = grouped.head(1).set_index("order")[keys].copy() if keys else None
-    any_success = frame["outcome"].eq("succeeded").groupby(frame["order"]).any()
-    any_decided = frame["outcome"].isin(_DECIDED).groupby(frame["order"]).any()
-    last_outcome = grouped["outcome"].last()
-    finished = any_success | last_outcome.isin(_FINISHED)
-    flags = pd.DataFrame(
-        {
-            "won": any_success.astype("int64"),
-            "decided": any_decided.astype("int64"),
-            "finished": finished.astype("int64"),
-        }
+    lf, keys = lazy_keys(payments, by, freq, tz)
+    per_order = _per_order(with_order(lf, key=key, window=window), keys).with_columns(
+        won=E.flag(nw.col("_wins") > 0),
+        decided=E.flag(nw.col("_decided_any")),
+        finished=E.flag(nw.col("_finished")),
     )
-    if per_order is not None:
-        flags = flags.join(per_order)
-        order_counts = flags.groupby(keys, dropna=False, observed=True)[
-            ["won", "decided", "finished"]
-        ].sum()
-        order_counts = order_counts.reset_index()
+    sums = [nw.col(c).sum() for c in ("won", "decided", "finished")]
+    if keys:
+        order_counts = finish_keys(E.to_pandas(per_order.group_by(keys).agg(*sums)), keys, tz)
     else:
-        order_counts = flags.sum().to_frame().T
+        order_counts = E.to_pandas(per_order.select(*sums))
+    order_counts[["won", "decided", "finished"]] = (
+        order_counts[["won", "decided", "finished"]].fillna(0).astype("int64")
+    )
     rows: list[pd.DataFrame] = []
 
     def part(table: pd.DataFrame, metric: str, unit: str, num: str, den: str) -> None:
