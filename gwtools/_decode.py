@@ -1,117 +1,15 @@
-"""Byte-level decoding of list response bodies: envelopes, variants, records.
+"""The record shapes: which fields a payment or refund object carries, and their JSON types.
 
-Only this module touches raw bytes. It splits a list body of either API variant into
-its envelope facts and its records, and reports bodies that are not list envelopes
-with a message that says what was wrong.
+The envelopes around them (both variants) are :mod:`gwtools._wire`'s.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 
-Variant = Literal["A", "B"]
-
-
-class MalformedResponseError(ValueError):
-    """A response body is not JSON, or not a list envelope of either API variant.
-
-    ``why`` is the reason alone, without the body snippet the message ends with.
-    """
-
-    def __init__(self, message: str, *, why: str | None = None) -> None:
-        super().__init__(message)
-        self.why = why or message
-
-
-class _Meta(msgspec.Struct, gc=False):
-    # Any-typed so that a gateway sending e.g. a string page number is reported, not crashed on.
-    total: Any = None
-    page: Any = None
-    limit: Any = None
-    totalPages: Any = None
-
-
-class _RawEnvelope(msgspec.Struct, gc=False):
-    """An envelope whose records stay undecoded (cheap: page_info needs only two of them)."""
-
-    data: list[msgspec.Raw] | None = None
-    meta: _Meta | None = None
-    has_more: Any = None
-    object: Any = None
-
-
-_raw_envelope_decoder = msgspec.json.Decoder(_RawEnvelope)
-_any_decoder = msgspec.json.Decoder()
-
-
-def snippet(body: bytes, limit: int = 200) -> str:
-    """The start of a body as text, for error messages and reject records."""
-    text = body[:limit].decode("utf-8", errors="replace")
-    return text + ("…" if len(body) > limit else "")
-
-
-def _variant_of(meta: object, has_more: object, obj: object) -> Variant | None:
-    if isinstance(meta, dict | _Meta):
-        return "A"
-    if (has_more is not msgspec.UNSET and has_more is not None) or obj == "list":
-        return "B"
-    return None
-
-
-def _not_envelope(body: bytes, why: str) -> MalformedResponseError:
-    reason = (
-        f"response body is not a list envelope of either API variant ({why}); expected "
-        f'{{"data": [...], "meta": {{...}}}} (variant A) or {{"object": "list", "data": [...], '
-        f'"has_more": ...}} (variant B)'
-    )
-    return MalformedResponseError(f"{reason}; body starts: {snippet(body)!r}", why=reason)
-
-
-def _not_json(body: bytes, exc: Exception) -> MalformedResponseError:
-    reason = f"response body is not JSON ({exc})"
-    return MalformedResponseError(f"{reason}; body starts: {snippet(body)!r}", why=reason)
-
-
-def decode_raw_envelope(body: bytes) -> tuple[Variant, _RawEnvelope]:
-    """Decode a list body keeping its records as raw JSON; raise if it is not an envelope."""
-    try:
-        env = _raw_envelope_decoder.decode(body)
-    except msgspec.ValidationError as exc:
-        raise _not_envelope(body, str(exc)) from None
-    except msgspec.DecodeError as exc:
-        raise _not_json(body, exc) from None
-    if env.data is None:
-        raise _not_envelope(body, "no `data` list")
-    variant = _variant_of(env.meta, env.has_more, env.object)
-    if variant is None:
-        raise _not_envelope(body, "neither `meta` nor `has_more`/`object: list`")
-    return variant, env
-
-
-def decode_value(raw: bytes | str | msgspec.Raw) -> Any:
-    """Decode one JSON value (a record kept raw)."""
-    return _any_decoder.decode(raw)
-
-
-class _MetadataOnly(msgspec.Struct, gc=False):
-    metadata: msgspec.Raw = msgspec.Raw(b"")
-
-
-_metadata_decoder = msgspec.json.Decoder(_MetadataOnly)
-
-
-def raw_metadata(raw: bytes | msgspec.Raw) -> bytes:
-    """The ``metadata`` value of one raw record object as sent (``b""`` when absent)."""
-    return bytes(_metadata_decoder.decode(raw).metadata)
-
-
-def decode_raw_records(body: bytes) -> tuple[Variant, list[msgspec.Raw]]:
-    """A list body's variant and its records kept as raw JSON (for the tolerant path)."""
-    variant, env = decode_raw_envelope(body)
-    return variant, env.data or []
-
+from gwtools._wire import EnvelopeMeta, Variant, envelope_variant
 
 # ----------------------------------------------------------------------------- fast path
 # Strict shapes of the documented objects: every field the spec or the sandbox sends, all
@@ -218,6 +116,18 @@ class FastRefund(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     livemode: _B = None
 
 
+class _MetadataOnly(msgspec.Struct, gc=False):
+    metadata: msgspec.Raw = msgspec.Raw(b"")
+
+
+_metadata_decoder = msgspec.json.Decoder(_MetadataOnly)
+
+
+def raw_metadata(raw: bytes | msgspec.Raw) -> bytes:
+    """The ``metadata`` value of one raw record object as sent (``b""`` when absent)."""
+    return bytes(_metadata_decoder.decode(raw).metadata)
+
+
 # Views of the same records holding only the fields without a column: encoded with
 # omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
 # ``next_action`` (free-form, rarely set) is merged in by the caller, like unknown fields.
@@ -280,7 +190,7 @@ def payment_extras(records: list[FastPayment]) -> bytes:
 def _fast_envelope(kind: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
     envelope = msgspec.defstruct(
         f"_{kind.__name__}Envelope",
-        [("data", list[kind]), ("meta", _Meta | None, None), ("has_more", Any, None),  # type: ignore[valid-type]
+        [("data", list[kind]), ("meta", EnvelopeMeta | None, None), ("has_more", Any, None),  # type: ignore[valid-type]
          ("object", Any, None)],
         gc=False,
     )  # fmt: skip
@@ -327,7 +237,7 @@ def decode_fast(
             return None  # (unknown_fields: e.g. a number out of range in an unknown field)
     except (msgspec.DecodeError, UnicodeDecodeError):  # (a string that is not UTF-8)
         return None
-    variant = _variant_of(env.meta, env.has_more, env.object)
+    variant = envelope_variant(env.meta, env.has_more, env.object)
     return None if variant is None else (variant, env.data, unknown)
 
 

@@ -2,8 +2,8 @@
 
 Use :func:`normalize_payments` / :func:`normalize_refunds` on objects you already
 hold (parsed JSON, webhook payloads), and :func:`normalize_bodies` on list response
-bodies exactly as received; the pager uses :func:`page_info` to read one body's
-envelope cheaply. Columns, order and dtypes are those of :mod:`gwtools._schema`.
+bodies exactly as received. Envelopes, variants and ids are :mod:`gwtools._wire`'s;
+columns, order and dtypes are those of :mod:`gwtools._schema`.
 
 Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
 
@@ -45,11 +45,10 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
-import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import babel.numbers
@@ -69,26 +68,32 @@ from gwtools._decode import (
     FastFpx,
     FastPayment,
     FastRefund,
-    MalformedResponseError,
-    Variant,
     decode_fast,
-    decode_raw_envelope,
-    decode_raw_records,
-    decode_value,
     payment_extras,
     raw_metadata,
+)
+from gwtools._wire import (
+    CREATION_FIELDS,
+    ID_PATTERN,
+    INT64_MAX,
+    INT64_MIN,
+    MALFORMED_ID,
+    MalformedResponseError,
+    Variant,
+    decode_raw_records,
+    decode_value,
+    malformed_id_reason,
+    object_variant,
     snippet,
+    to_timestamps,
 )
 
 __all__ = [
-    "MalformedResponseError",
     "NormalizedBatch",
-    "PageInfo",
     "Reject",
     "normalize_bodies",
     "normalize_payments",
     "normalize_refunds",
-    "page_info",
 ]
 
 Resource = Literal["payments", "refunds"]
@@ -97,35 +102,9 @@ _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.large_string()
 #: Raw fields that are dropped on purpose (see the module docstring).
 _DROPPED = frozenset({"object", "client_secret"})
-#: The documented id format: the resource's prefix, then letters and digits (the sandbox uses
-#: 24 base-62 characters; other lengths are accepted, anything else in an id is damage).
-ID_PREFIX: dict[str, str] = {"payments": "pay_", "refunds": "rfnd_"}
-ID_PATTERN: dict[str, str] = {r: f"^{p}[A-Za-z0-9]+$" for r, p in ID_PREFIX.items()}
-_ID_RE = {r: re.compile(p) for r, p in ID_PATTERN.items()}
-MALFORMED_ID = "malformed id"
-#: Unix seconds of 0001-01-01 and 9999-12-31T23:59:59, the range a timestamp column holds.
-_MIN_UNIX, _MAX_UNIX = -62135596800, 253402300799
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 # --------------------------------------------------------------------------- public types
-
-
-@dataclass(frozen=True)
-class PageInfo:
-    """What a pager needs from one list response body (see :func:`page_info`)."""
-
-    variant: Variant
-    count: int
-    has_more: bool | None = None
-    total: int | None = None
-    total_pages: int | None = None
-    page: int | None = None
-    limit: int | None = None
-    first_id: str | None = None
-    last_id: str | None = None
-    first_created: datetime | None = None
-    last_created: datetime | None = None
 
 
 @dataclass
@@ -218,87 +197,6 @@ def _map_unique(arr: pa.Array, fn: Callable[[Any], Any], out_type: pa.DataType) 
 # --------------------------------------------------------------------------- timestamps
 
 
-def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
-    """Unix seconds (int/float/None) -> timestamps; indexes out of range are bad."""
-    try:
-        secs = pa.array(values)
-    except OverflowError:  # an int beyond int64, so far out of range: bad like the others
-        huge = [i for i, v in enumerate(values)
-                if v.__class__ is int and not _INT64_MIN <= v <= _INT64_MAX]  # fmt: skip
-        kept = list(values)
-        for i in huge:
-            kept[i] = None
-        arr, other_bad = _ts_from_seconds(kept)
-        return arr, sorted({*other_bad, *huge})
-    if pa.types.is_null(secs.type):
-        return pa.nulls(len(values), _TS), []
-    secs = pc.cast(secs, pa.float64()) if pa.types.is_floating(secs.type) else secs
-    in_range = pc.and_(pc.greater_equal(secs, _MIN_UNIX), pc.less_equal(secs, _MAX_UNIX))
-    bad: list[int] = []
-    if not pc.all(in_range).as_py():  # NaN compares false, so it is bad too
-        bad = pc.indices_nonzero(pc.invert(pc.fill_null(in_range, True))).to_pylist()
-        secs = pc.if_else(in_range, secs, pa.scalar(None, secs.type))
-    if pa.types.is_floating(secs.type):
-        micros = pc.cast(pc.round(pc.multiply(secs, 1_000_000.0)), pa.int64())
-    else:
-        micros = pc.multiply(pc.cast(secs, pa.int64()), 1_000_000)
-    return micros.cast(_TS), bad
-
-
-def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
-    """ISO 8601 strings (any offset; naive = UTC; Unix seconds as digits) -> timestamps."""
-    arr = pa.array(values, _STR)
-    try:
-        # Arrow's parser is fast but needs an offset on every value.
-        return arr.cast(_TS), []
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    digits = pc.fill_null(pc.match_substring_regex(arr, r"^\s*-?\d+(\.\d+)?\s*$"), False)
-    series = pd.Series(pc.if_else(digits, pa.scalar(None, _STR), arr).to_pylist(), dtype=object)
-    parsed = pd.to_datetime(series, format="ISO8601", utc=True, errors="coerce")
-    out = pa.array(parsed.astype(_schema.TIMESTAMP), _TS)
-    if pc.any(digits).as_py():
-        as_secs = pc.cast(pc.utf8_trim_whitespace(pc.if_else(digits, arr, None)), pa.float64())
-        secs, _ = _ts_from_seconds(as_secs.to_pylist())
-        out = pc.if_else(digits, secs, out)
-    bad_mask = pc.and_(pc.is_valid(arr), pc.is_null(out))
-    return out, pc.indices_nonzero(bad_mask).to_pylist()
-
-
-def _to_timestamps(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
-    """Raw timestamp values of any accepted form -> ``timestamp[us, UTC]`` and bad indexes.
-
-    Accepted: ISO 8601 strings with any offset (naive means UTC), Unix seconds as int,
-    float or digit string, and datetime objects (naive means UTC).
-    """
-    kinds = set(map(type, values))
-    kinds.discard(type(None))
-    if kinds <= {str}:
-        return _ts_from_strings(values)
-    if kinds <= {int, float}:
-        return _ts_from_seconds(values)
-    # A mix: route each value to the parser of its kind, then put them back in place.
-    strings: list[str | None] = [None] * len(values)
-    seconds: list[Any] = [None] * len(values)
-    bad: list[int] = []
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or v is None:
-            if v is not None:
-                bad.append(i)
-        elif isinstance(v, int | float):
-            seconds[i] = float(v)
-        elif isinstance(v, str):
-            strings[i] = v
-        elif isinstance(v, datetime):
-            aware = v if v.tzinfo is not None else v.replace(tzinfo=UTC)
-            seconds[i] = aware.timestamp()
-        else:
-            bad.append(i)
-    s_arr, s_bad = _ts_from_strings(strings)
-    n_arr, n_bad = _ts_from_seconds(seconds)
-    return pc.coalesce(s_arr, n_arr), sorted({*bad, *s_bad, *n_bad})
-
-
 # --------------------------------------------------------------------------- JSON text columns
 
 
@@ -377,7 +275,7 @@ class _Fields:
 
     def integer(self, key: str) -> int | None:
         v: int | None = self._take(key, int)  # never a bool
-        if v is not None and not _INT64_MIN <= v <= _INT64_MAX:
+        if v is not None and not INT64_MIN <= v <= INT64_MAX:
             self.rest[key] = v  # too big for an int64 column: kept in extra
             return None
         return v
@@ -432,25 +330,13 @@ def _id_of(f: _Fields, key: str) -> str | None:
     return ident
 
 
-def _variant_of(obj: Mapping[str, Any], envelope: Variant | None) -> Variant:
-    if envelope is not None:
-        return envelope
-    return "B" if "created" in obj else "A"
-
-
 def _creation(f: _Fields, variant: Variant) -> tuple[str | None, Any]:
     """(field name, raw value) of the creation time; B prefers ``created``, A ``created_at``."""
-    for key in _CREATION_ORDER[variant]:
+    for key in CREATION_FIELDS[variant]:
         v = f.ts(key)
         if v is not None:
             return key, v
     return None, None
-
-
-_CREATION_ORDER: dict[str, tuple[str, str]] = {
-    "A": ("created_at", "created"),
-    "B": ("created", "created_at"),
-}
 
 
 def _method(f: _Fields) -> tuple[str | None, ...]:
@@ -599,18 +485,12 @@ class _Collector:
             )
             self.reject(why, source)
             return
-        if self.check_ids and not _ID_RE[self.resource].match(ident):
-            self.reject(
-                f"malformed id {ident!r}: {self.resource} ids are {ID_PREFIX[self.resource]!r} "
-                "followed by letters and digits (damaged in transit?); the next sync fetches it "
-                "again",
-                source,
-                MALFORMED_ID,
-            )
+        if self.check_ids and (malformed := malformed_id_reason(self.resource, ident)):
+            self.reject(malformed, source, MALFORMED_ID)
             return
         f = _Fields(obj)
         meta_raw = raw_metadata(raw) if raw is not None else None
-        row, created_key = self.read(f, _variant_of(obj, envelope), self.livemode, meta_raw)
+        row, created_key = self.read(f, object_variant(obj, envelope), self.livemode, meta_raw)
         if created_key is None:
             self.reject(
                 "record has no usable creation time (`created_at` ISO 8601 or `created` "
@@ -634,7 +514,7 @@ class _Collector:
         cols: dict[str, pa.Array] = {}
         for name, kind in _PRE[self.resource].items():
             if kind == "ts":
-                arr, bad = _to_timestamps(raw[name])
+                arr, bad = to_timestamps(raw[name])
                 for i in bad:
                     if name == "created_at":
                         keep[i] = False
@@ -782,7 +662,7 @@ class _FastColumns:
             elif absent or values is None:
                 arr = pa.nulls(n, _TS if kind == "t" else _FAST_TYPES.get(kind, _STR))
             elif kind == "t":
-                arr, bad = _to_timestamps(values)
+                arr, bad = to_timestamps(values)
                 self.bad_rows.extend(self.n + i for i in bad)
             elif kind == "r":
                 arr = _raw_texts(values)
@@ -860,7 +740,7 @@ def _fast_table(
     flag(pc.is_null(ids))
     cols["api_variant"] = pa.array(itertools.repeat(variant, n), _STR)
     cols["livemode"] = pc.coalesce(col["livemode"], pa.scalar(livemode, pa.bool_()))
-    used, other = _CREATION_ORDER[variant]
+    used, other = CREATION_FIELDS[variant]
     flag(pc.is_valid(col[other]))
     cols["created_at"] = col[used]
     flag(pc.is_null(col[used]))
@@ -991,67 +871,6 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
 # --------------------------------------------------------------------------- public functions
 
 
-def page_info(body: bytes) -> PageInfo:
-    """Read what paging needs from one list response body, without normalising it.
-
-    Raises :class:`MalformedResponseError` (a ``ValueError``) when the body is not
-    JSON or not a list envelope of either variant::
-
-        info = page_info(response.content)
-        if info.variant == "B" and info.has_more:
-            next_params = {"starting_after": info.last_id}
-    """
-    variant, env = decode_raw_envelope(body)
-    records = env.data or []
-
-    def ints(v: Any) -> int | None:
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-    def probe(raw: msgspec.Raw) -> tuple[str | None, datetime | None]:
-        try:
-            obj = decode_value(raw)
-        except msgspec.DecodeError:
-            return None, None
-        if not isinstance(obj, dict):
-            return None, None
-        ident = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
-        f = _Fields(obj)
-        _, created = _creation(f, _variant_of(obj, variant))
-        if created is None:
-            return ident, None
-        arr, bad = _to_timestamps([created])
-        return ident, None if bad else arr[0].as_py()
-
-    def first_of(indexes: Iterable[int]) -> tuple[str | None, datetime | None]:
-        ident: str | None = None
-        created: datetime | None = None
-        for i in indexes:
-            got = probe(records[i])
-            ident = ident or got[0]
-            created = created or got[1]
-            if ident is not None and created is not None:
-                break
-        return ident, created
-
-    first_id, first_created = first_of(range(len(records)))
-    last_id, last_created = first_of(range(len(records) - 1, -1, -1))
-    meta = env.meta
-    has_more = env.has_more if isinstance(env.has_more, bool) else None
-    return PageInfo(
-        variant=variant,
-        count=len(records),
-        has_more=has_more,
-        total=ints(meta.total) if meta else None,
-        total_pages=ints(meta.totalPages) if meta else None,
-        page=ints(meta.page) if meta else None,
-        limit=ints(meta.limit) if meta else None,
-        first_id=first_id,
-        last_id=last_id,
-        first_created=first_created,
-        last_created=last_created,
-    )
-
-
 def normalize_bodies(
     resource: Resource,
     bodies: Sequence[bytes],
@@ -1170,7 +989,7 @@ def _as_bodies(records: list[Any]) -> list[bytes] | None:
 
 
 def _object_variant(obj: Any) -> Variant:
-    return _variant_of(obj, None) if isinstance(obj, Mapping) else "A"
+    return object_variant(obj) if isinstance(obj, Mapping) else "A"
 
 
 def _normalize_objects(
@@ -1180,9 +999,9 @@ def _normalize_objects(
     on_reject: Literal["raise", "warn"],
 ) -> pd.DataFrame:
     if on_reject not in ("raise", "warn"):
-        raise ValueError(f"on_reject must be 'raise' or 'warn', not {on_reject!r}")
-    if isinstance(records, Mapping | str | bytes):
-        raise TypeError(
+        raise ConfigurationError(f"on_reject must be 'raise' or 'warn', not {on_reject!r}")
+    if isinstance(records, Mapping | str | bytes) or not isinstance(records, Iterable):
+        raise ConfigurationError(
             f"normalize_{resource} takes an iterable of API objects (e.g. a list of dicts), "
             f"not a single {type(records).__name__}; for list response bodies use normalize_bodies"
         )
@@ -1208,7 +1027,7 @@ def _normalize_objects(
         listed = "; ".join(f"{r.reason}: {r.record[:120]}" for r in batch.rejects[:5])
         more = f" (and {len(batch.rejects) - 5} more)" if len(batch.rejects) > 5 else ""
         if on_reject == "raise":
-            raise ValueError(
+            raise InvalidRecordError(
                 f"{len(batch.rejects)} {resource} record(s) cannot become rows: {listed}{more}. "
                 "Fix them, or pass on_reject='warn' to keep the usable rows (the rejects are "
                 "then in frame.attrs['rejects'])"

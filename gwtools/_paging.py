@@ -1,7 +1,8 @@
 """Listing a resource fast: page-number fan-out (variant A) and time-window cursors (variant B).
 
 :func:`list_pages` fetches the first page, reads the variant from the envelope
-(:func:`gwtools._normalize.page_info`) and hands over to a strategy:
+(:func:`gwtools._wire.page_info`: the wire format is that module's) and hands over to a
+strategy:
 
 - :class:`PageNumbers` (variant A, ``meta.totalPages``): the upper creation bound is frozen
   at the newest row seen (``to``), so rows inserted during the sync cannot shift pages;
@@ -38,16 +39,14 @@ import datetime as dt
 import itertools
 import logging
 import math
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 
 from gwtools._client import Client, MalformedBodyError
-from gwtools._normalize import ID_PREFIX, PageInfo, page_info
+from gwtools._wire import PageInfo, has_damaged_id, list_path, page_info
 
 __all__ = ["ListOutcome", "PageSink", "first_page", "list_cost", "list_pages"]
 
@@ -146,7 +145,7 @@ class _Run:
         if self.ready is not None:
             await self.ready()  # the sink is behind: fetch no more until it catches up
         try:
-            return await self.client.get(self.resource, params, parse=_page)
+            return await self.client.get(list_path(self.resource), params, parse=_page)
         except MalformedBodyError as exc:
             self.outcome.problem(f"a {self.resource} list response stayed unreadable")
             self.on_malformed(exc)
@@ -194,17 +193,7 @@ class _Run:
         return got
 
     def _damaged(self, body: bytes) -> bool:
-        """Whether an id in the body starts with the resource's prefix and then holds a
-        character ids never hold (a byte changed in transit)."""
-        pattern = _DAMAGED_ID.get(self.resource)
-        return pattern is not None and pattern.search(body) is not None
-
-
-#: An id beginning with its resource's prefix, then a character outside the id alphabet.
-_DAMAGED_ID = {
-    r: re.compile(rb'"id"\s*:\s*"' + p.encode() + rb'[A-Za-z0-9]*[^A-Za-z0-9"]')
-    for r, p in ID_PREFIX.items()
-}
+        return has_damaged_id(self.resource, body)
 
 
 def _iso(t: dt.datetime) -> str:
@@ -334,7 +323,7 @@ def _cursor_share(info: PageInfo) -> int:
     return PAGE_LIMIT if info.has_more else 0
 
 
-def _more(body: bytes, info: PageInfo) -> bool:
+def _more(info: PageInfo) -> bool:
     """Whether a cursor goes on after this page: while ``has_more``, and once more after a
     short last page (a page cut short in transit looks like a last page; an empty page ends).
 
@@ -347,12 +336,7 @@ def _more(body: bytes, info: PageInfo) -> bool:
         return True
     if not 0 < info.count < PAGE_LIMIT:
         return False
-    try:
-        data = orjson.loads(body).get("data")
-        last = data[-1] if isinstance(data, list) and data else None
-    except (orjson.JSONDecodeError, AttributeError):
-        return False
-    return isinstance(last, dict) and last.get("id") == info.last_id
+    return bool(info.ids) and info.ids[-1] == info.last_id
 
 
 @dataclass
@@ -371,7 +355,7 @@ class Cursor:
         if self.include_first:
             await self.run.sink(body, info)
             self.run.outcome.listed += info.count
-        while _more(body, info):
+        while _more(info):
             lo, _ = _bounds(info)
             if self.since is not None and lo is not None and lo < self.since:
                 return
@@ -470,7 +454,7 @@ class TimeWindows:
                     raise _TimeFiltersIgnored
                 await self.run.sink(body, info)
                 self.run.outcome.listed += info.count
-                if not _more(body, info) or lo is None or hi is None:
+                if not _more(info) or lo is None or hi is None:
                     return
                 if w.stop_below is not None and lo < w.stop_below:
                     return

@@ -40,9 +40,17 @@ from gwtools._cache import Dataset, MergeStats, _next_seq
 from gwtools._client import Client, MalformedBodyError, RequestStats
 from gwtools._config import Settings
 from gwtools._errors import InvalidRequestError, NotFoundError
-from gwtools._normalize import MALFORMED_ID, PageInfo, Reject, normalize_bodies
+from gwtools._normalize import Reject, normalize_bodies
 from gwtools._paging import PAGE_LIMIT, ListOutcome, first_page, list_cost, list_pages
 from gwtools._schema import Resource
+from gwtools._wire import (
+    MALFORMED_ID,
+    PageInfo,
+    Variant,
+    list_bodies,
+    object_path,
+    read_object,
+)
 
 __all__ = ["ResourceResult", "SyncResult", "choose_cutoff", "run_sync"]
 
@@ -273,19 +281,6 @@ def _warn_unknown(resource: str, statuses: Iterable[str]) -> None:
         )
 
 
-def _envelope(objects: Sequence[tuple[bytes, str]]) -> list[bytes]:
-    """Retrieved single objects (body, variant) -> list envelopes, for normalize_bodies."""
-    a = [b for b, v in objects if v == "A"]
-    b_ = [b for b, v in objects if v != "A"]
-    out = []
-    if a:
-        meta = b'"meta":{"total":%d,"page":1,"limit":%d,"totalPages":1}' % (len(a), len(a))
-        out.append(b'{"data":[' + b",".join(a) + b"]," + meta + b"}")
-    if b_:
-        out.append(b'{"object":"list","data":[' + b",".join(b_) + b'],"has_more":false}')
-    return out
-
-
 @dataclass
 class BatchOutcome:
     """What writing one batch produced."""
@@ -393,10 +388,10 @@ class BatchWriter:
         """Wait until there is room for more pages (see :func:`list_pages`'s ``ready``)."""
         await self.room.wait()
 
-    async def add_objects(self, objects: Sequence[tuple[bytes, str]]) -> None:
+    async def add_objects(self, objects: Sequence[tuple[Variant, bytes]]) -> None:
         self.fetched += len(objects)
         self.on_rows(len(objects))
-        self.bodies.extend(_envelope(objects))
+        self.bodies.extend(list_bodies(objects))
         await self.flush()
 
     def add_rejects(self, rejects: Sequence[Reject]) -> None:
@@ -802,9 +797,8 @@ class _Plan:
 _PROBE_MIN_ROWS = 2
 
 
-def _page_ids(body: bytes) -> set[str]:
-    data = orjson.loads(body).get("data", [])
-    return {r["id"] for r in data if isinstance(r, dict) and isinstance(r.get("id"), str)}
+def _page_ids(info: PageInfo) -> set[str]:
+    return {i for i in info.ids if i is not None}
 
 
 async def _plan_incremental(
@@ -900,8 +894,8 @@ def _probed_group(s: _Status, variant: str | None) -> OpenGroup:
     created = np.sort(np.array(list(s.rows.values()), dtype=np.int64))
     if s.probe is None:  # not probed, or not listable: only by id
         return OpenGroup(created, stay=0.0, rest=0.0)
-    body, info = s.probe
-    on_page = _page_ids(body)
+    _, info = s.probe
+    on_page = _page_ids(info)
     complete = not info.has_more if info.variant == "B" else (info.total_pages or 1) <= 1
     stamps = [t for t in (info.first_created, info.last_created) if t is not None]
     # A complete list spans all the rows; otherwise the page spans its own time range.
@@ -953,7 +947,7 @@ async def _reread_open(
     seen: set[str] = set()  # across statuses: a row can move from one open status to another
 
     async def sink(body: bytes, info: PageInfo) -> None:
-        seen.update(_page_ids(body))
+        seen.update(_page_ids(info))
         await writer.add_page(body, info)
 
     for s in plan.statuses:
@@ -997,20 +991,12 @@ async def _reread_open(
     return sorted(todo) + plan.unknown, found
 
 
-def _object(body: bytes) -> tuple[bytes, str]:
-    """A retrieved object's body and variant (B objects carry ``created``, as in normalisation)."""
-    obj = orjson.loads(body)
-    if not isinstance(obj, dict):
-        raise ValueError("not a JSON object")
-    return body, "B" if "created" in obj else "A"
-
-
 async def _retrieve(client: Client, resource: str, ids: Sequence[str], writer: BatchWriter) -> None:
     """Retrieve ids concurrently (the client paces them), in chunks to bound memory."""
 
-    async def one(ident: str) -> tuple[bytes, str] | None:
+    async def one(ident: str) -> tuple[Variant, bytes] | None:
         try:
-            return await client.get(f"{resource}/{ident}", parse=_object)
+            return await client.get(object_path(resource, ident), parse=read_object)
         except NotFoundError as exc:
             writer.add_rejects(
                 [

@@ -17,8 +17,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from gwtools._normalize import MALFORMED_ID, normalize_bodies
+from gwtools._normalize import normalize_bodies
 from gwtools._sync import GatewayDataWarning
+from gwtools._wire import MALFORMED_ID
 from gwtools.cli import main
 from tests.library._shop import Shop, assert_same, fresh
 
@@ -42,7 +43,7 @@ def test_ids_outside_the_documented_format_are_rejected_when_asked(damaged: str)
 
 
 def _state(gw: Any, resource: str = "payments") -> dict[str, Any]:
-    state: dict[str, Any] = gw.dataset(resource).state()
+    state: dict[str, Any] = gw._dataset(resource).state()
     return state
 
 
@@ -170,7 +171,7 @@ def test_id_damaged_in_transit_is_rejected_and_the_mark_kept(shop: Shop, tmp_pat
         assert payments.refetched >= 2  # fetched again before giving up
         assert any("malformed id" in p for p in damaged.problems)
         assert _state(gw)["high_water"] == mark  # the new rows' range is listed again
-        rejects = gw.dataset("payments").rejects()
+        rejects = gw._dataset("payments").rejects()
         bad = json.loads(rejects["record"].iloc[-1])["id"]
         assert bad.startswith("pay_") and not bad[4:].isalnum()
         assert bad not in set(gw.payments(refresh=False)["id"])
@@ -199,7 +200,7 @@ def test_id_stored_damaged_keeps_every_sync_incomplete(shop: Shop, tmp_path: Pat
             assert result.resources["payments"].rejects_by_reason == {"malformed id": 1}
             assert _state(gw).get("high_water") is None
         assert gw.payments(refresh=False)["id"].tolist() == [good]
-    reason = gw.dataset("payments").rejects()["reason"].iloc[0]
+    reason = gw._dataset("payments").rejects()["reason"].iloc[0]
     assert "'pay_'" in reason and "letters and digits" in reason
 
 

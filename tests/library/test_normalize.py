@@ -16,13 +16,12 @@ import pytest
 
 from gwtools import _schema
 from gwtools._normalize import (
-    MalformedResponseError,
     _normalize_bodies,
     normalize_bodies,
     normalize_payments,
     normalize_refunds,
-    page_info,
 )
+from gwtools._wire import MalformedResponseError, page_info
 
 RECORDED = Path(__file__).resolve().parents[2] / "data" / "recorded"
 UTC = "UTC"
