@@ -21,7 +21,8 @@ The core install holds the library, the analyses, plots and widgets. Optional pa
 Everything gwtools raises derives from :class:`GatewayError`::
 
     GatewayError
-    ├── ConfigurationError        bad arguments or GW_* variables; nothing was sent
+    ├── ConfigurationError        bad arguments, GW_* variables or a missing extra; nothing sent
+    ├── InvalidRecordError        objects given to normalize_* that cannot become rows
     ├── APIConnectionError        the gateway could not be reached, after retries
     ├── AuthenticationError       401: invalid, revoked or publishable key
     ├── InvalidRequestError       400/404/409
@@ -31,6 +32,7 @@ Everything gwtools raises derives from :class:`GatewayError`::
     ├── APIError                  5xx, after retries
     │   └── MalformedBodyError    a 200 whose body is not the JSON it should be
     └── CacheError                the local cache cannot be written or read (disk, folder)
+        └── CacheNotFoundError    nothing cached where a read looked: sync first
 """
 
 from gwtools._cache import read_cache
@@ -40,9 +42,11 @@ from gwtools._errors import (
     APIError,
     AuthenticationError,
     CacheError,
+    CacheNotFoundError,
     CardError,
     ConfigurationError,
     GatewayError,
+    InvalidRecordError,
     InvalidRequestError,
     MalformedBodyError,
     NotFoundError,
@@ -60,11 +64,13 @@ __all__ = [
     "APIError",
     "AuthenticationError",
     "CacheError",
+    "CacheNotFoundError",
     "CardError",
     "ConfigurationError",
     "Gateway",
     "GatewayDataWarning",
     "GatewayError",
+    "InvalidRecordError",
     "InvalidRequestError",
     "MalformedBodyError",
     "NotFoundError",

@@ -57,7 +57,7 @@ from filelock import FileLock
 
 from gwtools import _schema
 from gwtools._config import check_filters
-from gwtools._errors import CacheError
+from gwtools._errors import CacheError, CacheNotFoundError, ConfigurationError
 from gwtools._schema import Resource
 
 __all__ = ["Dataset", "MergeStats", "read_cache"]
@@ -1084,8 +1084,9 @@ def _timestamp(value: Any, name: str) -> pd.Timestamp:
     try:
         ts = pd.Timestamp(value)
     except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name}={value!r} is not a date or time; use e.g. '2024-05-01' or a datetime"
+        raise ConfigurationError(
+            f"{name}={value!r} is not a date or time; use e.g. '2024-05-01' or a datetime",
+            param=name,
         ) from exc
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
@@ -1120,7 +1121,7 @@ def find_dataset(
     _schema.columns(resource)
     root = Path(cache_dir).expanduser()
     if not root.is_dir():
-        raise FileNotFoundError(
+        raise CacheNotFoundError(
             f"no cache at {root}: run gwtools.connect().sync() (or `gwtools sync`) first, "
             "or pass the directory that holds the cache"
         )
@@ -1138,7 +1139,7 @@ def find_dataset(
     if len(found) == 1:
         return found[0]
     if not found:
-        raise FileNotFoundError(
+        raise CacheNotFoundError(
             f"no cached {resource} under {root}"
             f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}: "
             "run a sync first, or check the directory"
@@ -1146,7 +1147,7 @@ def find_dataset(
     choices = ", ".join(
         f"account={d.path.parent.parent.name!r} mode={d.path.parent.name!r}" for d in found
     )
-    raise ValueError(
+    raise ConfigurationError(
         f"several cached {resource} datasets under {root} ({choices}); pass account= and mode="
     )
 

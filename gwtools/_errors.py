@@ -4,8 +4,12 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
 
     GatewayError                    every gwtools error; .type .code .param .http_status
     │                               .request_id .decline_code .url .message
-    ├── ConfigurationError          (also ValueError) a missing or unusable key / base URL;
-    │                               raised before any request is sent
+    ├── ConfigurationError          (also ValueError) a missing or unusable key / base URL,
+    │                               or any argument a gwtools function cannot use (a status,
+    │                               a date, a resource, a missing optional extra); raised
+    │                               before any request is sent
+    ├── InvalidRecordError          (also ValueError) objects given to normalize_payments/
+    │                               normalize_refunds that cannot become rows
     ├── APIConnectionError          the gateway could not be reached (timeouts, refused or
     │                               dropped connections) even after retries
     ├── AuthenticationError         401: invalid, revoked or publishable key
@@ -18,7 +22,9 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     │   └── MalformedBodyError      a 200 whose body is not the JSON the endpoint answers
     │                               (.snippet: its first 200 characters, key masked)
     └── CacheError                  (also OSError) the local cache cannot be written or read:
-                                    full disk, read-only folder, a path that is not a folder
+        │                           full disk, read-only folder, a path that is not a folder
+        └── CacheNotFoundError      (also FileNotFoundError) nothing cached where a read
+                                    looked: sync first, or point at the cache folder
 
 Use :func:`error_from_response` to turn any non-2xx :class:`httpx.Response` into the right
 exception: it is the only place that knows the mapping. Messages never contain an API key or a
@@ -42,9 +48,11 @@ __all__ = [
     "APIError",
     "AuthenticationError",
     "CacheError",
+    "CacheNotFoundError",
     "CardError",
     "ConfigurationError",
     "GatewayError",
+    "InvalidRecordError",
     "InvalidRequestError",
     "MalformedBodyError",
     "NotFoundError",
@@ -162,7 +170,13 @@ def _redacted(value: str | None) -> str | None:
 
 
 class ConfigurationError(GatewayError, ValueError):
-    """The key or base URL given (or missing) cannot work; nothing was sent."""
+    """The key or base URL given (or missing), or another argument, cannot work; nothing was
+    sent."""
+
+
+class InvalidRecordError(GatewayError, ValueError):
+    """Objects given to ``normalize_payments``/``normalize_refunds`` that cannot become rows
+    (no id, no creation time, not an object); the message lists them."""
 
 
 class APIConnectionError(GatewayError):
@@ -207,6 +221,10 @@ class MalformedBodyError(APIError):
 class CacheError(GatewayError, OSError):
     """The local Parquet cache cannot be written or read (full disk, read-only folder, a path
     that is a file). The message names the folder and what to do; nothing was lost."""
+
+
+class CacheNotFoundError(CacheError, FileNotFoundError):
+    """Nothing is cached where a read looked: run a sync first, or pass the cache's folder."""
 
 
 _BY_TYPE: dict[str, type[GatewayError]] = {

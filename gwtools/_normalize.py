@@ -72,6 +72,7 @@ from gwtools._decode import (
     payment_extras,
     raw_metadata,
 )
+from gwtools._errors import ConfigurationError, InvalidRecordError
 from gwtools._wire import (
     CREATION_FIELDS,
     ID_PATTERN,

@@ -125,7 +125,11 @@ def columns(resource: Resource) -> dict[str, object]:
     try:
         return COLUMNS[resource]
     except KeyError:
-        raise ValueError(f"unknown resource {resource!r}: use 'payments' or 'refunds'") from None
+        from gwtools._errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"unknown resource {resource!r}: use 'payments' or 'refunds'", param="resource"
+        ) from None
 
 
 def empty(resource: Resource) -> pd.DataFrame:

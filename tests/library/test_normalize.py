@@ -520,7 +520,7 @@ def test_dict_api_raises_on_rejects_unless_asked_to_warn() -> None:
 
 
 def test_bad_arguments_say_what_to_do() -> None:
-    with pytest.raises(TypeError, match="iterable of API objects"):
+    with pytest.raises(ValueError, match="iterable of API objects"):
         normalize_payments(pay_a())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'payments' or 'refunds'"):
         normalize_bodies("charges", [])  # type: ignore[arg-type]
