@@ -5,18 +5,38 @@ The envelopes around them (both variants) are :mod:`gwtools._wire`'s.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal, get_args, get_origin, get_type_hints
 
 import msgspec
 
 from gwtools._wire import EnvelopeMeta, Variant, envelope_variant
 
-# ----------------------------------------------------------------------------- fast path
-# Strict shapes of the documented objects: every field the spec or the sandbox sends, all
-# optional. Decoding a body with them succeeds only when every record is an object of known
+# ----------------------------------------------------------------------------- record shapes
+# The one declaration of each record shape: every field the spec or the sandbox sends, its
+# JSON type, and what becomes of it (the role in its annotation). All fields are optional.
+# Decoding a body with these structs succeeds only when every record is an object of known
 # fields with the expected JSON types; anything else (an unknown field, an amount sent as
 # text, an expanded object) raises, and the caller reads that body with the tolerant path.
-# Being strict is what lets the fast path skip per-record checks.
+# Being strict is what lets the fast path skip per-record checks. Derived from them:
+# the fast path's column readers (:func:`column_spec`), the ``extra`` views
+# (:func:`payment_extras`) and the set of known top-level fields.
+
+
+@dataclass(frozen=True)
+class Column:
+    """Role: the field is read into a column; ``kind`` says how (s string, i int64, b bool,
+    t timestamp: Unix seconds or ISO 8601, r JSON text kept as sent)."""
+
+    kind: Literal["s", "i", "b", "t", "r"]
+
+
+#: Role: never kept (``object`` is always the record's kind; ``client_secret`` is a secret).
+DROPPED: Final = "dropped"
+#: Role: free-form; the caller merges it into ``extra`` like an unknown field.
+FREE: Final = "free"
+# Fields without a role (and the unmapped rest of partly mapped sub-objects) go to ``extra``.
 
 # An integer the int64 columns can hold; a bigger one sends the body to the tolerant path.
 _Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
@@ -25,10 +45,16 @@ _I = _Int64 | None
 _B = bool | None
 _T = _Int64 | float | str | None  # a timestamp: Unix seconds or ISO 8601
 _RAW_ABSENT = msgspec.Raw(b"")
+# The same types read into a column.
+_SC = Annotated[_S, Column("s")]
+_IC = Annotated[_I, Column("i")]
+_BC = Annotated[_B, Column("b")]
+_TC = Annotated[_T, Column("t")]
+_RC = Annotated[msgspec.Raw, Column("r")]
 
 
 class FastCard(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    brand: _S = None
+    brand: _SC = None
     last4: _S = None
     exp_month: _I = None
     exp_year: _I = None
@@ -37,29 +63,29 @@ class FastCard(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 class FastFpx(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    bank_code: _S = None
-    bank: _S = None
+    bank_code: _SC = None
+    bank: _SC = None
 
 
 class FastDetails(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     """Flat (the sandbox) or nested per method (``{"card": {...}}``), or both."""
 
-    type: _S = None
-    brand: _S = None
+    type: _SC = None
+    brand: _SC = None
     last4: _S = None
     exp_month: _I = None
     exp_year: _I = None
     funding: _S = None
     country: _S = None
-    bank_code: _S = None
-    bank: _S = None
+    bank_code: _SC = None
+    bank: _SC = None
     card: FastCard | None = None
     fpx: FastFpx | None = None
 
 
 class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    code: _S = None
-    decline_code: _S = None
+    code: _SC = None
+    decline_code: _SC = None
     message: _S = None
     type: _S = None
     param: _S = None
@@ -67,53 +93,101 @@ class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 class FastPayment(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    id: _S = None
-    object: _S = None
-    amount: _I = None
+    id: _SC = None
+    object: Annotated[_S, DROPPED] = None
+    amount: _IC = None
     amount_captured: _I = None
-    currency: _S = None
-    status: _S = None
-    description: _S = None
-    payment_method: _S = None
+    currency: _SC = None
+    status: _SC = None
+    description: _SC = None
+    payment_method: _SC = None
     payment_method_details: FastDetails | None = None
-    customer: _S = None
+    customer: _SC = None
     capture_method: _S = None
-    captured: _B = None
-    captured_at: _T = None
-    refunded: _B = None
-    refunded_amount: _I = None
-    metadata: msgspec.Raw = _RAW_ABSENT
-    failure_code: _S = None
+    captured: _BC = None
+    captured_at: _TC = None
+    refunded: _BC = None
+    refunded_amount: _IC = None
+    metadata: _RC = _RAW_ABSENT
+    failure_code: _SC = None
     failure_message: _S = None
-    decline_code: _S = None
+    decline_code: _SC = None
     last_payment_error: FastError | None = None
-    receipt_email: _S = None
+    receipt_email: _SC = None
     receipt_url: _S = None
-    client_secret: msgspec.Raw = _RAW_ABSENT  # decoded as raw so the secret never becomes a str
-    next_action: dict[str, Any] | None = None
+    # decoded as raw so the secret never becomes a str
+    client_secret: Annotated[msgspec.Raw, DROPPED] = _RAW_ABSENT
+    next_action: Annotated[dict[str, Any] | None, FREE] = None
     redirect_url: _S = None
     success_url: _S = None
     cancel_url: _S = None
-    created: _T = None
-    created_at: _T = None
-    updated_at: _T = None
-    expires_at: _T = None
-    livemode: _B = None
+    created: _TC = None
+    created_at: _TC = None
+    updated_at: _TC = None
+    expires_at: _TC = None
+    livemode: _BC = None
 
 
 class FastRefund(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    id: _S = None
-    object: _S = None
-    payment_id: _S = None
-    payment: _S = None
-    amount: _I = None
-    currency: _S = None
-    reason: _S = None
-    status: _S = None
-    metadata: msgspec.Raw = _RAW_ABSENT
-    created: _T = None
-    created_at: _T = None
-    livemode: _B = None
+    id: _SC = None
+    object: Annotated[_S, DROPPED] = None
+    payment_id: _SC = None
+    payment: _SC = None
+    amount: _IC = None
+    currency: _SC = None
+    reason: _SC = None
+    status: _SC = None
+    metadata: _RC = _RAW_ABSENT
+    created: _TC = None
+    created_at: _TC = None
+    livemode: _BC = None
+
+
+RECORD_SHAPES: Final[dict[str, type[msgspec.Struct]]] = {
+    "payments": FastPayment,
+    "refunds": FastRefund,
+}
+
+
+def _fields(
+    kind: type[msgspec.Struct],
+) -> list[tuple[str, Any, object, type[msgspec.Struct] | None]]:
+    """(name, type as declared, role, nested shape) of each field of a shape."""
+    hints = get_type_hints(kind, include_extras=True)
+    out = []
+    for name in kind.__struct_fields__:
+        hint = hints[name]
+        role = hint.__metadata__[-1] if get_origin(hint) is Annotated else None
+        nested = [
+            a for a in get_args(hint) if isinstance(a, type) and issubclass(a, msgspec.Struct)
+        ]
+        out.append((name, hint, role, nested[0] if nested else None))
+    return out
+
+
+#: How each field becomes a stage-1 column: a kind (see :class:`Column`), ``"p"`` for
+#: "the sub-object named without the ``?`` is there", or (nested shape, its spec).
+Spec = dict[str, "str | tuple[type[msgspec.Struct], Spec]"]
+
+
+@functools.cache
+def column_spec(kind: type[msgspec.Struct]) -> Spec:
+    """The fields of a shape read into columns, derived from the roles in its declaration."""
+    spec: Spec = {}
+    for name, _, role, nested in _fields(kind):
+        if isinstance(role, Column):
+            spec[name] = role.kind
+        elif nested is not None and (sub := column_spec(nested)):
+            spec[name] = (nested, sub)
+            spec[name + "?"] = "p"
+    return spec
+
+
+def fields_with_role(role: str) -> frozenset[str]:
+    """Top-level fields of any record shape with ``role`` (:data:`DROPPED` or :data:`FREE`)."""
+    return frozenset(
+        name for kind in RECORD_SHAPES.values() for name, _, r, _ in _fields(kind) if r == role
+    )
 
 
 class _MetadataOnly(msgspec.Struct, gc=False):
@@ -128,46 +202,37 @@ def raw_metadata(raw: bytes | msgspec.Raw) -> bytes:
     return bytes(_metadata_decoder.decode(raw).metadata)
 
 
-# Views of the same records holding only the fields without a column: encoded with
-# omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
-# ``next_action`` (free-form, rarely set) is merged in by the caller, like unknown fields.
+# Views of the same records holding only the fields without a role (nor a column): encoded
+# with omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
+# FREE fields (``next_action``: free-form, rarely set) are merged in by the caller, like
+# unknown fields.
 
 
-class _ExtraCard(msgspec.Struct, gc=False, omit_defaults=True):
-    last4: _S = None
-    exp_month: _I = None
-    exp_year: _I = None
-    funding: _S = None
-    country: _S = None
+def _extra_view(
+    kind: type[msgspec.Struct], partly_mapped: list[bytes]
+) -> type[msgspec.Struct] | None:
+    """The view of a shape keeping its fields without a role (None when there are none);
+    the names of its sub-objects that are partly mapped are added to ``partly_mapped``."""
+    fields: list[tuple[str, Any, Any]] = []
+    for name, hint, role, nested in _fields(kind):
+        if nested is not None:
+            view = _extra_view(nested, partly_mapped)
+            if view is not None:
+                fields.append((name, view | None, None))
+                if column_spec(nested):
+                    partly_mapped.append(name.encode())  # (inner ones are appended first)
+        elif role is None:
+            fields.append((name, hint, None))
+    if not fields:
+        return None
+    return msgspec.defstruct(f"_Extra{kind.__name__}", fields, omit_defaults=True, gc=False)
 
 
-class _ExtraDetails(_ExtraCard, gc=False, omit_defaults=True):
-    card: _ExtraCard | None = None  # (an fpx sub-object has nothing without a column)
-
-
-class _ExtraError(msgspec.Struct, gc=False, omit_defaults=True):
-    message: _S = None
-    type: _S = None
-    param: _S = None
-    doc_url: _S = None
-
-
-class _ExtraPayment(msgspec.Struct, gc=False, omit_defaults=True):
-    amount_captured: _I = None
-    cancel_url: _S = None
-    capture_method: _S = None
-    failure_message: _S = None
-    last_payment_error: _ExtraError | None = None
-    payment_method_details: _ExtraDetails | None = None
-    receipt_url: _S = None
-    redirect_url: _S = None
-    success_url: _S = None
-
-
-_extra_encoder = msgspec.json.Encoder(order="sorted")
 #: Partly mapped objects whose unmapped rest can be empty; an empty rest is left out
 #: (inner ones first: a details object whose card rest was empty can become empty).
-_PARTLY_MAPPED = (b"card", b"last_payment_error", b"payment_method_details")
+_PARTLY_MAPPED: list[bytes] = []
+_ExtraPayment = _extra_view(FastPayment, _PARTLY_MAPPED)
+_extra_encoder = msgspec.json.Encoder(order="sorted")
 
 
 def payment_extras(records: list[FastPayment]) -> bytes:
@@ -177,7 +242,7 @@ def payment_extras(records: list[FastPayment]) -> bytes:
     without a column; encoded with sorted keys and without nulls they are exactly what
     the tolerant path writes for the same record.
     """
-    views = msgspec.convert(records, list[_ExtraPayment], from_attributes=True)
+    views = msgspec.convert(records, list[_ExtraPayment], from_attributes=True)  # type: ignore[valid-type]
     lines = _extra_encoder.encode_lines(views)
     # An empty object can only be a value here: inside strings quotes are escaped.
     for key in _PARTLY_MAPPED:
@@ -197,7 +262,7 @@ def _fast_envelope(kind: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(envelope)
 
 
-_fast_decoders = {"payments": _fast_envelope(FastPayment), "refunds": _fast_envelope(FastRefund)}
+_fast_decoders = {r: _fast_envelope(kind) for r, kind in RECORD_SHAPES.items()}
 
 
 def _lenient(kind: type[msgspec.Struct]) -> type[msgspec.Struct]:

@@ -62,13 +62,13 @@ from msgspec.structs import astuple
 
 from gwtools import _schema
 from gwtools._decode import (
-    FastCard,
-    FastDetails,
-    FastError,
-    FastFpx,
-    FastPayment,
-    FastRefund,
+    DROPPED,
+    FREE,
+    RECORD_SHAPES,
+    Spec,
+    column_spec,
     decode_fast,
+    fields_with_role,
     payment_extras,
     raw_metadata,
 )
@@ -102,7 +102,7 @@ Resource = Literal["payments", "refunds"]
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.large_string()
 #: Raw fields that are dropped on purpose (see the module docstring).
-_DROPPED = frozenset({"object", "client_secret"})
+_DROPPED = fields_with_role(DROPPED)
 
 
 # --------------------------------------------------------------------------- public types
@@ -423,23 +423,31 @@ def _refund_row(
     return row, created_key
 
 
-#: Intermediate columns, in row order, with their Arrow types ("ts": raw, parsed later).
-_PRE: dict[str, dict[str, Any]] = {
-    "payments": {
-        "id": _STR, "api_variant": _STR, "livemode": pa.bool_(), "status_raw": _STR,
-        "amount": pa.int64(), "currency": _STR, "method_type": _STR,
-        "payment_method_id": _STR, "fpx_bank_code": _STR, "fpx_bank": _STR, "card_brand": _STR,
-        "failure_code": _STR, "decline_code": _STR, "captured": pa.bool_(), "captured_at": "ts",
-        "refunded": pa.bool_(), "refunded_amount": pa.int64(), "description": _STR,
-        "customer_id": _STR, "receipt_email": _STR, "metadata": "raw", "created_at": "ts",
-        "updated_at": "ts", "expires_at": "ts",
-    },
-    "refunds": {
-        "id": _STR, "api_variant": _STR, "livemode": pa.bool_(), "payment_id": _STR,
-        "status_raw": _STR, "reason": _STR, "amount": pa.int64(), "currency": _STR,
-        "metadata": "raw", "created_at": "ts",
-    },
-}  # fmt: skip
+_ARROW_TYPES: dict[object, pa.DataType] = {
+    _schema.STRING: _STR,
+    _schema.INT: pa.int64(),
+    _schema.BOOL: pa.bool_(),
+}
+
+
+def _pre_columns(resource: Resource) -> dict[str, Any]:
+    """Intermediate columns, in row order, with their Arrow types ("ts": raw, parsed later;
+    "raw": JSON text as sent): the canonical columns less those computed at completion,
+    a raw status in place of the canonical one."""
+    out: dict[str, Any] = {}
+    for name, dtype in _schema.columns(resource).items():
+        if name == "status":
+            out["status_raw"] = _STR
+        elif name not in _schema.COMPUTED:
+            kinds = column_spec(RECORD_SHAPES[resource])
+            raw = kinds.get(name) == "r"  # (metadata: kept as sent)
+            out[name] = (
+                "raw" if raw else "ts" if dtype is _schema.TIMESTAMP else _ARROW_TYPES[dtype]
+            )
+    return out
+
+
+_PRE: dict[str, dict[str, Any]] = {r: _pre_columns(r) for r in ("payments", "refunds")}
 _ROW_READERS = {"payments": _payment_row, "refunds": _refund_row}
 
 
@@ -550,55 +558,21 @@ def _columns(records: Sequence[Any], kind: type[msgspec.Struct]) -> dict[str, tu
     return dict(zip(kind.__struct_fields__, zip(*map(astuple, records), strict=True), strict=True))
 
 
-# How each field of the strict shapes becomes an Arrow column in stage 1 of the fast path:
-# s string, i int64, b bool, t timestamp (parsed), r raw JSON text as sent, p whether the
-# sub-object named without the "?" is there, and a nested shape for sub-objects. Fields without a column are rendered into ``extra`` separately.
-_Spec = dict[str, "str | tuple[type[msgspec.Struct], _Spec]"]
-_FAST_SPEC: dict[str, tuple[type[msgspec.Struct], _Spec]] = {
-    "payments": (
-        FastPayment,
-        {
-            **dict.fromkeys(
-                ("id", "currency", "status", "description", "payment_method", "customer",
-                 "receipt_email", "failure_code", "decline_code"),
-                "s",
-            ),
-            **dict.fromkeys(("amount", "refunded_amount"), "i"),
-            **dict.fromkeys(("livemode", "captured", "refunded"), "b"),
-            **dict.fromkeys(
-                ("created", "created_at", "captured_at", "updated_at", "expires_at"), "t"
-            ),
-            "metadata": "r",
-            "payment_method_details": (
-                FastDetails,
-                {
-                    **dict.fromkeys(("type", "brand", "bank_code", "bank"), "s"),
-                    "card": (FastCard, {"brand": "s"}),
-                    "fpx": (FastFpx, {"bank_code": "s", "bank": "s"}),
-                    "card?": "p",
-                    "fpx?": "p",
-                },
-            ),
-            "last_payment_error": (FastError, dict.fromkeys(("code", "decline_code"), "s")),
-        },
-    ),
-    "refunds": (
-        FastRefund,
-        {
-            **dict.fromkeys(("id", "currency", "status", "reason", "payment_id", "payment"), "s"),
-            "amount": "i",
-            "livemode": "b",
-            **dict.fromkeys(("created", "created_at"), "t"),
-            "metadata": "r",
-        },
-    ),
-}  # fmt: skip
-_EMPTY: dict[type[msgspec.Struct], msgspec.Struct] = {
-    FastDetails: FastDetails(),
-    FastError: FastError(),
-    FastCard: FastCard(),
-    FastFpx: FastFpx(),
+# How each field of the strict shapes becomes an Arrow column in stage 1 of the fast path,
+# derived from the shapes' declarations (gwtools._decode.column_spec). Fields without a
+# column are rendered into ``extra`` separately.
+_FAST_SPEC: dict[str, tuple[type[msgspec.Struct], Spec]] = {
+    r: (kind, column_spec(kind)) for r, kind in RECORD_SHAPES.items()
 }
+#: Free-form payment fields, merged into ``extra`` like unknown fields.
+_FREE = sorted(fields_with_role(FREE))
+
+
+@functools.cache
+def _empty(kind: type[msgspec.Struct]) -> msgspec.Struct:
+    return kind()
+
+
 #: Records turned into Arrow per step: small enough that the Python objects of one step
 #: stay in the CPU caches and reuse freed memory (fresh pages are costly), large enough
 #: to spread the fixed cost of each Arrow call.
@@ -632,14 +606,14 @@ class _FastColumns:
             col = _columns(self.pending, self.kind)
             self._convert(col, self.spec, "", n)
             if self.resource == "payments":
-                extra = _payment_extra(self.pending, self.unknown, col["next_action"])
+                extra = _payment_extra(self.pending, self.unknown, {k: col[k] for k in _FREE})
                 self.arrays.setdefault("extra", []).append(extra)
             self.n += n
             self.pending = []
             self.unknown = []
 
     def _convert(
-        self, col: dict[str, tuple[Any, ...]] | None, spec: _Spec, prefix: str, n: int
+        self, col: dict[str, tuple[Any, ...]] | None, spec: Spec, prefix: str, n: int
     ) -> None:
         """Append one chunk's arrays; ``col`` None: the (sub-)object is absent in the chunk."""
         for name, kind in spec.items():
@@ -651,7 +625,7 @@ class _FastColumns:
                 if absent or values is None:
                     self._convert(None, sub_spec, f"{prefix}{name}.", n)
                 else:
-                    subs = [v or _EMPTY[sub_kind] for v in values]
+                    subs = [v or _empty(sub_kind) for v in values]
                     self._convert(_columns(subs, sub_kind), sub_spec, f"{prefix}{name}.", n)
                 continue
             if kind == "p":
@@ -682,18 +656,20 @@ _FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
 def _payment_extra(
-    records: list[Any], unknown: list[dict[str, Any] | None], actions: Sequence[Any]
+    records: list[Any],
+    unknown: list[dict[str, Any] | None],
+    free: Mapping[str, Sequence[Any]],
 ) -> pa.Array:
     """The ``extra`` column of strictly decoded payments, given their unknown top-level
-    fields and their ``next_action`` values."""
+    fields and the values of their free-form fields (``next_action``)."""
     n = len(records)
     lines = payment_extras(records)
     more = unknown
-    if actions.count(None) < n:
-        more = [
-            u if a is None else (u or {}) | {"next_action": a}
-            for u, a in zip(more, actions, strict=True)
-        ]
+    for name, values in free.items():
+        if values.count(None) < n:
+            more = [
+                u if v is None else (u or {}) | {name: v} for u, v in zip(more, values, strict=True)
+            ]
     extra = _with_unknown(lines, more) if more.count(None) < n else _lines_to_texts(lines, n)
     return pc.if_else(pc.equal(extra, "{}"), pa.scalar(None, _STR), extra)
 

@@ -72,6 +72,11 @@ REFUND_COLUMNS: Final[dict[str, object]] = {
     "extra": STRING,
 }
 
+#: Columns computed from the others once a batch is read: ``status`` (and ``outcome``) from
+#: the raw status, ``amount_major`` from amount and currency, ``extra`` from the fields
+#: without a column. Every other column is read from a record field.
+COMPUTED: Final = frozenset({"status", "outcome", "amount_major", "extra"})
+
 COLUMNS: Final[dict[Resource, dict[str, object]]] = {
     "payments": PAYMENT_COLUMNS,
     "refunds": REFUND_COLUMNS,
