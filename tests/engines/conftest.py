@@ -4,7 +4,8 @@
 
 The edge rows add what the sample lacks: a second currency (JPY, no decimals), a failure with
 no code, refunds with no reason and a failed one, a payment 30 minutes before local midnight in
-Kuala Lumpur, and an FPX payment of an unnamed bank.
+Kuala Lumpur, an FPX payment of an unnamed bank, and orders without an order id (customer
+chains), with a numeric order id and with metadata that is not JSON.
 """
 
 from __future__ import annotations
@@ -37,6 +38,32 @@ EDGE_PAYMENTS = [
     {"id": "pay_edge_fpx_unnamed", "status": "failed", "amount": 5000, "method_type": "fpx",
      "fpx_bank_code": "XYZ0001", "failure_code": "processing_error",
      "created_at": "2024-06-03T04:00:00Z"},
+    # Orders without an order id: one customer's chain (ended by a success, then a new one),
+    # a chain broken by a gap over 24 hours; a numeric order id; metadata that is not JSON.
+    {"id": "pay_edge_c1", "status": "failed", "amount": 1500, "card_brand": "visa",
+     "failure_code": "card_declined", "decline_code": "generic_decline", "customer_id": "cus_e1",
+     "metadata": None, "created_at": "2024-05-10T01:00:00Z"},
+    {"id": "pay_edge_c2", "status": "succeeded", "amount": 1500, "card_brand": "visa",
+     "customer_id": "cus_e1", "metadata": None, "created_at": "2024-05-10T01:20:00Z",
+     "captured_at": "2024-05-10T01:20:01.000000Z"},
+    {"id": "pay_edge_c3", "status": "succeeded", "amount": 1500, "card_brand": "visa",
+     "customer_id": "cus_e1", "metadata": None, "created_at": "2024-05-10T01:25:00Z",
+     "captured_at": "2024-05-10T01:25:01.000000Z"},
+    {"id": "pay_edge_g1", "status": "failed", "amount": 700, "card_brand": "mastercard",
+     "failure_code": "card_declined", "decline_code": "insufficient_funds",
+     "customer_id": "cus_e2", "metadata": None, "created_at": "2024-05-11T00:00:00Z"},
+    {"id": "pay_edge_g2", "status": "succeeded", "amount": 700, "card_brand": "mastercard",
+     "customer_id": "cus_e2", "metadata": None, "created_at": "2024-05-13T00:00:00Z",
+     "captured_at": "2024-05-13T00:00:02.000000Z"},
+    {"id": "pay_edge_n1", "status": "failed", "amount": 300, "card_brand": "visa",
+     "failure_code": "card_declined", "decline_code": "incorrect_cvc",
+     "metadata": '{"order_id": 42}', "created_at": "2024-05-12T00:00:00Z"},
+    {"id": "pay_edge_n2", "status": "succeeded", "amount": 300, "card_brand": "visa",
+     "metadata": '{"order_id": 42}', "created_at": "2024-05-12T00:03:00Z",
+     "captured_at": "2024-05-12T00:03:01.000000Z"},
+    {"id": "pay_edge_bad", "status": "succeeded", "amount": 300, "card_brand": "visa",
+     "metadata": '{"order_id": ', "created_at": "2024-05-12T00:04:00Z",
+     "captured_at": "2024-05-12T00:04:01.000000Z"},
 ]  # fmt: skip
 
 EDGE_REFUNDS = [
