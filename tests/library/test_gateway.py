@@ -37,6 +37,10 @@ def test_embedded_sandbox_when_nothing_is_configured(
     assert len(said) == 1 and gw.settings.api_key not in said[0].getMessage()
     payments = gw.payments()
     assert len(payments) == 120 and list(payments.columns) == list(columns("payments"))
+    # Sandbox data says so in the frame itself, whatever is read and however it is filtered.
+    assert payments.attrs["gwtools_source"] == "sandbox data"
+    assert gw.refunds(refresh=False).attrs["gwtools_source"] == "sandbox data"
+    assert gw.payments(since="2100-01-01", refresh=False).attrs["gwtools_source"] == "sandbox data"
     assert (tmp_path / "sandbox" / "test" / "payments" / "_state.json").exists()
     gw.close()
     again.close()
@@ -62,6 +66,7 @@ def test_payments_filters_and_refresh(shop: Shop, tmp_path: Path) -> None:
         assert set(gw.payments(refresh=False)["id"]) == {ok, declined}
         assert set(gw.payments()["id"]) == {ok, declined, later}
         assert gw.payments(since="2100-01-01", refresh=False).empty
+        assert "gwtools_source" not in gw.payments(refresh=False).attrs  # a gateway's own data
         assert gw.last_result is not None and "payments" in str(gw.last_result)
         assert "<table>" in gw.last_result._repr_html_()
 

@@ -1,0 +1,191 @@
+"""Everything a public entry point raises for bad input derives from ``gwtools.GatewayError``.
+
+Each case drives one public function with one thing wrong and asserts the class of the error
+(a ``GatewayError`` subclass, and the builtin it also is where that is documented).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import gwtools
+from gwtools import analysis
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample-cache"
+KEY = "sk_" + "test_" + "a" * 24  # built at run time: no key literal in the source
+
+
+def _closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _gateway(tmp_path: Path, **options: Any) -> gwtools.Gateway:
+    """A gateway on a closed port: nothing listens, and nothing is sent before a sync."""
+    return gwtools.connect(KEY, _closed_port(), cache_dir=tmp_path, **options)
+
+
+CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
+    # normalize_*
+    "normalize: record without id": (
+        lambda _: gwtools.normalize_payments([{"amount": 1}]),
+        gwtools.InvalidRecordError,
+    ),
+    "normalize: not an object": (
+        lambda _: gwtools.normalize_refunds([1]),  # type: ignore[list-item]
+        gwtools.InvalidRecordError,
+    ),
+    "normalize: one dict, not a list": (
+        lambda _: gwtools.normalize_payments({"id": "pay_1"}),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "normalize: None": (
+        lambda _: gwtools.normalize_refunds(None),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "normalize: on_reject": (
+        lambda _: gwtools.normalize_payments([], on_reject="skip"),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    # read_cache / scan_cache
+    "read_cache: no such folder": (
+        lambda p: gwtools.read_cache(p / "absent", "payments"),
+        gwtools.CacheNotFoundError,
+    ),
+    "read_cache: empty folder": (
+        lambda p: gwtools.read_cache(p, "payments"),
+        gwtools.CacheNotFoundError,
+    ),
+    "read_cache: resource": (
+        lambda _: gwtools.read_cache(SAMPLE, "payment"),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "read_cache: status": (
+        lambda _: gwtools.read_cache(SAMPLE, "payments", status="declined"),
+        gwtools.ConfigurationError,
+    ),
+    "read_cache: since": (
+        lambda _: gwtools.read_cache(SAMPLE, "payments", since="last tuesday"),
+        gwtools.ConfigurationError,
+    ),
+    "scan_cache: no such folder": (
+        lambda p: gwtools.scan_cache(p / "absent", "payments"),
+        gwtools.CacheError,
+    ),
+    "scan_cache: resource": (
+        lambda _: gwtools.scan_cache(SAMPLE, "charges"),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "scan_cache: status": (
+        lambda _: gwtools.scan_cache(SAMPLE, "refunds", status="captured"),
+        gwtools.ConfigurationError,
+    ),
+    # open_source
+    "open_source: unknown name": (
+        lambda _: gwtools.open_source("mysql"),
+        gwtools.GatewayError,
+    ),
+    "open_source: no such folder": (
+        lambda p: gwtools.open_source(str(p / "absent")),
+        gwtools.GatewayError,
+    ),
+    # connect / Gateway
+    "connect: publishable key": (
+        lambda p: gwtools.connect("pk_" + "test_" + "a" * 24, "http://x", cache_dir=p),
+        gwtools.ConfigurationError,
+    ),
+    "connect: base URL": (
+        lambda p: gwtools.connect(KEY, "ftp://gateway", cache_dir=p),
+        gwtools.ConfigurationError,
+    ),
+    "connect: key without URL": (
+        lambda p: gwtools.connect(KEY, cache_dir=p),
+        gwtools.ConfigurationError,
+    ),
+    "connect: service version": (
+        lambda p: gwtools.connect(KEY, "http://x", cache_dir=p, service_version="1999-01-01"),
+        gwtools.ConfigurationError,
+    ),
+    "connect: account": (
+        lambda p: gwtools.connect(KEY, "http://x", cache_dir=p, account="../up"),
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.payments: status": (
+        lambda p: _gateway(p).payments(status="declined", refresh=False),
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.sync: resource": (
+        lambda p: _gateway(p).sync("charges"),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.sync: unreachable": (
+        lambda p: _gateway(p, max_attempts=1, timeout=2).sync(),
+        gwtools.APIConnectionError,
+    ),
+    "Gateway.iter_payments: unreachable": (
+        lambda p: list(_gateway(p, max_attempts=1, timeout=2).iter_payments()),
+        gwtools.APIConnectionError,
+    ),
+    "Gateway.iter_refunds: until before since": (
+        lambda p: _gateway(p).iter_refunds(since="2024-02-01", until="2024-01-01"),
+        gwtools.ConfigurationError,
+    ),
+    # analyses
+    "analysis: not a table": (
+        lambda _: analysis.decline_rate(42),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "analysis: frequency": (
+        lambda _: analysis.decline_rate(gwtools.read_cache(SAMPLE, "payments"), freq="fortnight"),
+        gwtools.GatewayError,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_raises_a_gateway_error(case: str, tmp_path: Path) -> None:
+    call, expected = CASES[case]
+    with pytest.raises(gwtools.GatewayError) as info:
+        call(tmp_path)
+    assert isinstance(info.value, expected), repr(info.value)
+    assert info.value.message  # says what was wrong
+
+
+def test_the_builtin_bases_stay_catchable(tmp_path: Path) -> None:
+    """Code written against the builtins keeps working: these are documented pairs."""
+    with pytest.raises(FileNotFoundError):
+        gwtools.read_cache(tmp_path / "absent", "payments")
+    with pytest.raises(ValueError):
+        gwtools.normalize_payments([{"amount": 1}])
+    with pytest.raises(ValueError):
+        gwtools.read_cache(SAMPLE, "payments", status="declined")
+
+
+def test_every_exported_error_is_a_gateway_error() -> None:
+    errors = [
+        getattr(gwtools, n)
+        for n in gwtools.__all__
+        if isinstance(getattr(gwtools, n), type)
+        and issubclass(getattr(gwtools, n), BaseException)
+        and not issubclass(getattr(gwtools, n), Warning)
+    ]
+    assert len(errors) == 13
+    assert all(issubclass(e, gwtools.GatewayError) for e in errors)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not yet: an analysis given a frame without the canonical columns it needs raises "
+    "narwhals' ColumnNotFoundError (the analyses are another engineer's files)",
+)
+def test_an_analysis_names_the_missing_canonical_columns() -> None:
+    with pytest.raises(gwtools.ConfigurationError):
+        analysis.decline_rate(pd.DataFrame({"amount": [1]}))
