@@ -67,16 +67,11 @@ class FastFpx(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     bank: _SC = None
 
 
-class FastDetails(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """Flat (the sandbox) or nested per method (``{"card": {...}}``), or both."""
+class FastDetails(FastCard, gc=False, forbid_unknown_fields=True):
+    """Flat (the sandbox: a card's or FPX's fields at this level) or nested per method
+    (``{"card": {...}}``), or both."""
 
     type: _SC = None
-    brand: _SC = None
-    last4: _S = None
-    exp_month: _I = None
-    exp_year: _I = None
-    funding: _S = None
-    country: _S = None
     bank_code: _SC = None
     bank: _SC = None
     card: FastCard | None = None
@@ -92,13 +87,22 @@ class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     doc_url: _S = None
 
 
-class FastPayment(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+class _Record(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """The fields payments and refunds share."""
+
     id: _SC = None
     object: Annotated[_S, DROPPED] = None
     amount: _IC = None
-    amount_captured: _I = None
     currency: _SC = None
     status: _SC = None
+    metadata: _RC = _RAW_ABSENT
+    created: _TC = None  # variant B's creation time
+    created_at: _TC = None  # variant A's
+    livemode: _BC = None
+
+
+class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
+    amount_captured: _I = None
     description: _SC = None
     payment_method: _SC = None
     payment_method_details: FastDetails | None = None
@@ -108,7 +112,6 @@ class FastPayment(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     captured_at: _TC = None
     refunded: _BC = None
     refunded_amount: _IC = None
-    metadata: _RC = _RAW_ABSENT
     failure_code: _SC = None
     failure_message: _S = None
     decline_code: _SC = None
@@ -121,26 +124,14 @@ class FastPayment(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     redirect_url: _S = None
     success_url: _S = None
     cancel_url: _S = None
-    created: _TC = None
-    created_at: _TC = None
     updated_at: _TC = None
     expires_at: _TC = None
-    livemode: _BC = None
 
 
-class FastRefund(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    id: _SC = None
-    object: Annotated[_S, DROPPED] = None
+class FastRefund(_Record, gc=False, forbid_unknown_fields=True):
     payment_id: _SC = None
     payment: _SC = None
-    amount: _IC = None
-    currency: _SC = None
     reason: _SC = None
-    status: _SC = None
-    metadata: _RC = _RAW_ABSENT
-    created: _TC = None
-    created_at: _TC = None
-    livemode: _BC = None
 
 
 RECORD_SHAPES: Final[dict[str, type[msgspec.Struct]]] = {
