@@ -36,7 +36,7 @@ Everything gwtools raises derives from :class:`GatewayError`::
 """
 
 from gwtools._cache import read_cache
-from gwtools._config import Settings
+from gwtools._config import Filters, Settings, check_filters
 from gwtools._errors import (
     APIConnectionError,
     APIError,
@@ -52,7 +52,8 @@ from gwtools._errors import (
     NotFoundError,
     RateLimitError,
 )
-from gwtools._gateway import Gateway, connect
+from gwtools._export import write_table
+from gwtools._gateway import Gateway, cache_path, cache_state, connect
 from gwtools._normalize import normalize_payments, normalize_refunds
 from gwtools._scan import scan_cache
 from gwtools._schema import empty_payments, empty_refunds
@@ -67,6 +68,7 @@ __all__ = [
     "CacheNotFoundError",
     "CardError",
     "ConfigurationError",
+    "Filters",
     "Gateway",
     "GatewayDataWarning",
     "GatewayError",
@@ -79,6 +81,9 @@ __all__ = [
     "Settings",
     "Source",
     "SyncResult",
+    "cache_path",
+    "cache_state",
+    "check_filters",
     "connect",
     "empty_payments",
     "empty_refunds",
@@ -87,6 +92,7 @@ __all__ = [
     "open_source",
     "read_cache",
     "scan_cache",
+    "write_table",
 ]
 
 # Public names say `gwtools.X` in reprs and tracebacks, as in httpx.

@@ -213,7 +213,7 @@ def embedded_settings(
     account: str | None,
 ) -> Settings:
     """Start (or reuse) the embedded sandbox and return settings pointing at it."""
-    from gwtools._extras import require
+    from gwtools.extras import require
 
     require(
         "sandbox",

@@ -41,7 +41,7 @@ from gwtools._errors import GatewayError
 from gwtools._schema import Resource
 from gwtools._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
 
-__all__ = ["SANDBOX_DATA", "Gateway", "connect"]
+__all__ = ["SANDBOX_DATA", "Gateway", "cache_path", "cache_state", "connect"]
 
 T = TypeVar("T")
 RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
@@ -519,3 +519,45 @@ def connect(
         pages_per_batch=pages_per_batch,
         progress=progress,
     )
+
+
+def cache_path(
+    api_key: str | None = None,
+    base_url: str | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    account: str | None = None,
+) -> Path:
+    """The folder :func:`connect` with the same arguments caches into (its
+    :attr:`Gateway.cache_path`), found without connecting: with neither key nor base URL,
+    the embedded sandbox's cache, and nothing is started. Pass it to
+    :func:`~gwtools.read_cache` or :func:`~gwtools.scan_cache` to read offline::
+
+        folder = gwtools.cache_path(account="shop-my")     # GW_* variables as connect() reads
+        failed = gwtools.read_cache(folder, "payments", status="failed")
+
+    Raises :class:`~gwtools.ConfigurationError` where :func:`connect` would.
+    """
+    settings = resolve_settings(api_key, base_url, cache_dir=cache_dir, account=account)
+    if settings is None:
+        from gwtools._embedded import embedded_cache
+
+        root, name, mode = embedded_cache(cache_dir, account)
+        return root / name / mode
+    return settings.cache_dir / settings.account / settings.mode
+
+
+def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[str, Any]:
+    """What the last sync recorded about a cached dataset (its ``_state.json``: high-water
+    mark, last full sync, the completeness report), ``{}`` if nothing was synced there.
+
+    ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder).
+    Use it to check a cache's freshness or completeness without reading its rows.
+    """
+    from gwtools._cache import find_dataset
+
+    check_resource(resource)
+    try:
+        return find_dataset(cache_dir, resource).state()
+    except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
+        return {}

@@ -4,7 +4,10 @@ The core install is the library, the analyses, plots and widgets. The sandbox ga
 so :func:`gwtools.connect` with no key) needs ``gwtools[sandbox]``; ``gwtools report`` and
 ``gwtools demo`` need ``gwtools[report]``; reading with Spark needs ``gwtools[spark]``. Call
 :func:`require` before using one: it says which extra to install instead of an ImportError
-from deep inside.
+from deep inside; :func:`missing` says what is absent::
+
+    from gwtools import extras
+    extras.missing("report")        # [] when `pip install "gwtools[report]"` was done
 """
 
 from __future__ import annotations

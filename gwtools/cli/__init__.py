@@ -46,7 +46,7 @@ class LazyGroup(click.Group):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            from gwtools._extras import extra_of
+            from gwtools.extras import extra_of
 
             extra = extra_of(exc.name)
             if extra is None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def _tables(
     api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from gwtools._errors import GatewayError
+    from gwtools import GatewayError
 
     try:
         payments = _read_cache("payments", api_key_file, base_url, cache_dir, account)
@@ -38,19 +38,12 @@ def _states(
     api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
 ) -> dict[str, Any]:
     """Each dataset's ``_state.json`` (what the last sync reported about itself)."""
-    from gwtools._cache import Dataset
-    from gwtools._config import resolve_settings
-    from gwtools._embedded import embedded_cache
+    import gwtools
 
-    settings = resolve_settings(
+    folder = gwtools.cache_path(
         _read_key_file(api_key_file), base_url, cache_dir=cache_dir, account=account
     )
-    mode: str
-    if settings is None:
-        root, name, mode = embedded_cache(cache_dir, account)
-    else:
-        root, name, mode = settings.cache_dir, settings.account, settings.mode
-    return {r: Dataset.at(root, name, mode, r).state() for r in ("payments", "refunds")}
+    return {r: gwtools.cache_state(folder, r) for r in ("payments", "refunds")}
 
 
 def _tz_option(f: Any) -> Any:

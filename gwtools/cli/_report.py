@@ -121,7 +121,7 @@ def report(
 ) -> None:
     """Run the analyst notebooks against the gateway; write HTML and CSV/Parquet tables."""
     _require("report", "gwtools report")
-    from gwtools._errors import GatewayError
+    from gwtools import GatewayError
     from gwtools.report import ReportError, run_report
 
     if source != "spark" and (spark_master or spark_path):
@@ -154,8 +154,8 @@ def report(
 
 def _require(extra: str, command: str) -> None:
     """A usage error naming ``pip install "gwtools[extra]"`` when that extra is missing."""
-    from gwtools._errors import ConfigurationError
-    from gwtools._extras import require
+    from gwtools import ConfigurationError
+    from gwtools.extras import require
 
     try:
         require(extra, command)
@@ -182,8 +182,10 @@ def demo(out: Path, tz: str) -> None:
     """Start the embedded sandbox, sync its demo history, write the report and summarise it."""
     _require("report", "gwtools demo")
     _require("sandbox", "gwtools demo")
+    from gwtools import Gateway
+
+    # The embedded sandbox's own command: it shows the demo history's size before starting it.
     from gwtools._embedded import demo_history, embedded_settings
-    from gwtools._gateway import Gateway
     from gwtools.report import ReportError, _quiet_embedded_notice, run_report
 
     history = demo_history()

@@ -13,15 +13,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import click
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gwtools._cache import Dataset
-    from gwtools._schema import Resource
+Resource = Literal["payments", "refunds"]
 
 _RESOURCES = ("payments", "refunds")
 
@@ -97,18 +96,17 @@ def _connect(
     account: str | None,
     progress: bool | None = None,
 ) -> Any:
-    import gwtools._gateway as gateway
-    from gwtools._errors import GatewayError
+    import gwtools
 
     try:
-        return gateway.connect(
+        return gwtools.connect(
             _read_key_file(api_key_file),
             base_url,
             cache_dir=cache_dir,
             account=account,
             progress=progress,
         )
-    except GatewayError as exc:
+    except gwtools.GatewayError as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -151,8 +149,7 @@ def sync(
     import json
     import warnings
 
-    from gwtools._errors import GatewayError
-    from gwtools._sync import GatewayDataWarning
+    from gwtools import GatewayDataWarning, GatewayError
 
     gw = _connect(api_key_file, base_url, cache_dir, account, progress)
     try:
@@ -189,43 +186,46 @@ def _read_cache(
 ) -> pd.DataFrame:
     """The cached rows of the dataset a sync with the same options fills, with no connection:
     without a key that is the embedded sandbox's cache, and nothing is started to read it."""
-    return _cached_dataset(resource, api_key_file, base_url, cache_dir, account).read(**where)
+    import gwtools
+
+    folder = _cached_folder(resource, api_key_file, base_url, cache_dir, account)
+    return gwtools.read_cache(folder, resource, **where)
 
 
-def _cached_dataset(
+def _cached_folder(
     resource: Resource,
     api_key_file: str | None,
     base_url: str | None,
     cache_dir: str | None,
     account: str | None,
-) -> Dataset:
-    """The dataset a sync with the same options fills (it must exist), found with no connection."""
-    from gwtools._cache import Dataset
-    from gwtools._config import resolve_settings
-    from gwtools._embedded import embedded_cache
-    from gwtools._errors import GatewayError
+) -> Path:
+    """The cache folder a sync with the same options fills (its ``resource`` must be cached),
+    found with no connection: without a key, the embedded sandbox's, and nothing is started."""
+    import os
 
-    mode: str
+    import gwtools
+
+    key = _read_key_file(api_key_file)
     try:
-        settings = resolve_settings(
-            _read_key_file(api_key_file), base_url, cache_dir=cache_dir, account=account
-        )
-        if settings is None:
-            root, name, mode = embedded_cache(cache_dir, account)
-            source = "the embedded sandbox (no GW_API_KEY/GW_BASE_URL)"
-        else:
-            root, name, mode = settings.cache_dir, settings.account, settings.mode
-            source = f"account {name!r} in {mode} mode"
-    except GatewayError as exc:
+        folder = gwtools.cache_path(key, base_url, cache_dir=cache_dir, account=account)
+    except gwtools.GatewayError as exc:
         raise click.ClickException(str(exc)) from None
-    dataset = Dataset.at(root, name, mode, resource)
-    if not dataset.exists():
+    if (
+        key is None
+        and base_url is None
+        and not os.environ.get("GW_API_KEY", "")
+        and not (os.environ.get("GW_BASE_URL", ""))
+    ):
+        source = "the embedded sandbox (no GW_API_KEY/GW_BASE_URL)"
+    else:
+        source = f"account {folder.parent.name!r} in {folder.name} mode"
+    if not gwtools.cache_state(folder, resource) and not (folder / resource).is_dir():
         raise click.ClickException(
-            f"nothing cached yet for {source}: no {resource} under {dataset.path}. Run "
+            f"nothing cached yet for {source}: no {resource} under {folder / resource}. Run "
             "`gwtools sync` with the same options first, or export without --no-refresh "
             "(which syncs before exporting)."
         )
-    return dataset
+    return folder
 
 
 @click.command()
@@ -262,10 +262,7 @@ def export(
 ) -> None:
     """Write canonical payments or refunds to CSV or Parquet, streamed from the cache in
     batches (any size, never the whole table in memory)."""
-    from gwtools._config import check_filters
-    from gwtools._errors import ConfigurationError, GatewayError
-    from gwtools._export import write_table
-    from gwtools._scan import scan_cache
+    from gwtools import ConfigurationError, GatewayError, check_filters, scan_cache, write_table
 
     try:  # the library's own check of --status/--since/--until, before anything starts
         where = check_filters(resource, since, until, list(status) or None)
@@ -281,8 +278,8 @@ def export(
                 gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))
                 table = gw.scan(kind, *where)
         else:
-            dataset = _cached_dataset(kind, api_key_file, base_url, cache_dir, account)
-            table = scan_cache(dataset.path, kind, since=where[0], until=where[1], status=where[2])
+            folder = _cached_folder(kind, api_key_file, base_url, cache_dir, account)
+            table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
         if out == "-":
             write_table(table, sys.stdout, "csv")
             return
