@@ -312,3 +312,49 @@ def _unknown_of(rec: dict[str, Any]) -> dict[str, Any] | None:
 def unknown_fields(body: bytes) -> list[dict[str, Any] | None]:
     """Per record of a body decode_fast read leniently: its non-null unknown top-level fields."""
     return [_unknown_of(rec) for rec in _dict_envelope_decoder.decode(body).data]
+
+
+# ----------------------------------------------------------------------------- objects
+# Objects the caller already holds (dicts) are converted to the same shapes without a
+# detour through JSON text: fields kept as raw JSON in a body (``metadata``,
+# ``client_secret``) are taken as the objects they are.
+
+
+def _object_shape(kind: type[msgspec.Struct], *, strict: bool) -> type[msgspec.Struct]:
+    fields: list[tuple[str, Any, Any]] = []
+    for name, hint, role, _ in _fields(kind):
+        if msgspec.Raw in (hint, *get_args(hint)):
+            hint = Annotated[dict[str, Any] | None, role] if isinstance(role, Column) else Any
+            fields.append((name, hint, None))
+        else:
+            fields.append((name, hint, getattr(kind(), name)))
+    return msgspec.defstruct(
+        f"{'Object' if strict else 'LenientObject'}{kind.__name__}",
+        fields,
+        forbid_unknown_fields=strict,
+        gc=False,
+    )
+
+
+_object_shapes = {
+    (r, strict): list[_object_shape(kind, strict=strict)]  # type: ignore[misc]
+    for r, kind in RECORD_SHAPES.items()
+    for strict in (True, False)
+}
+
+
+def decode_objects(
+    resource: str, objects: list[Any]
+) -> tuple[list[Any], list[dict[str, Any] | None]] | None:
+    """Objects (dicts) as strictly typed records and their unknown top-level fields, as
+    :func:`decode_fast` gives them for a body; None when they need the tolerant path."""
+    try:
+        return msgspec.convert(objects, _object_shapes[resource, True]), []
+    except (msgspec.ValidationError, TypeError):
+        if resource != "payments":
+            return None
+    try:
+        records = msgspec.convert(objects, _object_shapes[resource, False])
+    except (msgspec.ValidationError, TypeError):
+        return None
+    return records, [_unknown_of(obj) for obj in objects]

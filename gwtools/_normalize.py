@@ -68,6 +68,7 @@ from gwtools._decode import (
     Spec,
     column_spec,
     decode_fast,
+    decode_objects,
     fields_with_role,
     payment_extras,
     raw_metadata,
@@ -640,7 +641,10 @@ class _FastColumns:
                 arr, bad = to_timestamps(values)
                 self.bad_rows.extend(self.n + i for i in bad)
             elif kind == "r":
-                arr = _raw_texts(values)
+                if values[0].__class__ is msgspec.Raw:
+                    arr = _raw_texts(values)
+                else:  # from objects: the JSON of the dicts
+                    arr = _raw_texts([_JSON.encode(v) if v else b"" for v in values])
             else:
                 arr = pa.array(values, _FAST_TYPES[kind])
             self.arrays.setdefault(prefix + name, []).append(arr)
@@ -869,6 +873,46 @@ def normalize_bodies(
     return _normalize_bodies(resource, bodies, livemode, fast=True, check_ids=check_ids)
 
 
+#: Reads part ``i`` of a batch strictly: (variant, typed records, unknown fields per
+#: record, or [] when none), or None when the part needs the tolerant path.
+_StrictReader = Callable[[int], "tuple[Variant, list[Any], list[dict[str, Any] | None]] | None"]
+#: Reads part ``i`` of a batch record by record into a collector.
+_TolerantReader = Callable[[int, "_Collector"], None]
+
+
+def _normalize_parts(
+    resource: Resource,
+    parts: int,
+    strict: _StrictReader,
+    tolerant: _TolerantReader,
+    livemode: bool | None,
+    *,
+    fast: bool,
+    check_ids: bool = False,
+) -> NormalizedBatch:
+    """Parts (list bodies, or pages of objects) -> one canonical batch, in part order.
+
+    Each part is read strictly (the fast path) unless ``fast`` is false; a part it cannot
+    read, or that holds a record needing a judgement, is read by the tolerant path.
+    """
+    _schema.columns(resource)  # a clear error for a bad resource name
+    with _NoGC():
+        if not fast:
+            tables: list[pa.Table] = []
+            redo = list(range(parts))
+        else:
+            tables, redo = _strict_share(resource, range(parts), strict, livemode)
+            if check_ids:
+                tables, damaged = _without_malformed_ids(resource, tables)
+                redo = sorted(set(redo) | damaged)
+        collector = _Collector(resource, livemode, check_ids)
+        for i in sorted(redo):
+            tolerant(i, collector)
+        tables.append(collector.table())
+        frame, unknown = _complete(resource, tables)
+    return NormalizedBatch(frame, collector.rejects, unknown)
+
+
 def _normalize_bodies(
     resource: Resource,
     bodies: Sequence[bytes],
@@ -878,33 +922,27 @@ def _normalize_bodies(
     check_ids: bool = False,
 ) -> NormalizedBatch:
     """normalize_bodies; ``fast=False`` reads every body with the tolerant path (tests compare)."""
-    _schema.columns(resource)  # a clear error for a bad resource name
-    with _NoGC():
-        if not fast:
-            tables: list[pa.Table] = []
-            tolerant = list(range(len(bodies)))
-        else:
-            tables, tolerant = _strict_share(resource, bodies, range(len(bodies)), livemode)
-            if check_ids:
-                tables, damaged = _without_malformed_ids(resource, tables)
-                tolerant = sorted(set(tolerant) | damaged)
-        collector = _Collector(resource, livemode, check_ids)
-        for i in sorted(tolerant):
+
+    def strict(i: int) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
+        return decode_fast(resource, bodies[i])
+
+    def tolerant(i: int, collector: _Collector) -> None:
+        try:
+            variant, raws = decode_raw_records(bodies[i])
+        except MalformedResponseError as exc:
+            collector.reject(exc.why, snippet(bodies[i], 1000))
+            return
+        for raw in raws:
             try:
-                variant, raws = decode_raw_records(bodies[i])
-            except MalformedResponseError as exc:
-                collector.reject(exc.why, snippet(bodies[i], 1000))
+                obj = decode_value(raw)
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+                collector.reject(f"record is not valid JSON ({exc})", raw)
                 continue
-            for raw in raws:
-                try:
-                    obj = decode_value(raw)
-                except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-                    collector.reject(f"record is not valid JSON ({exc})", raw)
-                    continue
-                collector.add(obj, variant, i, raw)
-        tables.append(collector.table())
-        frame, unknown = _complete(resource, tables)
-    return NormalizedBatch(frame, collector.rejects, unknown)
+            collector.add(obj, variant, i, raw)
+
+    return _normalize_parts(
+        resource, len(bodies), strict, tolerant, livemode, fast=fast, check_ids=check_ids
+    )
 
 
 def _without_malformed_ids(
@@ -925,20 +963,20 @@ def _without_malformed_ids(
 
 
 def _strict_share(
-    resource: Resource, bodies: Sequence[bytes], share: Sequence[int], livemode: bool | None
+    resource: Resource, share: Sequence[int], strict: _StrictReader, livemode: bool | None
 ) -> tuple[list[pa.Table], list[int]]:
-    """The fast path over ``bodies[share]``: tables, and the bodies left to the tolerant path."""
-    strict = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
+    """The fast path over parts ``share``: tables, and the parts left to the tolerant path."""
+    columns = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
     tolerant: list[int] = []
     tables: list[pa.Table] = []
     for i in share:
-        got = decode_fast(resource, bodies[i])
+        got = strict(i)
         if got is None:
             tolerant.append(i)
         else:
             variant, records, unknown = got
-            strict[variant].add(records, i, unknown)
-    for acc in strict.values():
+            columns[variant].add(records, i, unknown)
+    for acc in columns.values():
         if acc.pages:
             table, redo = acc.table(livemode)
             tables.append(table)
@@ -946,27 +984,43 @@ def _strict_share(
     return tables, tolerant
 
 
-def _as_bodies(records: list[Any]) -> list[bytes] | None:
-    """Objects -> list bodies of 100, one variant each, for the fast path (None: not JSON).
+#: Objects per page when normalising objects: a page the fast path cannot read is redone
+#: record by record, so a page is the unit of that fallback (as a list body is).
+_OBJECT_PAGE = 100
 
-    A run of objects carrying ``created`` goes in a variant B envelope, others in A, so
-    each object is read as the dict rules say.
-    """
-    bodies: list[bytes] = []
-    try:
-        for variant, run in itertools.groupby(records, key=_object_variant):
-            objects = list(run)
-            for start in range(0, len(objects), 100):
-                data = _JSON.encode(objects[start : start + 100])
-                head = b'{"meta":{},"data":' if variant == "A" else b'{"has_more":false,"data":'
-                bodies.append(head + data + b"}")
-    except (TypeError, msgspec.EncodeError):
-        return None
-    return bodies
+
+def _object_pages(records: list[Any]) -> list[tuple[Variant, list[Any]]]:
+    """Objects -> pages of one variant each: a run of objects carrying ``created`` is variant
+    B, others A (non-objects too: the tolerant path rejects them)."""
+    pages: list[tuple[Variant, list[Any]]] = []
+    for variant, run in itertools.groupby(records, key=_object_variant):
+        objects = list(run)
+        for start in range(0, len(objects), _OBJECT_PAGE):
+            pages.append((variant, objects[start : start + _OBJECT_PAGE]))
+    return pages
 
 
 def _object_variant(obj: Any) -> Variant:
     return object_variant(obj) if isinstance(obj, Mapping) else "A"
+
+
+def _normalize_object_pages(
+    resource: Resource, records: list[Any], livemode: bool | None, *, fast: bool = True
+) -> NormalizedBatch:
+    """Objects -> a canonical batch: converted to the record shapes directly (no JSON text)."""
+    pages = _object_pages(records)
+
+    def strict(i: int) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
+        variant, objects = pages[i]
+        got = decode_objects(resource, objects)
+        return None if got is None else (variant, *got)
+
+    def tolerant(i: int, collector: _Collector) -> None:
+        variant, objects = pages[i]
+        for obj in objects:
+            collector.add(obj, variant, i)
+
+    return _normalize_parts(resource, len(pages), strict, tolerant, livemode, fast=fast)
 
 
 def _normalize_objects(
@@ -983,16 +1037,7 @@ def _normalize_objects(
             f"not a single {type(records).__name__}; for list response bodies use normalize_bodies"
         )
     records = list(records)
-    bodies = _as_bodies(records)
-    if bodies is not None:
-        batch = _normalize_bodies(resource, bodies, livemode, fast=True)
-    else:  # not JSON-encodable (say, non-string keys): read them one by one
-        with _NoGC():
-            collector = _Collector(resource, livemode)
-            for obj in records:
-                collector.add(obj, None)
-            frame, unknown = _complete(resource, [collector.table()])
-        batch = NormalizedBatch(frame, collector.rejects, unknown)
+    batch = _normalize_object_pages(resource, records, livemode)
     for status in sorted(batch.unknown_statuses):
         warnings.warn(
             f"unknown {resource[:-1]} status {status!r} mapped to 'unknown' "

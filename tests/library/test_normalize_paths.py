@@ -138,6 +138,36 @@ def test_fast_and_tolerant_paths_agree(bodies: list[bytes]) -> None:
     assert fast.unknown_statuses == tolerant.unknown_statuses
 
 
+OBJECTS = st.lists(st.one_of(record("A"), record("B")), max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OBJECTS)
+def test_objects_fast_and_tolerant_paths_agree(objects: list[Any]) -> None:
+    fast = normalize._normalize_object_pages("payments", objects, False, fast=True)
+    tolerant = normalize._normalize_object_pages("payments", objects, False, fast=False)
+    pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
+    assert fast.rejects == tolerant.rejects
+    assert fast.unknown_statuses == tolerant.unknown_statuses
+
+
+def test_objects_are_converted_not_encoded_as_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = [{"id": f"pay_{i}", "amount": 100 + i, "currency": "MYR", "status": "captured",
+                "metadata": {"order": i}, "created_at": f"2026-01-01T00:00:0{i}Z",
+                "statement_descriptor": "SHOP"} for i in range(3)]  # fmt: skip
+
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError("objects went through JSON bodies or the tolerant path")
+
+    for name in ("decode_fast", "decode_raw_records"):
+        monkeypatch.setattr(normalize, name, refuse)
+    monkeypatch.setattr(normalize._Collector, "add", refuse)
+    frame = normalize.normalize_payments(objects, livemode=False)
+    assert frame["amount"].tolist() == [100, 101, 102]
+    assert frame["metadata"].tolist() == ['{"order":0}', '{"order":1}', '{"order":2}']
+    assert frame["extra"].tolist() == ['{"statement_descriptor":"SHOP"}'] * 3
+
+
 def test_pages_redone_across_chunks_keep_their_place(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(normalize, "_CHUNK", 3)  # many stage-1 chunks for few records
 
