@@ -74,7 +74,7 @@ _DAMAGED_ID = {
 
 def malformed_id_reason(resource: str, ident: str) -> str | None:
     """Why ``ident`` is not a well-formed id of ``resource`` (None when it is)."""
-    if _ID_RE[resource].match(ident):
+    if _ID_RE[resource].fullmatch(ident):  # (match would let "pay_1\n" through: $ and \n)
         return None
     return (
         f"malformed id {ident!r}: {resource} ids are {ID_PREFIX[resource]!r} followed by "

@@ -538,51 +538,7 @@ def test_empty_input_gives_empty_typed_tables() -> None:
         assert len(normalize_bodies("payments", [a_page([])]).frame) == 0
 
 
-# --------------------------------------------------------------------------- page_info
-
-
-def test_page_info_variant_a() -> None:
-    raw = body("sandbox/A/payments_page1.json")
-    data = json.loads(raw)
-    info = page_info(raw)
-    assert (info.variant, info.count, info.has_more) == ("A", 100, None)
-    assert (info.total, info.total_pages, info.page, info.limit) == (240, 3, 1, 100)
-    assert (info.first_id, info.last_id) == (data["data"][0]["id"], data["data"][-1]["id"])
-    assert info.first_created == ts(data["data"][0]["created_at"]).to_pydatetime()
-    assert info.last_created == ts(data["data"][-1]["created_at"]).to_pydatetime()
-
-
-def test_page_info_variant_b_and_unusable_edge_records() -> None:
-    raw = body("sandbox/B/payments_page1.json")
-    data = json.loads(raw)["data"]
-    info = page_info(raw)
-    assert (info.variant, info.count, info.has_more, info.total_pages) == ("B", 100, True, None)
-    assert info.last_id == data[-1]["id"]
-    assert info.first_created == pd.Timestamp(data[0]["created"], unit="s", tz=UTC)
-    # The first/last usable record: ids and times skip records that lack them.
-    edge = b_page([{"amount": 1}, pay_b(id="x1", created=1767225600),
-                   pay_b(id="x2", created=1767225660), {"id": "x3", "created": "junk"}])  # fmt: skip
-    info = page_info(edge)
-    assert (info.first_id, info.last_id) == ("x1", "x3")
-    assert info.first_created == pd.Timestamp(1767225600, unit="s", tz=UTC)
-    assert info.last_created == pd.Timestamp(1767225660, unit="s", tz=UTC)
-    assert page_info(b_page([])).count == 0
-
-
-@pytest.mark.parametrize(
-    ("raw", "message"),
-    [
-        (b"<html>502</html>", "not JSON"),
-        (b'{"error": {"type": "api_error"}}', "not a list envelope"),
-        (b'{"data": [], "other": 1}', "neither `meta` nor"),
-        (b"[1, 2]", "not a list envelope"),
-    ],
-)
-def test_page_info_raises_for_bodies_that_are_not_envelopes(raw: bytes, message: str) -> None:
-    with pytest.raises(MalformedResponseError, match=message) as exc:
-        page_info(raw)
-    assert isinstance(exc.value, ValueError)
-    assert "body starts" in str(exc.value)
+# --------------------------------------------------------------------------- bodies that are not envelopes
 
 
 def test_recorded_error_bodies_are_not_envelopes() -> None:

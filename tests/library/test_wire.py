@@ -1,0 +1,137 @@
+"""The wire format (gwtools._wire): envelopes, page info, variants, ids and paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gwtools._wire import (
+    MalformedResponseError,
+    has_damaged_id,
+    list_bodies,
+    malformed_id_reason,
+    object_path,
+    page_info,
+    read_object,
+)
+
+RECORDED = Path(__file__).resolve().parents[2] / "data" / "recorded"
+UTC = "UTC"
+
+
+def body(path: str) -> bytes:
+    return (RECORDED / path).read_bytes()
+
+
+def b_page(records: list[Any], has_more: bool = False) -> bytes:
+    return json.dumps(
+        {"object": "list", "data": records, "has_more": has_more, "url": "/v1/payments"}
+    ).encode()
+
+
+def ts(text: str) -> pd.Timestamp:
+    return pd.Timestamp(text).tz_convert(UTC) if "+" in text[10:] else pd.Timestamp(text, tz=UTC)
+
+
+def pay_b(**fields: Any) -> dict[str, Any]:
+    return {"id": "pay_b", "object": "payment", "amount": 1000, "currency": "myr",
+            "status": "succeeded", "created": 1767225600, "livemode": False, **fields}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- page_info
+
+
+def test_page_info_variant_a() -> None:
+    raw = body("sandbox/A/payments_page1.json")
+    data = json.loads(raw)
+    info = page_info(raw)
+    assert (info.variant, info.count, info.has_more) == ("A", 100, None)
+    assert (info.total, info.total_pages, info.page, info.limit) == (240, 3, 1, 100)
+    assert (info.first_id, info.last_id) == (data["data"][0]["id"], data["data"][-1]["id"])
+    assert info.first_created == ts(data["data"][0]["created_at"]).to_pydatetime()
+    assert info.last_created == ts(data["data"][-1]["created_at"]).to_pydatetime()
+
+
+def test_page_info_variant_b_and_unusable_edge_records() -> None:
+    raw = body("sandbox/B/payments_page1.json")
+    data = json.loads(raw)["data"]
+    info = page_info(raw)
+    assert (info.variant, info.count, info.has_more, info.total_pages) == ("B", 100, True, None)
+    assert info.last_id == data[-1]["id"]
+    assert info.first_created == pd.Timestamp(data[0]["created"], unit="s", tz=UTC)
+    # The first/last usable record: ids and times skip records that lack them.
+    edge = b_page([{"amount": 1}, pay_b(id="x1", created=1767225600),
+                   pay_b(id="x2", created=1767225660), {"id": "x3", "created": "junk"}])  # fmt: skip
+    info = page_info(edge)
+    assert (info.first_id, info.last_id) == ("x1", "x3")
+    assert info.first_created == pd.Timestamp(1767225600, unit="s", tz=UTC)
+    assert info.last_created == pd.Timestamp(1767225660, unit="s", tz=UTC)
+    assert page_info(b_page([])).count == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"<html>502</html>", "not JSON"),
+        (b'{"error": {"type": "api_error"}}', "not a list envelope"),
+        (b'{"data": [], "other": 1}', "neither `meta` nor"),
+        (b"[1, 2]", "not a list envelope"),
+    ],
+)
+def test_page_info_raises_for_bodies_that_are_not_envelopes(raw: bytes, message: str) -> None:
+    with pytest.raises(MalformedResponseError, match=message) as exc:
+        page_info(raw)
+    assert isinstance(exc.value, ValueError)
+    assert "body starts" in str(exc.value)
+
+
+def test_page_info_lists_each_records_id_in_order() -> None:
+    page = b_page([pay_b(id="pay_1"), {"amount": 1}, "not an object", pay_b(id=""),
+                   {"id": 7, "created": 1}, pay_b(id="pay_2")])  # fmt: skip
+    info = page_info(page)
+    assert info.ids == ("pay_1", None, None, None, None, "pay_2")
+    assert (info.first_id, info.last_id, info.count) == ("pay_1", "pay_2", 6)
+    # a record damaged beyond reading gives no id, the others still do
+    damaged = b'{"object":"list","has_more":false,"data":[{"id":"pay_1","x":1e400},{"id":"pay_2"}]}'
+    assert page_info(damaged).ids[1] == "pay_2"
+
+
+def test_read_object_tells_the_variant_by_created() -> None:
+    b = json.dumps(pay_b()).encode()
+    a = json.dumps({"id": "pay_a", "created_at": "2026-01-01T00:00:00Z"}).encode()
+    assert read_object(b) == ("B", b)
+    assert read_object(a) == ("A", a)
+    assert read_object(b'{"id":"pay_x","created":null}')[0] == "B"  # present, even if null
+    for bad in (b"[1]", b"<html>", b'"pay_1"'):
+        with pytest.raises(ValueError, match="not a JSON object"):
+            read_object(bad)
+
+
+def test_list_bodies_wrap_objects_in_the_envelope_of_their_variant() -> None:
+    a1, b1, a2 = b'{"id":"pay_1"}', b'{"id":"pay_2","created":1}', b'{"id":"pay_3"}'
+    bodies = list_bodies([("A", a1), ("B", b1), ("A", a2)])
+    assert [json.loads(x) for x in bodies] == [
+        {"data": [{"id": "pay_1"}, {"id": "pay_3"}],
+         "meta": {"total": 2, "page": 1, "limit": 2, "totalPages": 1}},
+        {"object": "list", "data": [{"id": "pay_2", "created": 1}], "has_more": False},
+    ]  # fmt: skip
+    assert [page_info(x).variant for x in bodies] == ["A", "B"]
+    assert list_bodies([]) == []
+
+
+def test_object_path_and_ids() -> None:
+    assert object_path("payments", "pay_1Ab") == "payments/pay_1Ab"
+    assert object_path("refunds", "rfnd/../x") == "refunds/rfnd%2F..%2Fx"
+    assert malformed_id_reason("payments", "pay_1Ab") is None
+    assert malformed_id_reason("refunds", "rfnd_9") is None
+    for bad in ("pay_", "pay_1-2", "rfnd_1", "pay_1\n"):
+        reason = malformed_id_reason("payments", bad)
+        assert reason is not None and "'pay_' followed by letters and digits" in reason
+    assert not has_damaged_id("payments", b_page([pay_b(id="pay_1Ab")]))
+    assert has_damaged_id("payments", b_page([pay_b(id="pay_1\u00e9b")]))
+    assert has_damaged_id("payments", b'{"data":[{"id": "pay_1#b"}]}')
+    assert not has_damaged_id("refunds", b'{"data":[{"id": "pay_1#b"}]}')
