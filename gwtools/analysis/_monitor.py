@@ -573,7 +573,7 @@ def monitor(
     alerts: list[dict[str, object]] = []
     if w is not None:
         # A lazy table is filtered to the baseline and the window in its engine; only those
-        # rows' columns are collected (order ids live in metadata JSON, which engines can't read).
+        # rows' columns are collected, and the monitors count them in pandas.
         # pandas tables get the same cut, so that "an order's first attempt" means the same.
         payments = w.span(narrow(payments, PAYMENT_COLUMNS, since=w.base_start, until=w.until))
         if refunds is not None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
+import narwhals as nw
 import pandas as pd
 
-from gwtools.analysis._recovery import narrow
+from gwtools.analysis import _engine as E
 
 #: rule -> what it checks (the ``description`` column of :func:`quality`).
 QUALITY_RULES: Final[dict[str, str]] = {
@@ -53,36 +53,26 @@ _PAYMENT_COLUMNS: Final = (
 _REFUND_COLUMNS: Final = ("id", "payment_id", "status", "amount", "currency", "created_at")
 
 
-def _captured_amount(payments: pd.DataFrame) -> pd.Series:
-    """The captured amount: ``amount_captured`` from ``extra`` when the gateway sends it (a
-    partial capture), else the whole amount of a captured payment, else 0."""
-    amount = payments["amount"].astype("Int64")
-    extra = payments["extra"]
-    has = extra.str.contains('"amount_captured"', regex=False).fillna(False).astype(bool)
-
-    def read(text: str) -> Any:
-        try:
-            value = orjson.loads(text).get("amount_captured")
-        except (orjson.JSONDecodeError, AttributeError):
-            return pd.NA
-        return value if isinstance(value, int) else pd.NA
-
-    out = amount.where(payments["captured"].fillna(False).astype(bool), 0).astype("Int64")
-    if has.any():
-        out[has] = extra[has].map(read).astype("Int64").fillna(out[has])
-    return out
+def _captured_expr() -> nw.Expr:
+    """The captured amount (of a frame with ``_ac``, extra's ``amount_captured`` as text): that
+    amount when the gateway sends a whole number (a partial capture), else the whole amount of
+    a captured payment, else 0."""
+    text = nw.col("_ac")
+    whole = E.truthy(text.str.contains(r"^-?[0-9]+$"))
+    fallback = nw.when(E.truthy(nw.col("captured"))).then(nw.col("amount")).otherwise(nw.lit(0))
+    # Cast only digits (pandas evaluates both branches: a null or a word would not cast).
+    number = nw.when(whole).then(text).otherwise(nw.lit("0")).cast(nw.Int64)
+    return nw.when(whole).then(number).otherwise(fallback).cast(nw.Int64)
 
 
-def _hourly_holes(payments: pd.DataFrame, tz: str) -> tuple[int, list[str]]:
-    ts = payments["created_at"].dropna()
-    if ts.empty:
+def _hourly_holes(counts: pd.Series) -> tuple[int, list[str]]:
+    """Holes in per-hour payment counts (index: naive local hour starts, only non-empty hours)."""
+    if counts.empty:
         return 0, []
-    hours = ts.dt.tz_convert(tz).dt.tz_localize(None).dt.floor("h")
-    counts = hours.value_counts()
-    span = pd.date_range(hours.min(), hours.max(), freq="h")
+    span = pd.date_range(counts.index.min(), counts.index.max(), freq="h")
     series = counts.reindex(span, fill_value=0)
     # usual traffic of each hour of the day, over the whole table
-    slot = series.index.hour
+    slot = span.hour
     expected = series.groupby(slot).transform("mean").to_numpy()
     empty = (series.to_numpy() == 0).astype(int)
     holes: list[str] = []
@@ -152,100 +142,112 @@ def quality(
     per-resource report, the datasets' ``_state.json`` contents ({resource: state}) or a bool;
     the rule is left out when nothing is given.
 
-    Takes pandas or lazy tables (DuckDB, Spark): of a lazy table only the columns the rules read
-    are collected.
+    Takes pandas or lazy tables (DuckDB, Spark, both on one engine): every rule runs in the
+    engine; only counts, up to five example ids per rule (smallest first) and per-hour counts
+    come back. Rules other than the two on unique ids look at one row per id.
 
     Example: ``quality(payments, refunds).query("not ok")``.
     """
-    payments = narrow(payments, _PAYMENT_COLUMNS)
-    refunds = narrow(refunds, _REFUND_COLUMNS)
+    lp, lr = E.lazy_pair(payments, refunds)
     rows: list[dict[str, Any]] = []
 
-    def add(
-        rule: str, checked: int, broken: pd.Series | list[str], count: int | None = None
-    ) -> None:
-        examples = [str(x) for x in list(broken)[:EXAMPLES]]
-        n = len(broken) if count is None else count
+    def add(rule: str, checked: int, examples: list[str], count: int) -> None:
         rows.append(
             {
                 "rule": rule,
                 "description": QUALITY_RULES[rule],
                 "checked": int(checked),
-                "count": int(n),
-                "ok": n == 0,
-                "examples": examples,
+                "count": int(count),
+                "ok": count == 0,
+                "examples": [str(x) for x in examples[:EXAMPLES]],
             }
         )
 
-    pay = payments.drop_duplicates("id", keep="last")
-    ref = refunds.drop_duplicates("id", keep="last")
-    live = ref[ref["status"].isin(_LIVE_REFUND).fillna(False).astype(bool)]
-    refunded_sum = live.groupby("payment_id")["amount"].sum()
-    by_id = pay.set_index("id")
+    def scalar(lf: nw.LazyFrame[Any], **exprs: nw.Expr) -> dict[str, Any]:
+        row = E.to_pandas(lf.select(**exprs)).iloc[0]
+        return {str(k): (0 if pd.isna(v) else v) for k, v in row.items()}
 
-    total = refunded_sum.reindex(by_id.index).fillna(0).astype("int64")
-    recorded = by_id["refunded_amount"].fillna(0).astype("int64")
-    add(
-        "refunded_amount_matches_refunds",
-        len(by_id),
-        by_id.index[(recorded != total).to_numpy()].tolist(),
+    def broken(lf: nw.LazyFrame[Any], flag: str, id_col: str = "id") -> tuple[list[str], int]:
+        """Up to EXAMPLES ids (smallest first, the same on every engine) and the count."""
+        n = int(scalar(lf, n=nw.col(flag).sum())["n"])
+        if n == 0:
+            return [], 0
+        bad = lf.filter(nw.col(flag) == 1).select(nw.col(id_col).alias("x"))
+        ids = E.to_pandas(bad.sort("x", nulls_last=True).head(EXAMPLES))["x"]
+        return ids.astype(str).tolist(), n
+
+    def duplicated(lf: nw.LazyFrame[Any]) -> tuple[int, list[str], int]:
+        counts = lf.group_by("id").agg(nw.len().alias("k"))
+        dup = counts.filter(nw.col("k") > 1).with_columns(_d=nw.lit(1))
+        rows_n = int(scalar(lf, n=nw.len())["n"])
+        return (rows_n, *broken(dup, "_d"))
+
+    # Duplicated ids first (on the raw rows), then every rule on one row per id.
+    pay_rows, dup_pay, n_dup_pay = duplicated(lp)
+    ref_rows, dup_ref, n_dup_ref = duplicated(lr)
+    pay = lp.unique(subset=["id"], keep="any")
+    ref = lr.unique(subset=["id"], keep="any")
+    live = ref.filter(E.truthy(nw.col("status").is_in(list(_LIVE_REFUND))))
+    sums = live.group_by("payment_id").agg(nw.col("amount").sum().alias("_rsum"))
+    pj = E.json_field(pay, "extra", "amount_captured", "_ac")
+    pj = pj.join(sums, left_on="id", right_on="payment_id", how="left")
+    pj = pj.with_columns(
+        _total=nw.col("_rsum").fill_null(0),
+        _recorded=nw.col("refunded_amount").fill_null(0),
+        _capt=_captured_expr().fill_null(0),
+        _has=E.flag(~nw.col("_rsum").is_null()),
+        _known=E.flag(nw.col("status") != "unknown"),
     )
-
-    captured = _captured_amount(pay).set_axis(pay["id"])
     should = (
-        (recorded > 0)
-        & (recorded >= captured.reindex(by_id.index).fillna(0))
-        & (captured.reindex(by_id.index).fillna(0) > 0)
+        (nw.col("_recorded") > 0) & (nw.col("_recorded") >= nw.col("_capt")) & (nw.col("_capt") > 0)
     )
-    flag = by_id["refunded"].fillna(False).astype(bool)
-    add(
-        "refunded_flag_matches_amounts",
-        len(by_id),
-        by_id.index[(flag != should.astype(bool)).to_numpy()].tolist(),
+    cap = nw.col("captured")
+    succeeded = E.truthy(nw.col("status") == "succeeded")
+    known = nw.col("_known") == 1
+    pj = pj.with_columns(
+        _r1=E.flag(nw.col("_recorded") != nw.col("_total")),
+        _r2=E.flag(E.truthy(nw.col("refunded")) != E.truthy(should)),
+        _r4=E.flag(known & ((E.truthy(cap) != succeeded) | cap.is_null())),
+        _r6=E.flag((nw.col("_total") > nw.col("_capt")) & (nw.col("_has") == 1)),
     )
+    totals = scalar(pj, n=nw.len(), known=nw.col("_known").sum(), has=nw.col("_has").sum())
+    n_pay = int(totals["n"])
 
-    orphan = ~ref["payment_id"].isin(by_id.index)
-    add("refund_payment_cached", len(ref), ref.loc[orphan.to_numpy(), "id"].tolist())
+    add("refunded_amount_matches_refunds", n_pay, *broken(pj, "_r1"))
+    add("refunded_flag_matches_amounts", n_pay, *broken(pj, "_r2"))
 
-    cap = pay["captured"].astype("boolean")
-    succeeded = pay["status"].eq("succeeded").fillna(False).astype(bool)
-    known = pay["status"].ne("unknown").fillna(False).astype(bool)
-    mismatch = known & (cap.fillna(False).astype(bool) != succeeded) | (known & cap.isna())
-    add(
-        "captured_flag_matches_status",
-        int(known.sum()),
-        pay.loc[mismatch.to_numpy(), "id"].tolist(),
+    ids = pay.select(nw.col("id").alias("payment_id"), nw.col("currency").alias("_pcur"))
+    rj = ref.join(ids.with_columns(_p=nw.lit(1)), on="payment_id", how="left")
+    rj = rj.with_columns(
+        _orphan=E.flag(nw.col("_p").is_null()),
+        _wrong=E.flag(
+            ~nw.col("_p").is_null()
+            & (
+                nw.col("currency").str.to_uppercase().fill_null("")
+                != nw.col("_pcur").str.to_uppercase().fill_null("")
+            )
+        ),
     )
+    ref_totals = scalar(rj, n=nw.len(), matched=(1 - nw.col("_orphan")).sum())
+    add("refund_payment_cached", int(ref_totals["n"]), *broken(rj, "_orphan"))
+    add("captured_flag_matches_status", int(totals["known"]), *broken(pj, "_r4"))
+    add("refund_currency_matches_payment", int(ref_totals["matched"]), *broken(rj, "_wrong"))
+    add("refunds_within_captured_amount", int(totals["has"]), *broken(pj, "_r6"))
+    add("payment_ids_unique", pay_rows, dup_pay, n_dup_pay)
+    add("refund_ids_unique", ref_rows, dup_ref, n_dup_ref)
 
-    joined = ref.merge(
-        pay[["id", "currency"]].rename(columns={"id": "payment_id", "currency": "pay_currency"}),
-        on="payment_id",
-        how="inner",
+    hourly = pay.filter(~nw.col("created_at").is_null()).with_columns(
+        _hour=E.local_wall(pay, "created_at", tz).dt.truncate("1h")
     )
-    wrong = (
-        joined["currency"].astype(str).str.upper() != joined["pay_currency"].astype(str).str.upper()
-    )
-    add("refund_currency_matches_payment", len(joined), joined.loc[wrong.to_numpy(), "id"].tolist())
-
-    over = refunded_sum.reindex(by_id.index).fillna(0) > captured.reindex(by_id.index).fillna(0)
-    has_refunds = by_id.index.isin(refunded_sum.index)
-    add(
-        "refunds_within_captured_amount",
-        int(has_refunds.sum()),
-        by_id.index[(over.to_numpy() & has_refunds)].tolist(),
-    )
-
-    dup = payments["id"][payments["id"].duplicated(keep="first")].unique().tolist()
-    add("payment_ids_unique", len(payments), dup)
-    dup = refunds["id"][refunds["id"].duplicated(keep="first")].unique().tolist()
-    add("refund_ids_unique", len(refunds), dup)
-
-    count, holes = _hourly_holes(pay, tz)
-    hours = (
-        0
-        if pay.empty
-        else int((pay["created_at"].max() - pay["created_at"].min()).total_seconds() // 3600 + 1)
-    )
+    per_hour = E.to_pandas(hourly.group_by("_hour").agg(nw.len().alias("n")))
+    counts = pd.Series(
+        per_hour["n"].to_numpy(),
+        index=pd.DatetimeIndex(pd.to_datetime(per_hour["_hour"]).dt.tz_localize(None)),
+    ).sort_index()
+    count, holes = _hourly_holes(counts)
+    span = E.to_pandas(pay.select(lo=nw.col("created_at").min(), hi=nw.col("created_at").max()))
+    lo, hi = span["lo"].iloc[0], span["hi"].iloc[0]
+    hours = 0 if pd.isna(lo) else int((hi - lo).total_seconds() // 3600 + 1)
     add("no_hourly_holes", hours, holes, count)
 
     report = _completeness(completeness)
