@@ -60,6 +60,8 @@ def default_cache_dir() -> Path:
 class Settings:
     """Everything a :class:`~gwtools.Gateway` needs to know to talk and to cache.
 
+    :func:`gwtools.connect` makes it (from arguments and ``GW_*`` variables, key checked) and
+    ``gw.settings`` shows it; build one by hand only for ``Gateway(settings, ...)`` in tests.
     ``api_key`` is excluded from ``repr``/``str``; :attr:`masked_key` is what may be shown.
     """
 

@@ -29,3 +29,48 @@ def test_public_names_claim_the_package() -> None:
         obj = getattr(gwtools, name)
         if isinstance(obj, type) or callable(obj):
             assert obj.__module__ == "gwtools", name
+
+
+def test_connect_takes_typed_keywords_only() -> None:
+    """No ``**options``: every option is a named, annotated parameter that a typo fails on."""
+    import inspect
+
+    params = inspect.signature(gwtools.connect).parameters.values()
+    assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in params)
+    assert all(p.annotation is not inspect.Parameter.empty for p in params)
+    gateway_options = set(inspect.signature(gwtools.Gateway).parameters) - {"settings"}
+    assert gateway_options <= {p.name for p in params}
+
+
+def test_the_cli_uses_the_public_api() -> None:
+    """The CLI imports ``gwtools`` and its public modules, not private ones, except gwtools
+    demo's look at the embedded sandbox's demo history (see docs/decisions.md)."""
+    import ast
+    from pathlib import Path
+
+    allowed = {("_report.py", "gwtools._embedded")}
+    private = []
+    for path in sorted((Path(gwtools.__file__).parent / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                second = name.split(".")[1:2]
+                if second and second[0].startswith("_") and (path.name, name) not in allowed:
+                    private.append(f"{path.name}: {name}")
+    assert private == []
+
+
+def test_no_module_level_mutable_state_in_the_library() -> None:
+    """Warn-once sets and "already synced" sets live on instances or in the warnings registry;
+    the embedded sandboxes' registry is the one documented per-process exception."""
+    import gwtools._gateway as gateway
+    import gwtools._sync as sync
+
+    assert not hasattr(gateway, "_embedded_synced")
+    assert not hasattr(sync, "_warned_statuses")
