@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -18,28 +16,9 @@ from gwtools._wire import (
     page_info,
     read_object,
 )
+from tests.library.test_normalize import b_page, body, pay_b, ts
 
-RECORDED = Path(__file__).resolve().parents[2] / "data" / "recorded"
 UTC = "UTC"
-
-
-def body(path: str) -> bytes:
-    return (RECORDED / path).read_bytes()
-
-
-def b_page(records: list[Any], has_more: bool = False) -> bytes:
-    return json.dumps(
-        {"object": "list", "data": records, "has_more": has_more, "url": "/v1/payments"}
-    ).encode()
-
-
-def ts(text: str) -> pd.Timestamp:
-    return pd.Timestamp(text).tz_convert(UTC) if "+" in text[10:] else pd.Timestamp(text, tz=UTC)
-
-
-def pay_b(**fields: Any) -> dict[str, Any]:
-    return {"id": "pay_b", "object": "payment", "amount": 1000, "currency": "myr",
-            "status": "succeeded", "created": 1767225600, "livemode": False, **fields}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- page_info
