@@ -82,6 +82,12 @@ def malformed_id_reason(resource: str, ident: str) -> str | None:
     )
 
 
+def malformed_ids(resource: str, ids: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Which of a column of ids are outside the documented format (nulls are not: a missing id
+    is judged elsewhere), vectorised; :func:`malformed_id_reason` says why for one."""
+    return pc.invert(pc.fill_null(pc.match_substring_regex(ids, ID_PATTERN[resource]), True))
+
+
 def has_damaged_id(resource: str, body: bytes) -> bool:
     """Whether an id in a body starts with the resource's prefix and then holds a character
     ids never hold (a byte changed in transit): such a page is worth fetching again."""

@@ -12,6 +12,7 @@ from gwtools._wire import (
     has_damaged_id,
     list_bodies,
     malformed_id_reason,
+    malformed_ids,
     object_path,
     page_info,
     read_object,
@@ -114,3 +115,12 @@ def test_object_path_and_ids() -> None:
     assert has_damaged_id("payments", b_page([pay_b(id="pay_1\u00e9b")]))
     assert has_damaged_id("payments", b'{"data":[{"id": "pay_1#b"}]}')
     assert not has_damaged_id("refunds", b'{"data":[{"id": "pay_1#b"}]}')
+
+
+def test_the_vectorised_id_check_agrees_with_the_one_by_one_check() -> None:
+    import pyarrow as pa
+
+    ids = ["pay_1Ab", "pay_1\n", "pay_", "rfnd_1", "pay_é", "pay_x y", None]
+    mask = malformed_ids("payments", pa.array(ids, pa.large_string())).to_pylist()
+    assert mask == [False, True, True, True, True, True, False]
+    assert mask[:-1] == [malformed_id_reason("payments", i) is not None for i in ids[:-1]]
