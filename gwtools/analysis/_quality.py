@@ -149,6 +149,8 @@ def quality(
     Example: ``quality(payments, refunds).query("not ok")``.
     """
     lp, lr = E.lazy_pair(payments, refunds)
+    # Only the columns the rules read (the scan reads no others).
+    lp, lr = lp.select(*_PAYMENT_COLUMNS), lr.select(*_REFUND_COLUMNS)
     rows: list[dict[str, Any]] = []
 
     def add(rule: str, checked: int, examples: list[str], count: int) -> None:
@@ -167,9 +169,13 @@ def quality(
         row = E.to_pandas(lf.select(**exprs)).iloc[0]
         return {str(k): (0 if pd.isna(v) else v) for k, v in row.items()}
 
-    def broken(lf: nw.LazyFrame[Any], flag: str, id_col: str = "id") -> tuple[list[str], int]:
-        """Up to EXAMPLES ids (smallest first, the same on every engine) and the count."""
-        n = int(scalar(lf, n=nw.col(flag).sum())["n"])
+    def broken(
+        lf: nw.LazyFrame[Any], flag: str, n: int | None = None, id_col: str = "id"
+    ) -> tuple[list[str], int]:
+        """Up to EXAMPLES ids (smallest first, the same on every engine) and the count
+        (``n`` when already counted)."""
+        if n is None:
+            n = int(scalar(lf, n=nw.col(flag).sum())["n"])
         if n == 0:
             return [], 0
         bad = lf.filter(nw.col(flag) == 1).select(nw.col(id_col).alias("x"))
@@ -178,9 +184,9 @@ def quality(
 
     def duplicated(lf: nw.LazyFrame[Any]) -> tuple[int, list[str], int]:
         counts = lf.group_by("id").agg(nw.len().alias("k"))
-        dup = counts.filter(nw.col("k") > 1).with_columns(_d=nw.lit(1))
-        rows_n = int(scalar(lf, n=nw.len())["n"])
-        return (rows_n, *broken(dup, "_d"))
+        counts = counts.with_columns(_d=E.flag(nw.col("k") > 1))
+        got = scalar(counts, rows=nw.col("k").sum(), dups=nw.col("_d").sum())
+        return (int(got["rows"]), *broken(counts, "_d", int(got["dups"])))
 
     # Duplicated ids first (on the raw rows), then every rule on one row per id.
     pay_rows, dup_pay, n_dup_pay = duplicated(lp)
@@ -210,11 +216,22 @@ def quality(
         _r4=E.flag(known & ((E.truthy(cap) != succeeded) | cap.is_null())),
         _r6=E.flag((nw.col("_total") > nw.col("_capt")) & (nw.col("_has") == 1)),
     )
-    totals = scalar(pj, n=nw.len(), known=nw.col("_known").sum(), has=nw.col("_has").sum())
+    # One pass counts every payment rule; examples are looked up only for broken rules.
+    flags = ("_r1", "_r2", "_r4", "_r6")
+    totals = scalar(
+        pj,
+        n=nw.len(),
+        known=nw.col("_known").sum(),
+        has=nw.col("_has").sum(),
+        **{f: nw.col(f).sum() for f in flags},
+    )
     n_pay = int(totals["n"])
 
-    add("refunded_amount_matches_refunds", n_pay, *broken(pj, "_r1"))
-    add("refunded_flag_matches_amounts", n_pay, *broken(pj, "_r2"))
+    def pay_rule(flag: str) -> tuple[list[str], int]:
+        return broken(pj, flag, int(totals[flag]))
+
+    add("refunded_amount_matches_refunds", n_pay, *pay_rule("_r1"))
+    add("refunded_flag_matches_amounts", n_pay, *pay_rule("_r2"))
 
     ids = pay.select(nw.col("id").alias("payment_id"), nw.col("currency").alias("_pcur"))
     rj = ref.join(ids.with_columns(_p=nw.lit(1)), on="payment_id", how="left")
@@ -228,11 +245,19 @@ def quality(
             )
         ),
     )
-    ref_totals = scalar(rj, n=nw.len(), matched=(1 - nw.col("_orphan")).sum())
-    add("refund_payment_cached", int(ref_totals["n"]), *broken(rj, "_orphan"))
-    add("captured_flag_matches_status", int(totals["known"]), *broken(pj, "_r4"))
-    add("refund_currency_matches_payment", int(ref_totals["matched"]), *broken(rj, "_wrong"))
-    add("refunds_within_captured_amount", int(totals["has"]), *broken(pj, "_r6"))
+    ref_totals = scalar(
+        rj,
+        n=nw.len(),
+        matched=(1 - nw.col("_orphan")).sum(),
+        orphan=nw.col("_orphan").sum(),
+        wrong=nw.col("_wrong").sum(),
+    )
+    orphans = broken(rj, "_orphan", int(ref_totals["orphan"]))
+    add("refund_payment_cached", int(ref_totals["n"]), *orphans)
+    add("captured_flag_matches_status", int(totals["known"]), *pay_rule("_r4"))
+    wrong = broken(rj, "_wrong", int(ref_totals["wrong"]))
+    add("refund_currency_matches_payment", int(ref_totals["matched"]), *wrong)
+    add("refunds_within_captured_amount", int(totals["has"]), *pay_rule("_r6"))
     add("payment_ids_unique", pay_rows, dup_pay, n_dup_pay)
     add("refund_ids_unique", ref_rows, dup_ref, n_dup_ref)
 

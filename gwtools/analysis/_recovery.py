@@ -103,14 +103,54 @@ def _gap_seconds(window: pd.Timedelta | str) -> float:
     return float(pd.Timedelta(window).total_seconds())
 
 
+#: What an order's row needs of its payments (beyond ``metadata``, read first).
+_NEEDED: Final = (
+    "id", "created_at", "outcome", "amount", "currency", "method_type", "card_brand",
+    "fpx_bank_code", "customer_id", "failure_code", "decline_code",
+)  # fmt: skip
+
+
 def with_order(
-    table: E.Table, *, key: str = ORDER_KEY, window: pd.Timedelta | str = ORDER_WINDOW
+    table: E.Table,
+    *,
+    key: str = ORDER_KEY,
+    window: pd.Timedelta | str = ORDER_WINDOW,
+    columns: Sequence[str] = _NEEDED,
 ) -> nw.LazyFrame[Any]:
-    """``table`` as a LazyFrame with ``order`` (see :func:`order_key`), ``_first`` and
-    ``_last`` (the order's first and last attempt in creation order), on its engine."""
+    """``table``'s ``columns`` as a LazyFrame with ``order`` (see :func:`order_key`),
+    ``_first`` and ``_last`` (the order's first and last attempt in creation order), on its
+    engine."""
     lf = E.json_field(E.lazy(table), "metadata", key, "_oid")
+    # Only the columns an order needs travel through the windows' sorts (not the JSON texts).
+    lf = lf.select(*dict.fromkeys([*_NEEDED[:6], "customer_id", *columns]), "_oid")
     oid = nw.col("_oid")
-    lf = lf.with_columns(_cand=E.flag(oid.is_null() & ~nw.col("customer_id").is_null()))
+    cand = oid.is_null() & ~nw.col("customer_id").is_null()
+    if isinstance(table, pd.DataFrame):
+        # pandas keeps its rows where they are: chains computed over the whole frame.
+        chained = _chains(lf.with_columns(_cand=E.flag(cand)), window)
+    else:
+        # Engines: the chain windows sort only the payments without an order id.
+        alone = lf.filter(~E.truthy(cand)).with_columns(
+            _cand=nw.lit(0, dtype=nw.Int64), _first_id=nw.lit(None, dtype=nw.String)
+        )
+        chains = _chains(lf.filter(E.truthy(cand)).with_columns(_cand=E.flag(cand)), window)
+        chained = nw.concat([chains, alone.select(chains.collect_schema().names())])
+    order = (
+        nw.when(~oid.is_null())
+        .then(nw.concat_str(nw.lit("order:"), oid))
+        .when(nw.col("_cand") == 1)
+        .then(nw.concat_str(nw.lit("customer:"), nw.col("_first_id")))
+        .otherwise(nw.concat_str(nw.lit("payment:"), nw.col("id")))
+    )
+    out = chained.with_columns(order=order).drop("_oid", "_cand", "_first_id")
+    return out.with_columns(
+        _first=nw.col("id").shift(1).over("order", order_by=_ORDER_BY).is_null(),
+        _last=nw.col("id").shift(-1).over("order", order_by=_ORDER_BY).is_null(),
+    )
+
+
+def _chains(lf: nw.LazyFrame[Any], window: pd.Timedelta | str) -> nw.LazyFrame[Any]:
+    """``_first_id``: the first payment of each customer chain (rule 2 of the module)."""
     prev_at = nw.col("created_at").shift(1).over(*_CHAIN, order_by=_ORDER_BY)
     prev_outcome = nw.col("outcome").shift(1).over(*_CHAIN, order_by=_ORDER_BY)
     lf = lf.with_columns(_prev_at=prev_at, _prev_outcome=prev_outcome)
@@ -122,20 +162,7 @@ def with_order(
     lf = lf.with_columns(_chain=nw.col("_new").cum_sum().over(*_CHAIN, order_by=_ORDER_BY))
     first_id = nw.when(nw.col("_new") == 1).then(nw.col("id")).max()
     lf = lf.with_columns(_first_id=first_id.over(*_CHAIN, "_chain"))
-    order = (
-        nw.when(~oid.is_null())
-        .then(nw.concat_str(nw.lit("order:"), oid))
-        .when(nw.col("_cand") == 1)
-        .then(nw.concat_str(nw.lit("customer:"), nw.col("_first_id")))
-        .otherwise(nw.concat_str(nw.lit("payment:"), nw.col("id")))
-    )
-    lf = lf.with_columns(order=order).drop(
-        "_oid", "_cand", "_prev_at", "_prev_outcome", "_new", "_chain", "_first_id"
-    )
-    return lf.with_columns(
-        _first=nw.col("id").shift(1).over("order", order_by=_ORDER_BY).is_null(),
-        _last=nw.col("id").shift(-1).over("order", order_by=_ORDER_BY).is_null(),
-    )
+    return lf.drop("_prev_at", "_prev_outcome", "_new", "_chain")
 
 
 def order_key(
@@ -348,7 +375,8 @@ def acceptance(
     """
     counts = outcome_counts(payments, by, freq, tz)
     lf, keys = lazy_keys(payments, by, freq, tz)
-    per_order = _per_order(with_order(lf, key=key, window=window), keys).with_columns(
+    ordered = with_order(lf, key=key, window=window, columns=[*_NEEDED, *keys])
+    per_order = _per_order(ordered, keys).with_columns(
         won=E.flag(nw.col("_wins") > 0),
         decided=E.flag(nw.col("_decided_any")),
         finished=E.flag(nw.col("_finished")),
