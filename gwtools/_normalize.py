@@ -32,7 +32,8 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
   hand is better fixed than silently shortened.
 
 How it is fast: list bodies are decoded by msgspec into strict structs of the documented
-fields (:mod:`gwtools._decode`) and turned into Arrow columns a few thousand records at a
+fields (:mod:`gwtools._decode`; objects already held are converted to the same structs, with
+no detour through JSON text) and turned into Arrow columns a few thousand records at a
 time, then finished column-wise with pyarrow.compute. A body the strict shapes reject, or
 a page holding a record that needs a judgement (no id, an unparsable time, two sources for
 one column), is read record by record by the tolerant path, which gives the same rows for
