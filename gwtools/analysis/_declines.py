@@ -134,8 +134,12 @@ def decline_breakdown(
     if keys == ["decline_reason"]:
         out = out.merge(_codes_per_reason(failed), on="decline_reason", how="left")
     out["share"] = out["count"] / total if total else 0.0
+    # Most frequent first; ties in code order (failure code, then decline code), as ever.
+    ties = [c for c in ("failure_code", "decline_code") if c in out and c not in keys]
     out = out.sort_values(
-        ["count", *keys], ascending=[False, *[True] * len(keys)], na_position="last"
+        ["count", *ties, *keys],
+        ascending=[False, *[True] * (len(ties) + len(keys))],
+        na_position="last",
     )
     out["cumulative_share"] = out["share"].cumsum()
     reason: pd.Series | None = None

@@ -29,20 +29,21 @@ def test_breakdown_counts_shares_amounts_in_pareto_order(declines_frame: pd.Data
             strict=True,
         )
     )
-    # 5 failed, one row per reason: insufficient_funds 2 first; ties (1 each) in reason order.
+    # 5 failed, one row per reason: insufficient_funds 2 first; ties (1 each) in code order
+    # (failure code, then decline code).
     assert rows == [
         ("insufficient_funds", "card_declined", "insufficient_funds", 2),
-        ("expired_card", "expired_card", "expired_card", 1),
         ("lost_card", "card_declined", "lost_card", 1),
+        ("expired_card", "expired_card", "expired_card", 1),
         ("processing_error", "processing_error", "-", 1),
     ]
     assert table["share"].tolist() == pytest.approx([0.4, 0.2, 0.2, 0.2])
     assert table["cumulative_share"].tolist() == pytest.approx([0.4, 0.6, 0.8, 1.0])
     # insufficient_funds: RM20 + RM30 = RM50; lost_card: ¥1,000 kept apart.
     assert table.loc[0, "amount_MYR"] == 50.0 and table.loc[0, "amount_JPY"] == 0.0
-    assert table.loc[2, "amount"] == "JP¥1,000"
+    assert table.loc[1, "amount"] == "JP¥1,000"
     assert table["decline_type"].tolist() == ["soft", "hard", "hard", "soft"]
-    assert table.loc[2, "advice"].startswith("do not retry")
+    assert table.loc[1, "advice"].startswith("do not retry")
 
 
 def test_breakdown_by_code_pair_splits_a_reason(declines_frame: pd.DataFrame) -> None:
