@@ -181,11 +181,20 @@ def test_every_exported_error_is_a_gateway_error() -> None:
     assert all(issubclass(e, gwtools.GatewayError) for e in errors)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet: an analysis given a frame without the canonical columns it needs raises "
-    "narwhals' ColumnNotFoundError (the analyses are another engineer's files)",
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: analysis.decline_rate(t),
+        lambda t: analysis.fpx_banks(t),
+        lambda t: analysis.overview(t, t),
+        lambda t: analysis.quality(t, t),
+    ],
+    ids=["decline_rate", "fpx_banks", "overview", "quality"],
 )
-def test_an_analysis_names_the_missing_canonical_columns() -> None:
-    with pytest.raises(gwtools.ConfigurationError):
-        analysis.decline_rate(pd.DataFrame({"amount": [1]}))
+def test_an_analysis_names_the_missing_canonical_columns(call: Any) -> None:
+    import duckdb
+
+    frame = pd.DataFrame({"amount": [1]})
+    for table in (frame, duckdb.from_df(frame)):
+        with pytest.raises(gwtools.ConfigurationError, match=r"needs a column.*docs/tables\.md"):
+            call(table)

@@ -13,6 +13,9 @@ Example::
     analysis.fpx_banks(payments).head()
 """
 
+import inspect as _inspect
+
+from gwtools.analysis import _engine
 from gwtools.analysis._declines import (
     RETRY_ADVICE,
     classify_declines,
@@ -116,3 +119,10 @@ __all__ = [
     "totals_by_currency",
     "wilson_interval",
 ]
+
+# Every public analysis says which canonical column a table lacks, whatever its engine.
+for _name in __all__:
+    _obj = globals()[_name]
+    if _inspect.isfunction(_obj):
+        globals()[_name] = _engine.names_missing_columns(_obj)
+del _name, _obj

@@ -44,8 +44,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import zoneinfo
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import narwhals as nw
 import numpy as np
@@ -53,6 +53,9 @@ import pandas as pd
 
 from gwtools import _schema
 from gwtools._errors import ConfigurationError
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Anything an analysis accepts: pandas DataFrame, DuckDB relation, PySpark DataFrame, or a
 #: Narwhals DataFrame/LazyFrame over one of them.
@@ -398,3 +401,24 @@ def _json_value(text: Any, key: str) -> str | None:
     if value is None or value == "":
         return None
     return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn "no such column" from any engine into a :class:`ConfigurationError` that says which
+    column is missing and where canonical tables come from (every public analysis is wrapped)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (nw.exceptions.ColumnNotFoundError, KeyError) as exc:
+            if isinstance(exc, KeyError) and not (exc.args and isinstance(exc.args[0], str)):
+                raise
+            said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigurationError(
+                f"{fn.__name__}() needs a column the table does not have ({said}). Pass a "
+                "canonical table (gwtools.read_cache/scan_cache, Gateway.payments/scan, or a "
+                "Spark DataFrame read from the cache); docs/tables.md lists its columns."
+            ) from None
+
+    return wrapper
