@@ -332,11 +332,13 @@ def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
 
 def fpx_success_rates(banks: pd.DataFrame) -> Figure:
     """Success rate per bank from :func:`gwtools.analysis.fpx_banks` with 95% interval
-    whiskers, sorted best to worst, the finished attempts ``n`` beside each bank. The
-    gateway's test banks are left out (noted in the title) unless they are all there is."""
+    whiskers, in the table's ranking (worst at the top: by the interval's upper end, banks with
+    too few finished attempts after the ranked ones, in grey), the finished attempts ``n``
+    beside each bank. The gateway's test banks are left out (noted in the title) unless they
+    are all there is."""
     data = banks.dropna(subset=["rate"])
     data, note = _without_test_banks(data, _is_test_bank(data))
-    data = data.sort_values(["rate", "n"], ascending=[True, True])
+    data = data.iloc[::-1]  # y grows upwards: the first-ranked (worst) bank is drawn on top
     height = max(3.0, 0.4 * len(data) + 1.6)
     fig, ax = _figure((9.0, height))
     ax.set_title(
@@ -353,7 +355,14 @@ def fpx_success_rates(banks: pd.DataFrame) -> Figure:
             data["ci_high"].to_numpy(dtype="float64") - rate,
         ]
     ).clip(min=0.0)  # matplotlib refuses a negative whisker, even a rounding error's
-    ax.errorbar(rate, y, xerr=err, fmt="o", capsize=3, color="#2c7fb8")
+    ranked = (
+        data["ranked"].fillna(False).to_numpy(dtype=bool)
+        if "ranked" in data
+        else np.ones(len(data), dtype=bool)
+    )
+    for keep, colour in ((ranked, "#2c7fb8"), (~ranked, "#999999")):
+        if keep.any():
+            ax.errorbar(rate[keep], y[keep], xerr=err[:, keep], fmt="o", capsize=3, color=colour)
     labels = [
         f"{name if pd.notna(name) else 'unnamed'} ({code})  n={int(n):,}"
         for name, code, n in zip(data["fpx_bank"], data["fpx_bank_code"], data["n"], strict=True)

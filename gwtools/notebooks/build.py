@@ -319,6 +319,10 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
 
         `rate` = succeeded / finished attempts; time-outs and customer cancellations count as
         finished (they happen on the bank's side of the flow), pending attempts do not.
+        Ranking, the same everywhere (this table, the chart, the overview's "worst FPX bank"):
+        banks with at least 20 finished attempts, worst first by the upper end of the 95%
+        interval (worst even at its best), then banks with fewer attempts (`rank_note` says
+        why), then the gateway's test banks.
         """),
         code("banks = analysis.fpx_banks(payments)\nbanks", check=True),
         code("plots.fpx_success_rates(banks)"),

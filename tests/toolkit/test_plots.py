@@ -111,12 +111,17 @@ def test_fpx_heatmap_cells_and_labels(banks: pd.DataFrame) -> None:
 
 
 def test_fpx_success_rates_whiskers(banks: pd.DataFrame) -> None:
-    fig = plots.fpx_success_rates(a.fpx_banks(banks))
+    table = a.fpx_banks(banks)
+    fig = plots.fpx_success_rates(table)
     ax = fig.axes[0]
     xs = ax.lines[0].get_xdata().tolist()
-    assert xs == pytest.approx([1 / 3, 0.9])  # worst at the bottom
+    assert xs == pytest.approx([0.9, 1 / 3])  # drawn bottom-up: the table's first bank on top
     assert ax.get_xlabel() == "succeeded / finished attempts (%)"
-    assert ax.get_yticklabels()[0].get_text() == "Public Bank (PBB0233)  n=3"
+    assert table["fpx_bank_code"].iloc[0] == "PBB0233"  # the table's ranking, worst first
+    assert ax.get_yticklabels()[-1].get_text() == "Public Bank (PBB0233)  n=3"
+    # both banks have fewer than 20 finished attempts: unranked, drawn in grey
+    assert not table["ranked"].any()
+    assert ax.lines[0].get_color() == "#999999"
 
 
 def test_funnel_bars(make_payments: Build) -> None:
