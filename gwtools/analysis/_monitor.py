@@ -9,8 +9,9 @@ number of days, banks or hours it looks at. On top of the statistics each monito
 difference large enough to matter (e.g. a decline rate at least 1.5 times its baseline), so a
 huge history does not alert on a trivial change.
 
-Counting happens in group-wise aggregates (per day, hour, bank); the tests then run on those
-small tables.
+Counting happens in the table's engine (pandas, a lazy DuckDB table, Spark) as group-wise
+aggregates (per day, hour, bank and hour, brand; runs of time-outs by window functions); only
+those small tables are collected, and the tests run on them in pandas.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+import narwhals as nw
 import numpy as np
 import pandas as pd
 
-from gwtools.analysis._fpx import TEST_BANKS, fpx_outcome
+from gwtools.analysis import _engine as E
+from gwtools.analysis._fpx import TEST_BANKS, outcome_expr
 from gwtools.analysis._rates import wilson_interval
-from gwtools.analysis._recovery import ORDER_COLUMNS, narrow
+from gwtools.analysis._recovery import ORDER_COLUMNS
 from gwtools.analysis._time import DateLike, resolve_tz, to_timestamp
 
 #: Monitor kinds, in the order alerts of one start time are listed.
@@ -142,6 +145,22 @@ def _poisson_limit(lam: float, alpha: float) -> int:
 
 
 # -- the windows -----------------------------------------------------------------------------
+def _utc(ts: pd.Timestamp) -> Any:
+    """An aware timestamp as a UTC ``datetime``, for comparisons in any engine."""
+    return pd.Timestamp(ts).tz_convert("UTC").to_pydatetime()
+
+
+def _created(lo: pd.Timestamp | None, hi: pd.Timestamp | None, *, hi_open: bool) -> nw.Expr:
+    """``created_at`` in ``[lo, hi]`` (``[lo, hi)`` with ``hi_open``), False on nulls."""
+    ts = nw.col("created_at")
+    cond = nw.lit(True)
+    if lo is not None:
+        cond = cond & E.truthy(ts >= _utc(lo))
+    if hi is not None:
+        cond = cond & E.truthy(ts < _utc(hi) if hi_open else ts <= _utc(hi))
+    return cond
+
+
 @dataclass(frozen=True)
 class _Window:
     since: pd.Timestamp
@@ -149,23 +168,19 @@ class _Window:
     base_start: pd.Timestamp
     tz: str
 
-    def recent(self, frame: pd.DataFrame, column: str = "created_at") -> pd.DataFrame:
-        ts = frame[column]
-        return frame[((ts >= self.since) & (ts <= self.until)).fillna(False).astype(bool)]
+    def recent(self) -> nw.Expr:
+        return _created(self.since, self.until, hi_open=False)
 
-    def baseline(self, frame: pd.DataFrame, column: str = "created_at") -> pd.DataFrame:
-        ts = frame[column]
-        return frame[((ts >= self.base_start) & (ts < self.since)).fillna(False).astype(bool)]
+    def baseline(self) -> nw.Expr:
+        return _created(self.base_start, self.since, hi_open=True)
 
-    def span(self, frame: pd.DataFrame) -> pd.DataFrame:
+    def span(self) -> nw.Expr:
         """Rows created from the baseline's start to the window's end."""
-        ts = frame["created_at"]
-        return frame[((ts >= self.base_start) & (ts <= self.until)).fillna(False).astype(bool)]
+        return _created(self.base_start, self.until, hi_open=False)
 
-    def baseline_hours(self, frame: pd.DataFrame, column: str = "created_at") -> float:
-        """Hours of baseline actually covered by data (a short history has less)."""
-        first = frame[column].min()
-        if pd.isna(first):
+    def baseline_hours(self, first: Any) -> float:
+        """Hours of baseline actually covered by data (``first``: the span's first row)."""
+        if first is None or pd.isna(first):
             return 0.0
         start = max(self.base_start, first)
         return max(0.0, (self.since - start).total_seconds() / 3600)
@@ -175,17 +190,13 @@ def _bounds(table: Any) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
     """First and last ``created_at`` of a table, computed in its own engine."""
     if table is None:
         return None, None
-    if isinstance(table, pd.DataFrame):
-        ts = table["created_at"]
-        first, last = ts.min(), ts.max()
-    else:
-        import narwhals as nw
+    return _min_max(E.lazy(table))
 
-        from gwtools.analysis import _engine as E
 
-        col = nw.col("created_at")
-        row = E.to_pandas(E.lazy(table).select(col.min().alias("a"), col.max().alias("b")))
-        first, last = row["a"].iloc[0], row["b"].iloc[0]
+def _min_max(lf: nw.LazyFrame[Any]) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    col = nw.col("created_at")
+    row = E.to_pandas(lf.select(col.min().alias("a"), col.max().alias("b")))
+    first, last = row["a"].iloc[0], row["b"].iloc[0]
     return (None if pd.isna(first) else first), (None if pd.isna(last) else last)
 
 
@@ -253,19 +264,44 @@ def _runs(flags: pd.Series) -> Iterable[tuple[pd.Timestamp, pd.Timestamp]]:
             i += 1
 
 
-def _local(ts: pd.Series, tz: str) -> pd.Series:
-    return ts.dt.tz_convert(tz)
+def _wall(lf: nw.LazyFrame[Any], freq: str, tz: str) -> nw.Expr:
+    """The local wall-clock start of each row's hour (``h``) or day (``D``) in ``tz``."""
+    return E.local_wall(lf, "created_at", tz).dt.truncate("1h" if freq == "h" else "1d")
 
 
-def _floor(ts: pd.Series, freq: str, tz: str) -> pd.Series:
-    """Local bucket starts (``h`` or ``D``), aware in ``tz``."""
-    local = _local(ts, tz).dt.tz_localize(None).dt.floor(freq)
-    return local.dt.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward")
+def _aware(values: pd.Series, tz: str) -> pd.Series:
+    """Collected wall-clock bucket starts -> aware local timestamps; an ambiguous one is NaT
+    (and left out of the counts, as pandas' group-by leaves out NaT buckets)."""
+    naive = pd.to_datetime(values)
+    if isinstance(naive.dtype, pd.DatetimeTZDtype):
+        naive = naive.dt.tz_localize(None)
+    naive = naive.astype("datetime64[ns]")
+    return naive.dt.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward")
+
+
+def _part(w: _Window) -> nw.Expr:
+    """1 for the monitored window, 0 for the baseline, null outside both."""
+    return nw.when(w.recent()).then(nw.lit(1)).when(w.baseline()).then(nw.lit(0))
+
+
+def _by_part(
+    lf: nw.LazyFrame[Any], w: _Window, freq: str, tz: str, keys: Sequence[str], sums: Sequence[str]
+) -> pd.DataFrame:
+    """Counts (``n``) and sums of the 0/1 columns ``sums`` per ``_part`` (1 recent, 0
+    baseline), local ``bucket`` (recent rows only) and ``keys``, counted in the engine.
+    ``bucket`` comes back aware in ``tz`` (NaT where ambiguous)."""
+    lf = lf.with_columns(_part=_part(w), _wall=_wall(lf, freq, tz))
+    lf = lf.filter(~nw.col("_part").is_null())
+    lf = lf.with_columns(bucket=nw.when(nw.col("_part") == 1).then(nw.col("_wall")))
+    aggs = [nw.len().alias("n"), *(nw.col(c).sum() for c in sums)]
+    out = E.to_pandas(lf.group_by(["_part", "bucket", *keys]).agg(*aggs))
+    out["bucket"] = _aware(out["bucket"], tz)
+    return out
 
 
 # -- decline-rate spike ----------------------------------------------------------------------
 def _decline_spikes(
-    payments: pd.DataFrame,
+    payments: nw.LazyFrame[Any],
     w: _Window,
     s: MonitorSettings,
     testing: Sequence[dict[str, object]] = (),
@@ -275,22 +311,25 @@ def _decline_spikes(
     order's first attempt counts: a declined customer's retries are not independent draws and
     would make a normal day look like a spike. The small attempts of a card-testing alert are
     left out: that alert already tells."""
-    from gwtools.analysis._recovery import order_key
+    from gwtools.analysis._recovery import with_order
 
-    cards = payments[payments["method_type"].eq("card").fillna(False).astype(bool)]
-    cards = cards.sort_values(["created_at", "id"], kind="stable")
-    cards = cards[~order_key(cards).duplicated(keep="first").to_numpy()]
+    cards = payments.filter(E.truthy(nw.col("method_type") == "card"))
+    cards = with_order(cards, columns=("card_brand", "amount_major"))
+    cards = cards.filter(nw.col("_first"))
+    small = E.truthy(nw.col("amount_major") <= s.small_amount)
     for alert in testing:
-        ts = cards["created_at"]
-        inside = (ts >= alert["start"]) & (ts < alert["end"])
-        small = cards["amount_major"] <= s.small_amount
-        cards = cards[~(inside & small).fillna(False).astype(bool)]
-    cards = cards[cards["outcome"].isin(("succeeded", "failed"))]
-    cards = cards.assign(failed=(cards["outcome"] == "failed").astype("int64"))
-    recent, base = w.recent(cards), w.baseline(cards)
+        inside = _created(
+            cast(pd.Timestamp, alert["start"]), cast(pd.Timestamp, alert["end"]), hi_open=True
+        )
+        cards = cards.filter(~(inside & small))
+    cards = cards.filter(E.truthy(nw.col("outcome").is_in(("succeeded", "failed"))))
+    cards = cards.with_columns(failed=E.flag(nw.col("outcome") == "failed"))
+    counts = _by_part(cards, w, "D", w.tz, ["card_brand"], ["failed"])
+    recent = counts[counts["_part"] == 1]
+    base = counts[counts["_part"] == 0]
     if recent.empty:
         return []
-    recent = recent.assign(day=_floor(recent["created_at"], "D", w.tz))
+    recent = recent[recent["bucket"].notna()]
     scopes: list[tuple[str, pd.Series, pd.Series]] = [
         ("card", pd.Series(True, index=recent.index), pd.Series(True, index=base.index))
     ]
@@ -304,20 +343,21 @@ def _decline_spikes(
         )
     tables = []
     for scope, rmask, bmask in scopes:
-        b_n = int(bmask.sum())
+        b_n = int(base.loc[bmask, "n"].sum())
         if b_n < s.min_baseline:
             continue
-        p0 = float(base.loc[bmask, "failed"].mean())
+        b_failed = int(base.loc[bmask, "failed"].sum())
+        p0 = b_failed / b_n
         # The baseline is itself an estimate: test against the top of its 95% interval.
-        p_test = float(wilson_interval(int(base.loc[bmask, "failed"].sum()), b_n)[1])
-        daily = recent[rmask].groupby("day")["failed"].agg(["sum", "size"])
+        p_test = float(wilson_interval(b_failed, b_n)[1])
+        daily = recent[rmask].groupby("bucket")[["failed", "n"]].sum()
         tables.append((scope, p0, p_test, daily))
     tests = sum(len(t[3]) for t in tables)
     alpha = s.false_alarm / max(tests, 1)
     out = []
     for scope, p0, p_test, daily in tables:
         for day, row in daily.iterrows():
-            k, n = int(row["sum"]), int(row["size"])
+            k, n = int(row["failed"]), int(row["n"])
             rate = k / n
             if k < s.spike_min_declines or rate < s.spike_ratio * p0:
                 continue
@@ -346,61 +386,74 @@ def _decline_spikes(
 
 # -- card testing ----------------------------------------------------------------------------
 def _card_testing(
-    payments: pd.DataFrame, w: _Window, s: MonitorSettings
+    payments: nw.LazyFrame[Any], first: Any, w: _Window, s: MonitorSettings
 ) -> list[dict[str, object]]:
     """Hours with a burst of small card attempts over many distinct payment methods, mostly
-    declined, far above the baseline's hourly count of such attempts (Poisson)."""
-    cards = payments[payments["method_type"].eq("card").fillna(False).astype(bool)]
-    major = cards["amount_major"]
-    small = cards[(major <= s.small_amount).fillna(False).astype(bool)]
-    recent = w.recent(small)
-    if len(recent) < s.testing_min_attempts:
+    declined, far above the baseline's hourly count of such attempts (Poisson). ``first``:
+    the first payment of the span (any method)."""
+    small = payments.filter(
+        E.truthy(nw.col("method_type") == "card")
+        & E.truthy(nw.col("amount_major") <= s.small_amount)
+    )
+    outcome = nw.col("outcome")
+    small = small.with_columns(
+        declined=E.flag(outcome == "failed"),
+        decided=E.flag(outcome.is_in(("succeeded", "failed"))),
+    )
+    counts = _by_part(small, w, "h", w.tz, [], ["declined", "decided"])
+    recent = counts[counts["_part"] == 1]
+    if int(recent["n"].sum()) < s.testing_min_attempts:
         return []
-    hours = w.baseline_hours(payments)
-    base_count = len(w.baseline(small))
+    hours = w.baseline_hours(first)
+    base_count = int(counts.loc[counts["_part"] == 0, "n"].sum())
     # One pseudo-attempt keeps a spotless baseline from making any small attempt an alarm.
     lam = (base_count + 1) / max(hours, 1.0)
-    recent = recent.assign(
-        hour=_floor(recent["created_at"], "h", w.tz),
-        declined=(recent["outcome"] == "failed").astype("int64"),
-        decided=recent["outcome"].isin(("succeeded", "failed")).astype("int64"),
-    )
-    span = pd.date_range(recent["hour"].min(), recent["hour"].max(), freq="h", tz=w.tz, name="hour")
+    hourly = recent.dropna(subset=["bucket"]).groupby("bucket")[["n", "declined", "decided"]].sum()
+    span = pd.date_range(hourly.index.min(), hourly.index.max(), freq="h", tz=w.tz, name="hour")
     tests = max(1, int((w.until - w.since).total_seconds() // 3600))
     alpha = s.false_alarm / tests
     limit = _poisson_limit(lam, alpha)
-    hourly = recent.groupby("hour").agg(
-        attempts=("id", "size"), declined=("declined", "sum"), decided=("decided", "sum")
-    )
     hourly = hourly.reindex(span, fill_value=0)
-    flagged = (hourly["attempts"] >= max(limit, s.testing_min_attempts)) & (
+    flagged = (hourly["n"] >= max(limit, s.testing_min_attempts)) & (
         hourly["declined"] >= s.testing_min_declined_share * hourly["decided"].clip(lower=1)
     )
     out = []
-    for first, last in _runs(flagged):
+    for first_hour, last in _runs(flagged):
         end = last + pd.Timedelta(hours=1)
-        rows = recent[(recent["hour"] >= first) & (recent["hour"] <= last)]
-        methods = rows["payment_method_id"]
-        distinct = int(methods.nunique()) + int(methods.isna().sum())
-        if distinct < s.testing_min_distinct_share * len(rows):
+        # A run holds no ambiguous (uncounted) hour: those have no attempts, so the run's
+        # rows are exactly those created in [first_hour, end).
+        rows = small.filter(w.recent() & _created(first_hour, end, hi_open=True))
+        method = nw.col("payment_method_id")
+        got = E.to_pandas(
+            rows.select(
+                nw.len().alias("n"),
+                method.n_unique().alias("unique"),
+                method.count().alias("present"),
+                nw.col("declined").sum(),
+                nw.col("decided").sum(),
+            )
+        ).iloc[0]
+        n_rows, present = int(got["n"]), int(got["present"])
+        nulls = n_rows - present
+        # n_unique counts null as one value; pandas' nunique does not: each null is its own.
+        distinct = int(got["unique"]) - (1 if nulls else 0) + nulls
+        if distinct < s.testing_min_distinct_share * n_rows:
             continue
-        n_hours = int((end - first).total_seconds() // 3600)
-        declined = rows["outcome"].eq("failed").sum() / max(
-            1, int(rows["outcome"].isin(("succeeded", "failed")).sum())
-        )
+        n_hours = int((end - first_hour).total_seconds() // 3600)
+        declined = int(got["declined"]) / max(1, int(got["decided"]))
         expected = lam * n_hours
         out.append(
             _alert(
                 "card_testing",
                 f"card, amount <= {s.small_amount:g}",
-                first,
+                first_hour,
                 end,
-                len(rows),
+                n_rows,
                 expected,
                 limit * n_hours,
-                len(rows),
-                len(rows) >= 100,
-                f"{len(rows)} card attempts of at most {s.small_amount:g} in {n_hours} h on "
+                n_rows,
+                n_rows >= 100,
+                f"{n_rows} card attempts of at most {s.small_amount:g} in {n_hours} h on "
                 f"{distinct} distinct payment methods, {declined:.0%} declined; the baseline "
                 f"has {lam:.2f} such attempts an hour.",
             )
@@ -409,42 +462,46 @@ def _card_testing(
 
 
 # -- FPX bank outage -------------------------------------------------------------------------
-def _fpx_outages(payments: pd.DataFrame, w: _Window, s: MonitorSettings) -> list[dict[str, object]]:
+def _fpx_outages(
+    payments: nw.LazyFrame[Any], w: _Window, s: MonitorSettings
+) -> list[dict[str, object]]:
     """Per real FPX bank and hour of Malaysia time: successes far below the bank's own baseline
     (exact binomial over 1- and 3-hour windows), or a run of time-outs."""
-    fpx = payments[payments["method_type"].eq("fpx").fillna(False).astype(bool)]
-    fpx = fpx[~fpx["fpx_bank_code"].isin(TEST_BANKS).fillna(False).astype(bool)]
-    fpx = fpx.assign(fpx_outcome=fpx_outcome(fpx))
-    fpx = fpx[~fpx["fpx_outcome"].isin(("pending", "unknown"))]
-    recent, base = w.recent(fpx), w.baseline(fpx)
+    fpx = payments.filter(
+        E.truthy(nw.col("method_type") == "fpx")
+        & ~E.truthy(nw.col("fpx_bank_code").is_in(sorted(TEST_BANKS)))
+    )
+    fpx = fpx.with_columns(fpx_outcome=outcome_expr())
+    fpx = fpx.filter(~E.truthy(nw.col("fpx_outcome").is_in(("pending", "unknown"))))
+    fpx = fpx.with_columns(
+        ok=E.flag(nw.col("fpx_outcome") == "succeeded"),
+        timeout=E.flag(nw.col("fpx_outcome") == "timed_out"),
+    )
+    counts = _by_part(fpx, w, "h", FPX_TZ, ["fpx_bank_code"], ["ok", "timeout"])
+    recent = counts[counts["_part"] == 1]
     if recent.empty:
         return []
-    recent = recent.assign(
-        hour=_floor(recent["created_at"], "h", FPX_TZ),
-        ok=(recent["fpx_outcome"] == "succeeded").astype("int64"),
-        timeout=(recent["fpx_outcome"] == "timed_out").astype("int64"),
-    )
-    stats = base.groupby("fpx_bank_code").agg(
-        n=("id", "size"),
-        ok=("fpx_outcome", lambda o: int((o == "succeeded").sum())),
-        timeout=("fpx_outcome", lambda o: int((o == "timed_out").sum())),
-    )
+    base = counts[counts["_part"] == 0]
+    stats = base.groupby("fpx_bank_code")[["n", "ok", "timeout"]].sum()
     stats = stats[stats["n"] >= s.min_baseline / 2]
     hours = int((w.until - w.since).total_seconds() // 3600) + 1
     tests = max(1, 2 * hours * len(stats))  # 1- and 3-hour windows per bank and hour
     alpha = s.false_alarm / tests
-    names = fpx.dropna(subset=["fpx_bank"]).groupby("fpx_bank_code")["fpx_bank"].first()
+    name_rows = fpx.filter(w.span()).group_by("fpx_bank_code").agg(nw.col("fpx_bank").min())
+    names = E.to_pandas(name_rows).dropna().set_index("fpx_bank_code")["fpx_bank"]
+    runs = _timeout_runs(fpx.filter(w.recent()), s) if len(stats) else pd.DataFrame()
     out = []
     for bank, b in stats.iterrows():
-        rows = recent[recent["fpx_bank_code"] == bank]
+        rows = recent[recent["fpx_bank_code"] == bank].dropna(subset=["bucket"])
         if rows.empty:
             continue
         p0 = b["ok"] / b["n"]
         p_test = float(wilson_interval(int(b["ok"]), int(b["n"]))[0])
-        span = pd.date_range(rows["hour"].min(), rows["hour"].max(), freq="h", tz=FPX_TZ)
-        hourly = rows.groupby("hour")[["ok", "timeout"]].agg(["sum", "size"])
-        ok = hourly[("ok", "sum")].reindex(span, fill_value=0)
-        n = hourly[("ok", "size")].reindex(span, fill_value=0)
+        hourly = rows.groupby("bucket")[["n", "ok", "timeout"]].sum()
+        span = pd.date_range(hourly.index.min(), hourly.index.max(), freq="h", tz=FPX_TZ)
+        ok = hourly["ok"].reindex(span, fill_value=0)
+        n = hourly["n"].reindex(span, fill_value=0)
+        timeouts_h = hourly["timeout"].reindex(span, fill_value=0)
         flagged = pd.Series(False, index=span)
         for width in (1, 3):
             ok_w = ok.rolling(width, min_periods=1).sum().astype(int)
@@ -458,20 +515,21 @@ def _fpx_outages(payments: pd.DataFrame, w: _Window, s: MonitorSettings) -> list
                 bad = (n[covered] > 0) & (ok[covered] <= n[covered] * p0 / 2)
                 flagged[covered[bad.to_numpy()]] = True
         q_test = float(wilson_interval(int(b["timeout"]), int(b["n"]))[1])
-        ordered = rows.sort_values(["created_at", "id"])
-        run = ordered["timeout"].to_numpy()
-        best, length, best_end = 0, 0, -1
-        for i, v in enumerate(run):
-            length = length + 1 if v else 0
-            if length > best:
-                best, best_end = length, i
-        if best >= s.outage_timeout_run and len(run) * q_test**best <= alpha:
-            hours_hit = ordered["hour"].iloc[best_end - best + 1 : best_end + 1]
-            flagged[hours_hit.unique()] = True
+        mine = runs[runs["fpx_bank_code"] == bank] if len(runs) else runs
+        if len(mine):
+            # The longest run of time-outs in creation order (the first of equal ones).
+            best = mine.sort_values(["length", "_grp"], ascending=[False, True]).iloc[0]
+            length = int(best["length"])
+            if int(n.sum()) * q_test**length <= alpha:
+                # The run's rows are consecutive: every hour between its first and last
+                # with attempts of this bank holds some of them.
+                lo, hi = _aware(pd.Series([best["lo"], best["hi"]]), FPX_TZ)
+                hit = (span >= lo) & (span <= hi) & (n > 0).to_numpy()
+                flagged[hit] = True
         for first, last in _runs(flagged):
-            part = rows[(rows["hour"] >= first) & (rows["hour"] <= last)]
-            k, m = int(part["ok"].sum()), len(part)
-            timeouts = int(part["timeout"].sum())
+            inside = (span >= first) & (span <= last)
+            k, m = int(ok[inside].sum()), int(n[inside].sum())
+            timeouts = int(timeouts_h[inside].sum())
             end = last + pd.Timedelta(hours=1)
             name = names.get(bank)
             label = f"{bank} ({name})" if isinstance(name, str) else str(bank)
@@ -494,26 +552,46 @@ def _fpx_outages(payments: pd.DataFrame, w: _Window, s: MonitorSettings) -> list
     return out
 
 
+def _timeout_runs(recent: nw.LazyFrame[Any], s: MonitorSettings) -> pd.DataFrame:
+    """Runs of consecutive time-outs per bank in creation order, at least
+    ``outage_timeout_run`` long: ``fpx_bank_code``, ``_grp`` (increasing along the bank's
+    attempts), ``length`` and the wall-clock hours ``lo``/``hi`` of its first and last row."""
+    order = ["created_at", "id"]
+    # Each attempt that is not a time-out starts a new group; a run is a group's time-outs.
+    grp = E.flag(nw.col("timeout") == 0).cum_sum().over("fpx_bank_code", order_by=order)
+    lf = recent.with_columns(_grp=grp, _hour=_wall(recent, "h", FPX_TZ))
+    lf = lf.filter(nw.col("timeout") == 1)
+    runs = lf.group_by("fpx_bank_code", "_grp").agg(
+        nw.len().alias("length"),
+        nw.col("_hour").min().alias("lo"),
+        nw.col("_hour").max().alias("hi"),
+    )
+    return E.to_pandas(runs.filter(nw.col("length") >= s.outage_timeout_run))
+
+
 # -- refund spike ----------------------------------------------------------------------------
 def _refund_spikes(
-    first: pd.Timestamp | None, refunds: pd.DataFrame | None, w: _Window, s: MonitorSettings
+    first: pd.Timestamp | None, refunds: nw.LazyFrame[Any] | None, w: _Window, s: MonitorSettings
 ) -> list[dict[str, object]]:
     """Refunds created per local day against the baseline's daily mean (Poisson). The baseline
     starts ``refund_warmup_days`` after the first cached payment at the earliest."""
-    if refunds is None or refunds.empty:
+    if refunds is None:
         return []
-    live = refunds[~refunds["status"].eq("failed").fillna(False).astype(bool)]
+    live = refunds.filter(w.span() & ~E.truthy(nw.col("status") == "failed"))
+    live_first, _ = _min_max(live)
+    if live_first is None:
+        return []
     if first is not None:
         warm = first + pd.Timedelta(days=s.refund_warmup_days)
         w = _Window(w.since, w.until, max(w.base_start, min(warm, w.since)), w.tz)
-    recent, base = w.recent(live), w.baseline(live)
+    counts = _by_part(live, w, "D", w.tz, [], [])
     days = (w.since - w.base_start).total_seconds() / 86_400
-    if not pd.isna(live["created_at"].min()):
-        days = min(days, w.baseline_hours(live) / 24)
+    days = min(days, w.baseline_hours(live_first) / 24)
+    recent = counts[counts["_part"] == 1]
     if recent.empty or days < 1:
         return []
-    lam = (len(base) + 1) / days
-    daily = recent.groupby(_floor(recent["created_at"], "D", w.tz)).size()
+    lam = (int(counts.loc[counts["_part"] == 0, "n"].sum()) + 1) / days
+    daily = recent.dropna(subset=["bucket"]).groupby("bucket")["n"].sum()
     tests = max(1, math.ceil((w.until - w.since).total_seconds() / 86_400))
     alpha = s.false_alarm / tests
     limit = _poisson_limit(lam, alpha)
@@ -572,20 +650,28 @@ def monitor(
     w = _window([last, _bounds(refunds)[1]], since, until, days, baseline_days, zone)
     alerts: list[dict[str, object]] = []
     if w is not None:
-        # A lazy table is filtered to the baseline and the window in its engine; only those
-        # rows' columns are collected, and the monitors count them in pandas.
-        # pandas tables get the same cut, so that "an order's first attempt" means the same.
-        payments = w.span(narrow(payments, PAYMENT_COLUMNS, since=w.base_start, until=w.until))
+        # Every monitor counts in the table's engine (per day, hour, bank and hour, brand) and
+        # only those counts are collected; the statistics run on them in pandas. The span
+        # (baseline and window) is cut first, so "an order's first attempt" means the same
+        # on every engine.
+        lf = E.lazy(payments)
+        present = E.columns_of(lf)
+        lf = lf.filter(w.span()).select([c for c in PAYMENT_COLUMNS if c in present])
+        refund_lf = None
         if refunds is not None:
-            refunds = w.span(narrow(refunds, REFUND_COLUMNS, since=w.base_start, until=w.until))
-        testing = _card_testing(payments, w, s) if "card_testing" in kinds else []
+            refund_lf = E.lazy(refunds)
+            kept = [c for c in REFUND_COLUMNS if c in E.columns_of(refund_lf)]
+            refund_lf = refund_lf.filter(w.span()).select(kept)
+        testing = []
+        if "card_testing" in kinds:
+            testing = _card_testing(lf, _min_max(lf)[0], w, s)
         if "decline_spike" in kinds:
-            alerts += _decline_spikes(payments, w, s, testing)
+            alerts += _decline_spikes(lf, w, s, testing)
         alerts += testing
         if "fpx_bank_outage" in kinds:
-            alerts += _fpx_outages(payments, w, s)
+            alerts += _fpx_outages(lf, w, s)
         if "refund_spike" in kinds:
-            alerts += _refund_spikes(first, refunds, w, s)
+            alerts += _refund_spikes(first, refund_lf, w, s)
     table = pd.DataFrame(alerts, columns=list(ALERT_COLUMNS))
     for col in ("kind", "scope", "severity", "explanation"):
         table[col] = table[col].astype("string")
