@@ -3,9 +3,9 @@ monitor's alerts on a timeline with the payments behind each alert, and the data
 with the rows that break them. Exported from :mod:`gwtools.widgets`.
 
 Both build on :class:`gwtools.widgets.Dashboard` (filters, a chart, a table, a drill-down,
-export) and take pandas or lazy tables (DuckDB, Spark); a lazy table is collected once, only
-the columns the monitors, rules and drill-downs read, so give a very large one filtered to the
-months you want to look at.
+export) and take pandas or lazy tables (DuckDB, Spark). A lazy table stays lazy: the filters
+are pushed into its engine, the monitor and the rules count there, and a drill-down fetches
+only the rows behind the chosen alert or rule, filtered and limited in the engine.
 
 Example::
 
@@ -129,6 +129,47 @@ def _collect(
     return E.to_pandas(lf.select([c for c in columns if c in present]))
 
 
+def _alert_query(
+    payments: Any, refunds: Any, alert: pd.Series, number: int, s: MonitorSettings
+) -> nw.LazyFrame[Any]:
+    """The rows behind one alert as a query on the tables' engine, oldest first, with its
+    ``alert`` number and ``kind``; the columns of both drill-down kinds (nulls where absent)."""
+    start, end = pd.Timestamp(alert["start"]), pd.Timestamp(alert["end"])
+    kind, scope = str(alert["kind"]), str(alert["scope"])
+    ts = nw.col("created_at")
+    # [start, end): the next bucket is not this one
+    keep = E.truthy(ts >= _utc(start)) & E.truthy(ts < _utc(end))
+    if kind == "refund_spike":
+        lf = E.lazy(refunds)
+    else:
+        lf = E.lazy(payments)
+        method = "fpx" if kind == "fpx_bank_outage" else "card"
+        keep = keep & E.truthy(nw.col("method_type") == method)
+        if kind == "card_testing":
+            keep = keep & E.truthy(nw.col("amount_major") <= s.small_amount)
+        column, _, value = scope.partition("=")
+        if value and column in E.columns_of(lf):
+            keep = keep & E.truthy(nw.col(column).cast(nw.String) == value)
+    present = E.columns_of(lf)
+    own = ALERT_REFUND_COLUMNS if kind == "refund_spike" else ALERT_PAYMENT_COLUMNS
+    columns = [
+        nw.col(c) if c in own and c in present else nw.lit(None, dtype=nw.String).alias(c)
+        for c in _DRILL_COLUMNS
+    ]
+    lf = lf.filter(keep).select(
+        nw.lit(number, dtype=nw.Int64).alias("alert"), nw.lit(kind).alias("kind"), *columns
+    )
+    return lf.sort("created_at", "id", nulls_last=True)
+
+
+#: Every column of an alert's drill-down rows (payments' and refunds').
+_DRILL_COLUMNS: Final = tuple(dict.fromkeys([*ALERT_PAYMENT_COLUMNS, *ALERT_REFUND_COLUMNS]))
+
+
+def _utc(ts: pd.Timestamp) -> Any:
+    return ts.tz_convert("UTC").to_pydatetime() if ts.tzinfo else ts.to_pydatetime()
+
+
 def _mask(series: pd.Series) -> pd.Series:
     return series.fillna(False).astype(bool)
 
@@ -158,34 +199,26 @@ def alert_payments(
     table = alerts.to_frame().T if isinstance(alerts, pd.Series) else alerts
     parts = []
     for number, alert in table.iterrows():
-        start, end = pd.Timestamp(alert["start"]), pd.Timestamp(alert["end"])
-        kind, scope = str(alert["kind"]), str(alert["scope"])
-        if kind == "refund_spike":
-            rows = _collect(refunds, ALERT_REFUND_COLUMNS, since=start, until=end)
-            keep = pd.Series(True, index=rows.index)
-        else:
-            rows = _collect(payments, ALERT_PAYMENT_COLUMNS, since=start, until=end)
-            if kind == "fpx_bank_outage":
-                keep = _mask(rows["method_type"].eq("fpx"))
-            else:
-                keep = _mask(rows["method_type"].eq("card"))
-            if kind == "card_testing":
-                keep &= _mask(rows["amount_major"] <= s.small_amount)
-            column, _, value = scope.partition("=")
-            if value and column in rows.columns:
-                keep &= _mask(rows[column].astype("string").eq(value))
-        keep &= _mask(rows["created_at"] < end)  # [start, end): the next bucket is not this one
-        rows = rows[keep.to_numpy()].sort_values(["created_at", "id"], kind="stable")
+        query = _alert_query(payments, refunds, alert, cast(int, number), s)
+        if limit is not None:
+            query = query.head(limit)  # limited in the engine
+        rows = E.to_pandas(query)
+        rows = rows[[c for c in rows.columns if c in _own_columns(str(alert["kind"]))]]
+        start = pd.Timestamp(alert["start"])
         if start.tzinfo is not None:  # in the alert's own local time, as its start and end are
             rows["created_at"] = rows["created_at"].dt.tz_convert(start.tzinfo)
-        if limit is not None:
-            rows = rows.head(limit)
-        parts.append(rows.assign(alert=cast(int, number), kind=kind).reset_index(drop=True))
-    columns = ["alert", "kind", *dict.fromkeys([*ALERT_PAYMENT_COLUMNS, *ALERT_REFUND_COLUMNS])]
+        rows["alert"] = rows["alert"].astype("int64")
+        parts.append(rows)
+    columns = ["alert", "kind", *_DRILL_COLUMNS]
     if not parts:
         return pd.DataFrame(columns=columns)
     out = pd.concat(parts, ignore_index=True)
     return out[[c for c in columns if c in out.columns]]
+
+
+def _own_columns(kind: str) -> tuple[str, ...]:
+    own = ALERT_REFUND_COLUMNS if kind == "refund_spike" else ALERT_PAYMENT_COLUMNS
+    return ("alert", "kind", *own)
 
 
 def quality_examples(rules: pd.DataFrame, payments: Any, refunds: Any) -> pd.DataFrame:
@@ -224,6 +257,24 @@ def quality_examples(rules: pd.DataFrame, payments: Any, refunds: Any) -> pd.Dat
     return out[[c for c in columns if c in out.columns]]
 
 
+def _refunds_of_view(
+    refunds: Any, payments: Any, view: Any, everything: bool, *, orphans: bool = False
+) -> Any:
+    """The refunds of the payments in ``view`` (all of them when ``everything``), with
+    ``orphans`` also those whose payment is not in ``payments`` at all; a semi/anti join in
+    the tables' engine, of the refunds' kind (lazy stays lazy)."""
+    if everything:
+        return refunds
+    lr, lv = E.lazy_pair(refunds, view)
+    ids = lv.select(nw.col("id").alias("payment_id")).unique()
+    out = lr.join(ids, on="payment_id", how="semi")
+    if orphans:
+        _, lp = E.lazy_pair(refunds, payments)
+        known = lp.select(nw.col("id").alias("payment_id")).unique()
+        out = nw.concat([out, lr.join(known, on="payment_id", how="anti")], how="vertical")
+    return E.native_like(out, refunds)
+
+
 def _hide(*controls: Any) -> None:
     for control in controls:
         control.layout.display = "none"
@@ -256,8 +307,7 @@ class MonitorDashboard(Dashboard):
         self.settings = settings or MonitorSettings()
         self.alerts: pd.DataFrame = pd.DataFrame()
         self._ready = False
-        refunds = _collect(refunds, REFUND_COLUMNS) if refunds is not None else None
-        super().__init__(_collect(payments, PAYMENT_COLUMNS), refunds, **kwargs)
+        super().__init__(payments, refunds, **kwargs)
         _hide(self.status, self.freq, self.chart)  # a status filter would skew every rate
         self.since.description, self.until.description = "window from", "to"
         self.since.style.description_width = "initial"  # the longer label, not cut
@@ -266,27 +316,25 @@ class MonitorDashboard(Dashboard):
         self._ready = True
         self.refresh()
 
-    def matching(self) -> pd.DataFrame:
+    def matching(self) -> Any:
         """The payments that pass the method, currency and bank filters (all dates: the
-        baseline lies before the window)."""
-        frame = self.payments
+        baseline lies before the window), as a table of the source's kind (lazy stays lazy)."""
+        lf = E.lazy(self.payments)
         for column, control in (
             ("method_type", self.method),
             ("currency", self.currency),
             ("fpx_bank_code", self.bank),
         ):
             if control.value:
-                frame = frame[_mask(frame[column].isin(list(control.value)))]
-        return frame
+                lf = lf.filter(E.truthy(nw.col(column).is_in(list(control.value))))
+        return E.native_like(lf, self.payments)
 
-    def _refunds_of(self, view: pd.DataFrame) -> pd.DataFrame | None:
+    def _refunds_of(self, view: Any) -> Any:
         if self.refunds is None:
             return None
-        if len(view) == len(self.payments):
-            return self.refunds
-        return self.refunds[_mask(self.refunds["payment_id"].isin(view["id"]))]
+        return _refunds_of_view(self.refunds, self.payments, view, self.matched == self.total)
 
-    def _alerts(self, view: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
+    def _alerts(self, view: Any) -> tuple[pd.DataFrame, Any]:
         self.alerts = monitor(
             view,
             self._refunds_of(view),
@@ -327,14 +375,24 @@ class MonitorDashboard(Dashboard):
             for i, a in zip(range(len(result)), result.to_dict("records"), strict=True)
         ]
 
-    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
+    def drill_rows(self, view: Any, choice: Hashable | None) -> pd.DataFrame:
         """The rows behind the selected alert (every alert's when ``choice`` is None)."""
         chosen = self.alerts if choice is None else self.alerts.loc[[choice]]
         return alert_payments(view, self._refunds_of(view), chosen, settings=self.settings)
 
     def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
-        """:meth:`drill_rows` for a base class that fetches drill-downs as queries."""
-        return E.lazy(self.drill_rows(view, choice))
+        """The rows behind the selected alert (every alert's when ``choice`` is None), as a
+        query on the view's engine: the dashboard fetches its first rows, export all."""
+        chosen = self.alerts if choice is None else self.alerts.loc[[choice]]
+        refunds = self._refunds_of(view)
+        queries = [
+            _alert_query(view, refunds, alert, cast(int, number), self.settings)
+            for number, alert in chosen.iterrows()
+        ]
+        if not queries:
+            empty = pd.DataFrame(columns=["alert", "kind", *_DRILL_COLUMNS])
+            return E.lazy(empty)
+        return nw.concat(queries, how="vertical").sort("alert", "created_at", "id", nulls_last=True)
 
 
 class QualityDashboard(Dashboard):
@@ -353,20 +411,15 @@ class QualityDashboard(Dashboard):
     ) -> None:
         self.completeness = completeness
         self.rules: pd.DataFrame = pd.DataFrame()
-        super().__init__(
-            _collect(payments, PAYMENT_COLUMNS), _collect(refunds, REFUND_COLUMNS), **kwargs
-        )
+        super().__init__(payments, refunds, **kwargs)
         _hide(self.freq, self.chart)
 
-    def _refunds_of(self, view: pd.DataFrame) -> pd.DataFrame:
+    def _refunds_of(self, view: Any) -> Any:
         assert self.refunds is not None
-        if len(view) == len(self.payments):
-            return self.refunds
-        ids = self.refunds["payment_id"]
-        orphan = ~_mask(ids.isin(self.payments["id"]))
-        return self.refunds[(_mask(ids.isin(view["id"])) | orphan).to_numpy()]
+        everything = self.matched == self.total
+        return _refunds_of_view(self.refunds, self.payments, view, everything, orphans=True)
 
-    def _rules(self, view: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
+    def _rules(self, view: Any) -> tuple[pd.DataFrame, Any]:
         self.rules = quality(
             view, self._refunds_of(view), completeness=self.completeness, tz=self.tz
         )
@@ -384,13 +437,14 @@ class QualityDashboard(Dashboard):
         failing = self.rules[~self.rules["ok"]]
         return [(f"{r['rule']} ({r['count']:,})", str(r["rule"])) for _, r in failing.iterrows()]
 
-    def drill_rows(self, view: pd.DataFrame, choice: Hashable | None) -> pd.DataFrame:
-        """The rows the selected rule's examples name (every failing rule's when None)."""
+    def drill_rows(self, view: Any, choice: Hashable | None) -> pd.DataFrame:
+        """The rows the selected rule's examples name (every failing rule's when None): a
+        few ids per rule, fetched by id from the engine."""
         rules = self.rules if choice is None else self.rules[self.rules["rule"] == choice]
         return quality_examples(rules, view, self._refunds_of(view))
 
     def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
-        """:meth:`drill_rows` for a base class that fetches drill-downs as queries."""
+        """:meth:`drill_rows` (a few example rows, fetched by id) for the base class."""
         return E.lazy(self.drill_rows(view, choice))
 
 

@@ -242,3 +242,55 @@ def test_quality_examples_is_empty_when_every_rule_holds() -> None:
     fine = analysis.quality(payments.iloc[[3]], refunds.iloc[:0])
     assert fine["ok"].all()
     assert widgets.quality_examples(fine, payments, refunds).empty
+
+
+def _poisoned(rel: Any, column: str) -> Any:
+    """``rel`` (a real DuckDB relation) with ``column`` computed as an error: a query that
+    loads the full table (every column) fails, one that never needs ``column`` runs."""
+    return rel.project(f"* REPLACE (error('the full table was loaded')::VARCHAR AS {column})")
+
+
+def test_the_monitor_dashboard_never_loads_the_full_table(
+    history: dict[str, Any], tmp_path: Path
+) -> None:
+    import duckdb
+
+    lazy_payments, lazy_refunds = history["lazy"]
+    payments = _poisoned(lazy_payments, "extra")  # the monitors never read extra
+    refunds = _poisoned(lazy_refunds, "extra")
+    with pytest.raises(duckdb.Error, match="full table was loaded"):
+        payments.df()  # the guard works: loading everything fails
+    eager = widgets.monitor_dashboard(history["payments"], history["refunds"], tz="UTC",
+                                      export_dir=tmp_path)  # fmt: skip
+    # max_rows=4: the drill-down shows 2 rows, fetched with a limit in DuckDB
+    d = widgets.monitor_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path, max_rows=4)
+    pd.testing.assert_frame_equal(d.result, eager.result)
+    testing = d.result.index[d.result["kind"] == "card_testing"].tolist()
+    d.drill.value = testing[0]
+    expected = _by_hand(history["payments"], history["start"], history["end"])
+    assert d.drilled["id"].tolist() == expected[:2]
+    _, rows = d.export("csv")
+    assert pd.read_csv(rows)["id"].tolist() == expected  # export has every row
+    d.method.value = ("card",)  # a filter: the refunds of the matching payments, in DuckDB
+    assert "card_testing" in set(d.result["kind"])
+
+
+def test_the_quality_dashboard_never_loads_the_full_table(tmp_path: Path) -> None:
+    import duckdb
+
+    from gwtools._scan import connection
+
+    payments, refunds = _broken()
+    con = connection()
+    lazy_p = _poisoned(con.from_df(payments), "metadata")  # the rules never read metadata
+    lazy_r = _poisoned(con.from_df(refunds), "reason")
+    with pytest.raises(duckdb.Error, match="full table was loaded"):
+        lazy_p.df()
+    eager = widgets.quality_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path)
+    d = widgets.quality_dashboard(lazy_p, lazy_r, tz="UTC", export_dir=tmp_path)
+    pd.testing.assert_frame_equal(d.result, eager.result)
+    d.drill.value = "payment_ids_unique"
+    assert d.drilled["example"].tolist() == ["pay_2", "pay_2"]
+    d.bank.value = ("MB2U0227",)  # the orphan refund is still checked, in DuckDB
+    result = d.result.set_index("rule")
+    assert result.index[result["result"] == "FAIL"].tolist() == ["refund_payment_cached"]
