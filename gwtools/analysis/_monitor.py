@@ -275,7 +275,7 @@ def _aware(values: pd.Series, tz: str) -> pd.Series:
     naive = pd.to_datetime(values)
     if isinstance(naive.dtype, pd.DatetimeTZDtype):
         naive = naive.dt.tz_localize(None)
-    naive = naive.astype("datetime64[ns]")
+    naive = naive.astype("datetime64[us]")
     return naive.dt.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward")
 
 

@@ -110,6 +110,26 @@ def test_not_card_testing(history: pd.DataFrame) -> None:
     assert analysis.monitor(history, None, kinds=["card_testing"], **WINDOW).empty
 
 
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_card_testing_counts_each_unknown_payment_method_as_its_own(engine: str) -> None:
+    from gwtools._scan import connection
+
+    def table(frame: pd.DataFrame) -> Any:
+        return frame if engine == "pandas" else connection().from_df(frame)
+
+    unknown = _testing(40)
+    unknown["payment_method_id"] = unknown["payment_method_id"].where(
+        ~unknown["payment_method_id"].str.startswith("pm_t"), None
+    )
+    alerts = analysis.monitor(table(unknown), None, kinds=["card_testing"], **WINDOW)
+    assert "40 distinct payment methods" in alerts.iloc[0]["explanation"]
+    # 20 unknown and 20 on one card: 21 distinct, under 80% of 40
+    half = _testing(40, distinct=False)
+    burst = half["payment_method_id"].eq("pm_same") & (half.index % 2 == 0)
+    half.loc[burst, "payment_method_id"] = None
+    assert analysis.monitor(table(half), None, kinds=["card_testing"], **WINDOW).empty
+
+
 def _fpx(outage_hours: int, per_hour: int = 6) -> pd.DataFrame:
     rows = []
     for day in _days()[:-7]:  # baseline: 10 a day at 10:00 local, 9 succeed
