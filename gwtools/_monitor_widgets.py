@@ -30,41 +30,6 @@ from gwtools.analysis._monitor import MonitorSettings, monitor
 from gwtools.analysis._quality import quality
 from gwtools.widgets import Dashboard, View
 
-#: What the monitors, the dashboards' filters and the drill-downs read of a payment.
-PAYMENT_COLUMNS: Final = (
-    "id",
-    "status",
-    "outcome",
-    "amount",
-    "amount_major",
-    "currency",
-    "method_type",
-    "payment_method_id",
-    "card_brand",
-    "fpx_bank_code",
-    "fpx_bank",
-    "failure_code",
-    "decline_code",
-    "customer_id",
-    "metadata",
-    "captured",
-    "refunded",
-    "refunded_amount",
-    "captured_at",
-    "created_at",
-    "updated_at",
-    "extra",
-)
-REFUND_COLUMNS: Final = (
-    "id",
-    "payment_id",
-    "status",
-    "reason",
-    "amount",
-    "amount_major",
-    "currency",
-    "created_at",
-)
 #: Columns of the drill-down rows: the payments behind an alert, refunds of a refund spike.
 ALERT_PAYMENT_COLUMNS: Final = (
     "id",
