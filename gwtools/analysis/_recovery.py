@@ -67,32 +67,6 @@ ORDER_COLUMNS: Final = (
 _DECIDED: Final = ("succeeded", "failed")
 
 
-def narrow(
-    table: Any,
-    columns: Sequence[str],
-    *,
-    since: pd.Timestamp | None = None,
-    until: pd.Timestamp | None = None,
-) -> pd.DataFrame:
-    """``table`` as pandas for an analysis that must finish row by row in pandas: a pandas
-    table as it is; a lazy table (DuckDB, Spark, Narwhals) with only ``columns`` (those it has)
-    and, with ``since``/``until``, only rows created in ``[since, until]``, filtered in its engine
-    before anything is collected."""
-    if isinstance(table, pd.DataFrame):
-        return table
-    import narwhals as nw
-
-    from gwtools.analysis import _engine as E
-
-    lf = E.lazy(table)
-    present = E.columns_of(lf)
-    if since is not None:
-        lf = lf.filter(E.truthy(nw.col("created_at") >= since.tz_convert("UTC").to_pydatetime()))
-    if until is not None:
-        lf = lf.filter(E.truthy(nw.col("created_at") <= until.tz_convert("UTC").to_pydatetime()))
-    return E.to_pandas(lf.select([c for c in dict.fromkeys(columns) if c in present]))
-
-
 _FINISHED: Final = ("succeeded", "failed", "abandoned")
 #: Creation order within a group: time, then id (ties at one instant are rare but possible).
 _ORDER_BY: Final = ["created_at", "id"]
