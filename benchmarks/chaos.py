@@ -172,7 +172,7 @@ def _tables(key: str, base_url: str, cache: Path, *, full: bool) -> dict[str, pd
         result = gw.sync(full=True) if full else None
         if result is not None:
             assert result.complete, result.problems
-        return {r: gw.dataset(r).read() for r in RESOURCES}  # type: ignore[arg-type]
+        return {r: gw._dataset(r).read() for r in RESOURCES}  # type: ignore[arg-type]
 
 
 def _rows(frame: pd.DataFrame) -> dict[str, tuple[str, ...]]:
@@ -219,7 +219,7 @@ def run_case(
                 second = gw.sync()
                 _faults(base, properties)
                 after = _tables(key, base, cache / "after", full=True)
-                cached = {r: gw.dataset(r).read() for r in RESOURCES}
+                cached = {r: gw._dataset(r).read() for r in RESOURCES}
         for result in (first, second):
             case.flagged.append(not result.complete)
             case.problems += getattr(result, "problems", [])  # (older versions had none)

@@ -139,6 +139,11 @@ def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:
     out = out if keep_index else out.reset_index(drop=True)
     for name in out.columns:
         col = out[name]
+        if name in _CANONICAL and col.dtype == object and not col.notna().any():
+            # Nothing to infer from (an empty or all-null Spark result comes back as object):
+            # the canonical dtype, as the other engines give.
+            out[name] = col.astype(_CANONICAL[name])
+            continue
         if isinstance(col.dtype, pd.DatetimeTZDtype):
             out[name] = col.dt.tz_convert("UTC").astype(_schema.TIMESTAMP)
         elif pd.api.types.is_datetime64_dtype(col.dtype):

@@ -26,7 +26,7 @@ from gwtools._scan import connection
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # pyspark
 
 KL = "Asia/Kuala_Lumpur"
-#: Chile left daylight saving on 7 April 2024, inside the sample's range.
+#: Chile starts daylight saving on 6 September 2026, inside the sample's range.
 SANTIAGO = "America/Santiago"
 ENGINES = ("pandas", "duckdb", "spark")
 
@@ -55,8 +55,8 @@ CASES: dict[str, Call] = {
     "acceptance_method_week": lambda p, r: a.acceptance(p, by="method_type", freq="week", tz=KL),
     "add_rate": lambda p, r: a.add_rate(_counts(p, r), "failed", "attempts"),
     "amount_band": lambda p, r: a.amount_band(p),
-    "between": lambda p, r: a.to_pandas(a.between(p, "2024-05-01", "2024-05-31", tz=KL)),
-    "between_datetime": lambda p, r: a.to_pandas(a.between(p, since="2024-06-02T23:00:00", tz=KL)),
+    "between": lambda p, r: a.to_pandas(a.between(p, "2026-09-30", "2026-10-30", tz=KL)),
+    "between_datetime": lambda p, r: a.to_pandas(a.between(p, since="2026-11-01T23:00:00", tz=KL)),
     "classify_declines": lambda p, r: a.classify_declines(p),
     "decline_breakdown": lambda p, r: a.decline_breakdown(p),
     "decline_breakdown_brand": lambda p, r: a.decline_breakdown(p, by="card_brand"),
@@ -75,7 +75,7 @@ CASES: dict[str, Call] = {
     "funnel": lambda p, r: a.funnel(p),
     "monitor": lambda p, r: a.monitor(p, r, tz=KL, settings=SENSITIVE),
     "monitor_window": lambda p, r: a.monitor(
-        p, r, since="2024-05-20", until="2024-06-05", tz=KL, settings=SENSITIVE
+        p, r, since="2026-10-19", until="2026-11-04", tz=KL, settings=SENSITIVE
     ),
     "order_key": lambda p, r: a.order_key(p),
     "order_key_short_window": lambda p, r: a.order_key(p, window="10min"),
@@ -83,7 +83,7 @@ CASES: dict[str, Call] = {
     "outcome_counts": lambda p, r: a.outcome_counts(p, by="card_brand", freq="week", tz=KL),
     "overview": lambda p, r: a.overview(p, r),
     "partial_vs_full": lambda p, r: a.partial_vs_full(p, r),
-    "pending_refunds": lambda p, r: a.pending_refunds(p, r, now="2024-06-10T00:00:00Z", tz=KL),
+    "pending_refunds": lambda p, r: a.pending_refunds(p, r, now="2026-11-09T00:00:00Z", tz=KL),
     "quality": lambda p, r: a.quality(p, r, tz=KL).assign(
         examples=lambda t: t["examples"].map(str)
     ),

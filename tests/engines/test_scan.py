@@ -34,9 +34,9 @@ def test_scan_is_lazy_and_canonical(engine_cache: Path) -> None:
 @pytest.mark.parametrize(
     "filters",
     [
-        {"since": "2024-05-01", "until": "2024-06-01"},
+        {"since": "2026-09-30", "until": "2026-10-31"},
         {"status": "failed"},
-        {"status": ["failed", "canceled"], "since": "2024-06-02T15:30:00"},
+        {"status": ["failed", "canceled"], "since": "2026-11-01T15:30:00"},
     ],
 )
 def test_filters_match_read_cache(engine_cache: Path, filters: dict[str, Any]) -> None:
@@ -47,8 +47,8 @@ def test_filters_match_read_cache(engine_cache: Path, filters: dict[str, Any]) -
 
 
 def test_since_is_inclusive_and_until_exclusive(engine_cache: Path) -> None:
-    # pay_edge_midnight was created at 2024-06-02 15:30:00 UTC exactly.
-    at = "2024-06-02T15:30:00"
+    # pay_edge_midnight was created at 2026-11-01 15:30:00 UTC exactly.
+    at = "2026-11-01T15:30:00"
     ids = a.to_pandas(gwtools.scan_cache(engine_cache, "payments", since=at))["id"].tolist()
     assert "pay_edge_midnight" in ids
     ids = a.to_pandas(gwtools.scan_cache(engine_cache, "payments", until=at))["id"].tolist()
@@ -142,7 +142,7 @@ def test_errors_say_what_to_do(tmp_path: Path, engine_cache: Path) -> None:
     with pytest.raises(gwtools.ConfigurationError, match="'failed'"):
         gwtools.scan_cache(tmp_path / "nowhere", "payments", status="declined")
     with pytest.raises(gwtools.ConfigurationError, match="swap them"):
-        gwtools.scan_cache(engine_cache, "payments", since="2024-06-01", until="2024-05-01")
+        gwtools.scan_cache(engine_cache, "payments", since="2026-10-31", until="2026-09-30")
     upper = gwtools.scan_cache(engine_cache, "payments", status="FAILED")
     assert len(upper) == len(gwtools.read_cache(engine_cache, "payments", status="failed"))
     shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "other")
