@@ -23,7 +23,9 @@ text = DOC.read_text()
 starts = [(m.group("name"), m.start()) for m in SECTION.finditer(text)]
 missing = sorted(set(COMMANDS) - {name for name, _ in starts})
 if missing:
-    sys.exit(f"docs/cli.md has no section for: {', '.join(missing)}; write their introductions first")
+    sys.exit(
+        f"docs/cli.md has no section for: {', '.join(missing)}; write their introductions first"
+    )
 
 pieces = [text[: starts[0][1]]]
 for i, (name, start) in enumerate(starts):
@@ -34,7 +36,7 @@ for i, (name, start) in enumerate(starts):
     )
     block = "```text\n" + help_text.rstrip() + "\n```"
     if HELP_BLOCK.search(section):
-        section = HELP_BLOCK.sub(lambda _: block, section, count=1)
+        section = HELP_BLOCK.sub(lambda _, block=block: block, section, count=1)
     else:
         section = section.rstrip("\n") + "\n\n" + block + "\n\n"
     pieces.append(section)
