@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gwtools.cli._sync import _read_cache, _read_key_file, connection_options
+from gwtools.cli._sync import _cached_folder, _scan_cache, connection_options
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 def _tables(
     api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[Any, Any]:
     from gwtools import GatewayError
 
     try:
-        payments = _read_cache("payments", api_key_file, base_url, cache_dir, account)
-        refunds = _read_cache("refunds", api_key_file, base_url, cache_dir, account)
+        payments = _scan_cache("payments", api_key_file, base_url, cache_dir, account)
+        refunds = _scan_cache("refunds", api_key_file, base_url, cache_dir, account)
     except (GatewayError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     return payments, refunds
@@ -40,9 +40,7 @@ def _states(
     """Each dataset's ``_state.json`` (what the last sync reported about itself)."""
     import gwtools
 
-    folder = gwtools.cache_path(
-        _read_key_file(api_key_file), base_url, cache_dir=cache_dir, account=account
-    )
+    folder = _cached_folder("payments", api_key_file, base_url, cache_dir, account)
     return {r: gwtools.cache_state(folder, r) for r in ("payments", "refunds")}
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import click
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 Resource = Literal["payments", "refunds"]
 
@@ -176,20 +176,20 @@ def sync(
         raise SystemExit(3)
 
 
-def _read_cache(
+def _scan_cache(
     resource: Resource,
     api_key_file: str | None,
     base_url: str | None,
     cache_dir: str | None,
     account: str | None,
-    **where: Any,
-) -> pd.DataFrame:
-    """The cached rows of the dataset a sync with the same options fills, with no connection:
-    without a key that is the embedded sandbox's cache, and nothing is started to read it."""
+) -> Any:
+    """A lazy table over the dataset a sync with the same options fills, with no connection:
+    without a key that is the embedded sandbox's cache, and nothing is started to read it.
+    Lazy, so commands over years of history never load it whole."""
     import gwtools
 
     folder = _cached_folder(resource, api_key_file, base_url, cache_dir, account)
-    return gwtools.read_cache(folder, resource, **where)
+    return gwtools.scan_cache(folder, resource)
 
 
 def _cached_folder(
