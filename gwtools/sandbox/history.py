@@ -15,6 +15,7 @@ placed within the last 7 days; see :data:`INCIDENT_KINDS`.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import math
 import random
@@ -198,8 +199,7 @@ def parse_incident(text: str) -> Incident:
             f"{', '.join(sorted(REAL_BANKS))}"
         )
     raise ConfigurationError(
-        f"unknown incident {text!r}: use card-testing, decline-spike or bank-outage:BANKCODE "
-        "(e.g. bank-outage:MB2U0227)"
+        f"unknown incident {text!r}: use {', '.join(INCIDENT_KINDS)} (e.g. bank-outage:MB2U0227)"
     )
 
 
@@ -233,7 +233,7 @@ def _place(rng: random.Random, incidents: list[Incident], now: float, days: int)
     for inc in incidents:
         if inc.kind == "decline-spike":
             today = (now + MYT) // DAY * DAY - MYT  # UTC second of today's local midnight
-            whole_days = int((now - (now - span)) // DAY) - 1
+            whole_days = int(span // DAY) - 1
             if whole_days < 1:
                 raise ConfigurationError(
                     "a decline-spike needs a history of at least 2 days: raise days"
@@ -411,7 +411,7 @@ def generate_history(
 def hash_seed(seed: int | str, livemode: bool) -> int:
     """A stable integer seed (``hash()`` of a str changes between processes)."""
     text = f"{seed}|{int(livemode)}".encode()
-    return int.from_bytes(__import__("hashlib").sha256(text).digest()[:8], "big")
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
 
 
 def _created_times(rng: random.Random, n: int, now: float, span: float) -> list[int]:
@@ -595,6 +595,11 @@ def _schedule_retry(
     heapq.heappush(retries, _Retry(t0 + rng.randint(low, high), seq, nxt))
 
 
+def _window_times(rng: random.Random, w: _Placed, count: int) -> list[float]:
+    """``count`` random moments in the incident's window, in order (all drawn up front)."""
+    return sorted(w.start + rng.random() * (w.end - w.start) for _ in range(count))
+
+
 def _card_testing(
     gw: Gateway,
     b: _Builder,
@@ -608,7 +613,7 @@ def _card_testing(
     """Several hundred tiny attempts on distinct cards in one hour (each a new payment method)."""
     count = rng.randint(*CARD_TESTING_ATTEMPTS)
     out = []
-    for t in sorted(w.start + rng.random() * (w.end - w.start) for _ in range(count)):
+    for t in _window_times(rng, w, count):
         number = _with_brand(_pick(rng, CARD_TESTING_CARDS), _pick(rng, DECLINE_BRANDS))
         order = {
             "amount": rng.choice((100, 100, 100, 150, 200)),
@@ -634,10 +639,7 @@ def _outage_retries(
     hours = (w.end - w.start) / 3600
     out: list[Record] = []
     order: dict[str, Any] = {}
-    for t in sorted(
-        w.start + rng.random() * (w.end - w.start)
-        for _ in range(round(OUTAGE_EXTRA_PER_HOUR * hours))
-    ):
+    for t in _window_times(rng, w, round(OUTAGE_EXTRA_PER_HOUR * hours)):
         if not order or rng.random() < 0.5:  # a new customer, else the same one again
             order = {}
         order["bank"] = w.incident.bank

@@ -98,3 +98,12 @@ def test_bad_incidents_are_refused(incident: str, message: str) -> None:
 def test_incidents_need_a_history() -> None:
     with pytest.raises(ConfigurationError, match="seed_payments"):
         Sandbox("B", incidents=["card-testing"])
+
+
+def test_the_sandbox_retries_the_declines_the_library_calls_soft() -> None:
+    """The history's customers retry soft declines; the sandbox may not import the library's
+    classification (DESIGN: separate parts), so the two lists are kept equal by this test."""
+    from gwtools._schema import SOFT_DECLINE_CODES
+    from gwtools.sandbox.history import SOFT_REASONS
+
+    assert SOFT_REASONS == SOFT_DECLINE_CODES
