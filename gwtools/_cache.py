@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import functools
 import os
 import re
 import signal
@@ -401,9 +400,8 @@ class MergeStats:
         return self
 
 
-#: A resource's Parquet schema, built once per process (pyarrow schemas are immutable; building
-#: one from an empty pandas frame costs a scan_cache's start-up ~25 ms each time).
-_arrow_schema = functools.cache(_schema.arrow_schema)
+#: A resource's Parquet schema (built once per process by :func:`gwtools._schema.arrow_schema`).
+_arrow_schema = _schema.arrow_schema
 
 
 class Dataset:

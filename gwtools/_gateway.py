@@ -299,15 +299,12 @@ class Gateway:
 
             analysis.decline_rate(gw.scan("payments"), freq="week", tz="Asia/Kuala_Lumpur")
         """
-        from gwtools._scan import connection, scan_cache
+        from gwtools._scan import _empty, connection, scan_cache
 
-        if not self._dataset(resource).exists():
-            from gwtools._schema import arrow_schema
-
-            return connection().from_arrow(arrow_schema(resource).empty_table())
-        return scan_cache(
-            self._dataset(resource).path, resource, since=since, until=until, status=status
-        )
+        dataset = self._dataset(resource)
+        if not dataset.exists():
+            return _empty(resource, connection())
+        return scan_cache(dataset.path, resource, since=since, until=until, status=status)
 
     def _read(self, resource: Resource, since: Any, until: Any, status: Any) -> pd.DataFrame:
         ds = self._dataset(resource)

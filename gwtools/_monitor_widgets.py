@@ -26,7 +26,7 @@ import pandas as pd
 
 from gwtools import plots
 from gwtools.analysis import _engine as E
-from gwtools.analysis._monitor import MonitorSettings, monitor
+from gwtools.analysis._monitor import MonitorSettings, _utc, monitor
 from gwtools.analysis._quality import quality
 from gwtools.widgets import Dashboard, View
 
@@ -76,19 +76,12 @@ def _collect(
     table: Any,
     columns: Sequence[str],
     *,
-    since: pd.Timestamp | None = None,
-    until: pd.Timestamp | None = None,
     ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """``table`` as pandas with ``columns`` (those it has), cut in its own engine to rows
-    created in ``[since, until]`` and to ``ids`` when given (a lazy table is never loaded
-    whole for a drill-down)."""
+    """``table`` as pandas with ``columns`` (those it has), cut in its own engine to ``ids``
+    when given (a lazy table is never loaded whole for a drill-down)."""
     lf = E.lazy(table)
     present = E.columns_of(lf)
-    if since is not None:
-        lf = lf.filter(E.truthy(nw.col("created_at") >= since.tz_convert("UTC").to_pydatetime()))
-    if until is not None:
-        lf = lf.filter(E.truthy(nw.col("created_at") <= until.tz_convert("UTC").to_pydatetime()))
     if ids is not None:
         lf = lf.filter(E.truthy(nw.col("id").is_in(list(ids))))
     return E.to_pandas(lf.select([c for c in columns if c in present]))
@@ -129,14 +122,6 @@ def _alert_query(
 
 #: Every column of an alert's drill-down rows (payments' and refunds').
 _DRILL_COLUMNS: Final = tuple(dict.fromkeys([*ALERT_PAYMENT_COLUMNS, *ALERT_REFUND_COLUMNS]))
-
-
-def _utc(ts: pd.Timestamp) -> Any:
-    return ts.tz_convert("UTC").to_pydatetime() if ts.tzinfo else ts.to_pydatetime()
-
-
-def _mask(series: pd.Series) -> pd.Series:
-    return series.fillna(False).astype(bool)
 
 
 def alert_payments(

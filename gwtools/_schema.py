@@ -11,6 +11,7 @@ examples) to the contract.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Final, Literal
 
@@ -182,6 +183,7 @@ def conform(frame: pd.DataFrame, resource: Resource) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+@functools.cache  # pyarrow schemas are immutable; building one from a pandas frame costs ~25 ms
 def arrow_schema(resource: Resource) -> pa.Schema:
     """The pyarrow schema of a canonical table (what the Parquet cache stores)."""
     return pa.Schema.from_pandas(empty(resource), preserve_index=False).remove_metadata()

@@ -13,6 +13,7 @@ import narwhals as nw
 import pandas as pd
 
 from gwtools.analysis import _engine as E
+from gwtools.analysis._monitor import REFUND_COLUMNS
 
 #: rule -> what it checks (the ``description`` column of :func:`quality`).
 QUALITY_RULES: Final[dict[str, str]] = {
@@ -50,7 +51,6 @@ _PAYMENT_COLUMNS: Final = (
     "created_at",
     "extra",
 )
-_REFUND_COLUMNS: Final = ("id", "payment_id", "status", "amount", "currency", "created_at")
 
 
 def _captured_expr() -> nw.Expr:
@@ -150,7 +150,7 @@ def quality(
     """
     lp, lr = E.lazy_pair(payments, refunds)
     # Only the columns the rules read (the scan reads no others).
-    lp, lr = lp.select(*_PAYMENT_COLUMNS), lr.select(*_REFUND_COLUMNS)
+    lp, lr = lp.select(*_PAYMENT_COLUMNS), lr.select(*REFUND_COLUMNS)
     rows: list[dict[str, Any]] = []
 
     def add(rule: str, checked: int, examples: list[str], count: int) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 from gwtools._errors import ConfigurationError
 from gwtools.analysis import _engine as E
 from gwtools.analysis._money import exponent
-from gwtools.analysis._time import bucket, check_aware, period_code, period_range, resolve_tz
+from gwtools.analysis._time import check_aware, period_code, period_range, resolve_tz
 
 OUTCOMES: Final = ("succeeded", "failed", "open", "abandoned", "unknown")
 
@@ -195,34 +195,6 @@ def lazy_keys(
     if missing:
         raise ConfigurationError(f"cannot group by {missing}: not a column of the table")
     return (lf.with_columns(**extra) if extra else lf), keys
-
-
-def with_keys(
-    frame: pd.DataFrame,
-    by: By = None,
-    freq: str | None = None,
-    tz: str | None = None,
-    *,
-    time_column: str = "created_at",
-) -> tuple[pd.DataFrame, list[str]]:
-    """Pandas only: ``frame`` with derived key columns added (``period``, ``amount_band``) and
-    the key list, for pandas-first analyses; engine-portable ones use :func:`lazy_keys`.
-
-    ``amount_band`` brings ``currency`` along, since bands are per-currency major units.
-    """
-    keys = as_list(by)
-    extra: dict[str, pd.Series] = {}
-    if "amount_band" in keys:
-        extra["amount_band"] = amount_band(frame)
-        if "currency" not in keys:
-            keys.insert(keys.index("amount_band"), "currency")
-    if freq is not None:
-        extra["period"] = bucket(frame[time_column], freq, tz)
-        keys.append("period")
-    missing = [k for k in keys if k not in frame.columns and k not in extra]
-    if missing:
-        raise ConfigurationError(f"cannot group by {missing}: not a column of the table")
-    return (frame.assign(**extra) if extra else frame), keys
 
 
 def finish_keys(table: pd.DataFrame, keys: Sequence[str], tz: str | None) -> pd.DataFrame:
