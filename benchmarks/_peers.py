@@ -353,7 +353,7 @@ def _unpaced_full_sync(base_url: str, key: str, cache: str) -> int:
 
 
 def _frames(cache: str) -> Iterator[tuple[str, Any]]:
-    from gwtools._cache import read_cache
+    from gwtools.cache._dataset import read_cache
 
     for resource in ("payments", "refunds"):
         frame = read_cache(cache, resource, account=ACCOUNT)

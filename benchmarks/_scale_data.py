@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gwtools import _schema
-from gwtools._cache import _ROW_GROUP, PARTITION, Dataset
+from gwtools.cache._dataset import _ROW_GROUP, PARTITION, Dataset
 from gwtools.sandbox import history
 from gwtools.sandbox.cards import DECLINE_MESSAGES, TEST_CARDS
 from gwtools.sandbox.cards import brand as card_brand

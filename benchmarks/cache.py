@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gwtools._cache import Dataset, read_cache, to_arrow
 from gwtools._schema import columns, conform
+from gwtools.cache._dataset import Dataset, read_cache, to_arrow
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "cache.json"

@@ -139,7 +139,7 @@ def baseline(bodies: list[bytes], variant: str) -> Any:
 
 
 def gwtools_normalize(bodies: list[bytes]) -> Any:
-    from gwtools._normalize import normalize_bodies
+    from gwtools.normalize._normalize import normalize_bodies
 
     batch = normalize_bodies("payments", bodies, livemode=False)
     assert not batch.rejects, batch.rejects[:3]
@@ -170,7 +170,7 @@ def child(contender: str, variant: str, path: Path, rows: int) -> dict[str, Any]
     """Run one contender on the bodies in ``path`` (first ``rows`` rows); report figures."""
     import pandas  # noqa: F401 - imported before timing, as a notebook would have it
 
-    import gwtools._normalize  # noqa: F401
+    import gwtools.normalize._normalize  # noqa: F401
 
     bodies = read_bodies(path, -(-rows // PAGE))
     before = _current_rss_mb()

@@ -35,7 +35,6 @@ Everything gwtools raises derives from :class:`GatewayError`::
         └── CacheNotFoundError    nothing cached where a read looked: sync first
 """
 
-from gwtools._cache import read_cache
 from gwtools._config import Filters, Settings, check_filters
 from gwtools._errors import (
     APIConnectionError,
@@ -52,13 +51,14 @@ from gwtools._errors import (
     NotFoundError,
     RateLimitError,
 )
-from gwtools._export import write_table
 from gwtools._gateway import Gateway, cache_path, cache_state, connect
-from gwtools._normalize import normalize_payments, normalize_refunds
-from gwtools._scan import scan_cache
 from gwtools._schema import empty_payments, empty_refunds
-from gwtools._source import Source, open_source
-from gwtools._sync import GatewayDataWarning, ResourceResult, SyncResult
+from gwtools.cache._dataset import read_cache
+from gwtools.cache._export import write_table
+from gwtools.cache._scan import scan_cache
+from gwtools.cache._source import Source, open_source
+from gwtools.normalize._normalize import normalize_payments, normalize_refunds
+from gwtools.sync._sync import GatewayDataWarning, ResourceResult, SyncResult
 
 __all__ = [
     "APIConnectionError",

@@ -34,12 +34,12 @@ from typing import Any, TypeVar
 import httpx
 import pandas as pd
 
-from gwtools._cache import Dataset
-from gwtools._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
 from gwtools._config import Filters, Settings, check_filters, check_resource, resolve_settings
 from gwtools._errors import GatewayError
 from gwtools._schema import Resource
-from gwtools._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
+from gwtools.cache._dataset import Dataset
+from gwtools.http._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
+from gwtools.sync._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
 
 __all__ = ["SANDBOX_DATA", "Gateway", "cache_path", "cache_state", "connect"]
 
@@ -299,7 +299,7 @@ class Gateway:
 
             analysis.decline_rate(gw.scan("payments"), freq="week", tz="Asia/Kuala_Lumpur")
         """
-        from gwtools._scan import _empty, connection, scan_cache
+        from gwtools.cache._scan import _empty, connection, scan_cache
 
         dataset = self._dataset(resource)
         if not dataset.exists():
@@ -353,9 +353,9 @@ class Gateway:
 
     def _stream(self, resource: Resource, where: Filters) -> Iterator[dict[str, Any]]:
         # A generator: nothing is sent until the first next(); filters were checked eagerly.
-        from gwtools._normalize import normalize_bodies
-        from gwtools._paging import list_pages
-        from gwtools._sync import GatewayDataWarning
+        from gwtools.http._paging import list_pages
+        from gwtools.normalize._normalize import normalize_bodies
+        from gwtools.sync._sync import GatewayDataWarning
 
         loop = self._ensure()
         assert self._client is not None
@@ -551,7 +551,7 @@ def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[s
     ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder).
     Use it to check a cache's freshness or completeness without reading its rows.
     """
-    from gwtools._cache import find_dataset
+    from gwtools.cache._dataset import find_dataset
 
     check_resource(resource)
     try:

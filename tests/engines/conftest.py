@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import gwtools
-from gwtools._cache import Dataset
+from gwtools.cache._dataset import Dataset
 from tests.toolkit.conftest import build_payments, build_refunds
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample-cache" / "sandbox" / "test"

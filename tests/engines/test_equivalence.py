@@ -21,7 +21,7 @@ import pytest
 
 import gwtools
 from gwtools import analysis as a
-from gwtools._scan import connection
+from gwtools.cache._scan import connection
 
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # pyspark
 

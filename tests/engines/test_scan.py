@@ -14,8 +14,8 @@ import pytest
 
 import gwtools
 from gwtools import analysis as a
-from gwtools._cache import to_arrow
-from gwtools._scan import connection
+from gwtools.cache._dataset import to_arrow
+from gwtools.cache._scan import connection
 from tests.toolkit.conftest import build_payments
 
 

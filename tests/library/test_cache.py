@@ -15,9 +15,9 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from gwtools import _cache
-from gwtools._cache import Dataset, _next_seq, find_dataset, read_cache, to_arrow
 from gwtools._schema import columns, conform
+from gwtools.cache import _dataset as _cache
+from gwtools.cache._dataset import Dataset, _next_seq, find_dataset, read_cache, to_arrow
 
 
 def frame(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
@@ -209,7 +209,7 @@ def test_state_and_rejects(ds: Dataset) -> None:
         ds.state()["high_water"] == "2024-05-01T00:00:00+00:00"
         and ds.state()["schema_version"] == 1
     )
-    from gwtools._normalize import Reject
+    from gwtools.normalize._normalize import Reject
 
     assert (
         ds.append_rejects([Reject("payments", "record has no id", '{"amount": 5}')], sync_id="s1")
@@ -238,7 +238,7 @@ def test_reading_while_another_sync_compacts(
     """A reader that arrives at any step of a compaction (the writer is held there until the
     reader is done) sees every id once, in one sync's version: read_cache, and DuckDB reading
     the files directly; no temporary or partial file is ever in the dataset folder."""
-    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 40)  # several chunks per month
+    monkeypatch.setattr("gwtools.cache._dataset._ROW_GROUP", 40)  # several chunks per month
     ids = sorted(f"pay_{i:03d}" for i in range(200))
     months = {f"2024-0{m}" for m in range(1, 7)}
 
@@ -311,7 +311,7 @@ def test_compaction_streams_a_month_bigger_than_one_chunk(
 ) -> None:
     """Rows are chosen by key and copied chunk by chunk: every chunk boundary keeps the
     newest version of each id, one row per id, in creation order, and counts it once."""
-    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 7)  # many chunks and row groups
+    monkeypatch.setattr("gwtools.cache._dataset._ROW_GROUP", 7)  # many chunks and row groups
     old = _versions(100, "pending")
     with ds.lock():
         ds.write_batch(frame(old[::-1]))  # written newest first, as lists come
@@ -335,7 +335,7 @@ def test_compaction_streams_a_month_bigger_than_one_chunk(
 
 
 def test_replace_streams_only_this_syncs_rows(ds: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gwtools._cache._ROW_GROUP", 5)
+    monkeypatch.setattr("gwtools.cache._dataset._ROW_GROUP", 5)
     with ds.lock():
         ds.write_batch(frame(_versions(40, "pending")))
         seq = _next_seq()
@@ -352,8 +352,8 @@ def test_replace_streams_only_this_syncs_rows(ds: Dataset, monkeypatch: pytest.M
 
 _CRASHING_WRITER = """
 import sys
-from gwtools import _cache
-from gwtools._cache import Dataset, _next_seq
+from gwtools.cache import _dataset as _cache
+from gwtools.cache._dataset import Dataset, _next_seq
 from tests.library.test_cache import _versions, frame
 
 _cache._ROW_GROUP = 500  # several chunks per file: a kill can land inside a file

@@ -196,7 +196,7 @@ def test_export_streams_batches_equal_to_the_eager_table(
 ) -> None:
     """CSV (file and standard output) and Parquet hold what the whole table written by pandas
     holds, although the rows went out in batches of 300 (the sample has 2,000 payments)."""
-    from gwtools import _export as streaming
+    from gwtools.cache import _export as streaming
 
     monkeypatch.setattr(streaming, "BATCH_ROWS", 300)
     shutil.copytree(SAMPLE / "sandbox", tmp_path / "cache" / "sandbox")

@@ -17,10 +17,10 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from gwtools._normalize import normalize_bodies
-from gwtools._sync import GatewayDataWarning
-from gwtools._wire import MALFORMED_ID
 from gwtools.cli import main
+from gwtools.http._wire import MALFORMED_ID
+from gwtools.normalize._normalize import normalize_bodies
+from gwtools.sync._sync import GatewayDataWarning
 from tests.library._shop import Shop, assert_same, fresh
 
 A_ONLY = pytest.mark.parametrize("sandbox", ["A"], indirect=True)

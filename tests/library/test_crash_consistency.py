@@ -3,7 +3,7 @@ Parquet files directly (DuckDB, Spark) count exactly one row per id, and no file
 dataset folder fails to read, at any moment.
 
 The kill is exact, not timed: ``GWTOOLS_TEST_CRASH_AT=step@n`` makes the sync process kill
-itself the n-th time it passes ``step`` (see ``gwtools._cache._step``).
+itself the n-th time it passes ``step`` (see ``gwtools.cache._dataset._step``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import gwtools
-from gwtools import _cache
-from gwtools._cache import Dataset
+from gwtools.cache import _dataset as _cache
+from gwtools.cache._dataset import Dataset
 
 ROOT = Path(__file__).parents[2]
 

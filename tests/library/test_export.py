@@ -1,4 +1,4 @@
-"""``gwtools._export.write_table``: what lands in the file, and what does not."""
+"""``gwtools.cache._export.write_table``: what lands in the file, and what does not."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from gwtools._export import write_table
+from gwtools.cache._export import write_table
 
 
 def test_frame_attrs_stay_out_of_exported_parquet(tmp_path: Path) -> None:

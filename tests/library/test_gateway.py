@@ -15,8 +15,8 @@ import gwtools
 import gwtools._gateway as gateway
 from gwtools._errors import ConfigurationError
 from gwtools._schema import columns
-from gwtools._sync import choose_cutoff
 from gwtools.cli import main
+from gwtools.sync._sync import choose_cutoff
 from tests.library._shop import CARD_DECLINE, Shop
 
 

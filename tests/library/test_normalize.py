@@ -15,13 +15,13 @@ import pandas as pd
 import pytest
 
 from gwtools import _schema
-from gwtools._normalize import (
+from gwtools.http._wire import MalformedResponseError, page_info
+from gwtools.normalize._normalize import (
     _normalize_bodies,
     normalize_bodies,
     normalize_payments,
     normalize_refunds,
 )
-from gwtools._wire import MalformedResponseError, page_info
 
 RECORDED = Path(__file__).resolve().parents[2] / "data" / "recorded"
 UTC = "UTC"

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import gwtools._normalize as normalize
-from gwtools._normalize import _normalize_bodies
+import gwtools.normalize._normalize as normalize
+from gwtools.normalize._normalize import _normalize_bodies
 
 TEXT = st.one_of(
     st.sampled_from(["", "Order #1", 'say "hi"', "back\\slash", "line\nbreak", "ünï ✓"]),

@@ -23,7 +23,6 @@ import orjson
 import pytest
 
 import gwtools._gateway as gateway
-from gwtools._client import Client
 from gwtools._config import Settings, normalize_base_url
 from gwtools._errors import (
     APIConnectionError,
@@ -37,6 +36,7 @@ from gwtools._errors import (
     RateLimitError,
     error_from_response,
 )
+from gwtools.http._client import Client
 from tests.library._shop import CARD_DECLINE, Shop
 
 ZWSP = "\u200b"

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gwtools._paging import list_cost
-from gwtools._sync import GatewayDataWarning, OpenGroup, _relist_from, choose_cutoff
+from gwtools.http._paging import list_cost
+from gwtools.sync._sync import GatewayDataWarning, OpenGroup, _relist_from, choose_cutoff
 from tests.library._shop import CARD_3DS, CARD_DECLINE, CARD_OK, Shop, assert_same, fresh
 
 
@@ -135,9 +135,9 @@ def test_open_rows_reread_through_status_lists(
     # Always list from the high-water mark, so that old open rows take the status-list path,
     # and retrieve what the lists did not return by id (here listing again would be cheaper).
     monkeypatch.setattr(
-        "gwtools._sync.choose_cutoff", lambda cached, cands, default, *a, **k: int(default)
+        "gwtools.sync._sync.choose_cutoff", lambda cached, cands, default, *a, **k: int(default)
     )
-    monkeypatch.setattr("gwtools._sync._relist_from", lambda *a, **k: None)
+    monkeypatch.setattr("gwtools.sync._sync._relist_from", lambda *a, **k: None)
     waiting = shop.open_payment()  # A: at checkout; B: waiting for 3-D Secure
     still_waiting = shop.open_payment()
     held = shop.card(manual=True)

@@ -1,4 +1,4 @@
-"""The wire format (gwtools._wire): envelopes, page info, variants, ids and paths."""
+"""The wire format (gwtools.http._wire): envelopes, page info, variants, ids and paths."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from gwtools._wire import (
+from gwtools.http._wire import (
     MalformedResponseError,
     has_damaged_id,
     list_bodies,

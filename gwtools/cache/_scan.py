@@ -40,10 +40,10 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from gwtools import _schema
-from gwtools._cache import PARTITION, Dataset, _arrow_schema, find_dataset
 from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._schema import Resource
+from gwtools.cache._dataset import PARTITION, Dataset, _arrow_schema, find_dataset
 
 __all__ = ["connection", "scan_cache"]
 
@@ -208,7 +208,7 @@ def _check_complete(dataset: Dataset, strict: bool) -> None:
     )
     if strict:
         raise CacheError(message)
-    from gwtools._sync import GatewayDataWarning
+    from gwtools.sync._sync import GatewayDataWarning
 
     warnings.warn(
         message + "; scan_cache(..., strict=True) raises instead of warning",

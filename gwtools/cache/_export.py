@@ -42,8 +42,8 @@ def _canonical(columns: list[str]) -> _schema.Resource | None:
 
 def _to_frame(batch: pa.Table, resource: _schema.Resource | None) -> pd.DataFrame:
     """One Arrow batch as pandas: canonical tables exactly as ``read_cache`` types them."""
-    from gwtools._cache import to_pandas as canonical_frame
     from gwtools.analysis._engine import to_pandas
+    from gwtools.cache._dataset import to_pandas as canonical_frame
 
     if resource is not None:
         return canonical_frame(batch, resource)

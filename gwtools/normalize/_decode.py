@@ -1,6 +1,6 @@
 """The record shapes: which fields a payment or refund object carries, and their JSON types.
 
-The envelopes around them (both variants) are :mod:`gwtools._wire`'s.
+The envelopes around them (both variants) are :mod:`gwtools.http._wire`'s.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Final, Literal, get_args, get_origin, get_typ
 
 import msgspec
 
-from gwtools._wire import EnvelopeMeta, Variant, envelope_variant
+from gwtools.http._wire import EnvelopeMeta, Variant, envelope_variant
 
 # ----------------------------------------------------------------------------- record shapes
 # The one declaration of each record shape: every field the spec or the sandbox sends, its

@@ -1,7 +1,7 @@
 """Listing a resource fast: page-number fan-out (variant A) and time-window cursors (variant B).
 
 :func:`list_pages` fetches the first page, reads the variant from the envelope
-(:func:`gwtools._wire.page_info`: the wire format is that module's) and hands over to a
+(:func:`gwtools.http._wire.page_info`: the wire format is that module's) and hands over to a
 strategy:
 
 - :class:`PageNumbers` (variant A, ``meta.totalPages``): the upper creation bound is frozen
@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from gwtools._client import Client, MalformedBodyError
-from gwtools._wire import PageInfo, has_damaged_id, list_path, page_info
+from gwtools.http._client import Client, MalformedBodyError
+from gwtools.http._wire import PageInfo, has_damaged_id, list_path, page_info
 
 __all__ = ["ListOutcome", "PageSink", "first_page", "list_cost", "list_pages"]
 

@@ -36,14 +36,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gwtools import _schema
-from gwtools._cache import Dataset, MergeStats, _next_seq
-from gwtools._client import Client, MalformedBodyError, RequestStats
 from gwtools._config import Settings
 from gwtools._errors import InvalidRequestError, NotFoundError
-from gwtools._normalize import Reject, normalize_bodies
-from gwtools._paging import PAGE_LIMIT, ListOutcome, first_page, list_cost, list_pages
 from gwtools._schema import Resource
-from gwtools._wire import (
+from gwtools.cache._dataset import Dataset, MergeStats, _next_seq
+from gwtools.http._client import Client, MalformedBodyError, RequestStats
+from gwtools.http._paging import PAGE_LIMIT, ListOutcome, first_page, list_cost, list_pages
+from gwtools.http._wire import (
     MALFORMED_ID,
     PageInfo,
     Variant,
@@ -51,6 +50,7 @@ from gwtools._wire import (
     object_path,
     read_object,
 )
+from gwtools.normalize._normalize import Reject, normalize_bodies
 
 __all__ = ["ResourceResult", "SyncResult", "choose_cutoff", "run_sync"]
 

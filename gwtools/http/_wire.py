@@ -15,7 +15,7 @@ Every other module speaks to the gateway's JSON through this one:
   :func:`malformed_id_reason`) and ids damaged in transit (:func:`has_damaged_id`);
 - REST paths of both variants (:func:`list_path`, :func:`object_path`).
 
-Record shapes (which fields a payment or refund carries) are in :mod:`gwtools._decode`.
+Record shapes (which fields a payment or refund carries) are in :mod:`gwtools.normalize._decode`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Use :func:`normalize_payments` / :func:`normalize_refunds` on objects you already
 hold (parsed JSON, webhook payloads), and :func:`normalize_bodies` on list response
-bodies exactly as received. Envelopes, variants and ids are :mod:`gwtools._wire`'s;
+bodies exactly as received. Envelopes, variants and ids are :mod:`gwtools.http._wire`'s;
 columns, order and dtypes are those of :mod:`gwtools._schema`.
 
 Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
@@ -32,7 +32,7 @@ Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
   hand is better fixed than silently shortened.
 
 How it is fast: list bodies are decoded by msgspec into strict structs of the documented
-fields (:mod:`gwtools._decode`; objects already held are converted to the same structs, with
+fields (:mod:`gwtools.normalize._decode`; objects already held are converted to the same structs, with
 no detour through JSON text) and turned into Arrow columns a few thousand records at a
 time, then finished column-wise with pyarrow.compute. A body the strict shapes reject, or
 a page holding a record that needs a judgement (no id, an unparsable time, two sources for
@@ -62,20 +62,8 @@ import pyarrow.compute as pc
 from msgspec.structs import astuple
 
 from gwtools import _schema
-from gwtools._decode import (
-    DROPPED,
-    FREE,
-    RECORD_SHAPES,
-    Spec,
-    column_spec,
-    decode_fast,
-    decode_objects,
-    fields_with_role,
-    payment_extras,
-    raw_metadata,
-)
 from gwtools._errors import ConfigurationError, InvalidRecordError
-from gwtools._wire import (
+from gwtools.http._wire import (
     CREATION_FIELDS,
     INT64_MAX,
     INT64_MIN,
@@ -89,6 +77,18 @@ from gwtools._wire import (
     object_variant,
     snippet,
     to_timestamps,
+)
+from gwtools.normalize._decode import (
+    DROPPED,
+    FREE,
+    RECORD_SHAPES,
+    Spec,
+    column_spec,
+    decode_fast,
+    decode_objects,
+    fields_with_role,
+    payment_extras,
+    raw_metadata,
 )
 
 __all__ = [
@@ -166,7 +166,7 @@ def _json_text(obj: Any) -> str:
     """Compact JSON text with sorted keys: the form of ``extra``.
 
     The fast path encodes its views of the records with the same msgspec settings
-    (:func:`gwtools._decode.payment_extras`), so both paths write the same bytes.
+    (:func:`gwtools.normalize._decode.payment_extras`), so both paths write the same bytes.
     """
     return _SORTED_JSON.encode(obj).decode()
 
@@ -561,7 +561,7 @@ def _columns(records: Sequence[Any], kind: type[msgspec.Struct]) -> dict[str, tu
 
 
 # How each field of the strict shapes becomes an Arrow column in stage 1 of the fast path,
-# derived from the shapes' declarations (gwtools._decode.column_spec). Fields without a
+# derived from the shapes' declarations (gwtools.normalize._decode.column_spec). Fields without a
 # column are rendered into ``extra`` separately.
 _FAST_SPEC: dict[str, tuple[type[msgspec.Struct], Spec]] = {
     r: (kind, column_spec(kind)) for r, kind in RECORD_SHAPES.items()

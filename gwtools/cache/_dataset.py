@@ -104,7 +104,7 @@ def _step(name: str) -> None:
 
 def _warn(message: str) -> None:
     # Imported here: _sync imports this module.
-    from gwtools._sync import GatewayDataWarning
+    from gwtools.sync._sync import GatewayDataWarning
 
     warnings.warn(message, GatewayDataWarning, stacklevel=3)
 

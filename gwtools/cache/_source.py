@@ -114,7 +114,7 @@ def open_source(
       ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
     """
     from gwtools._gateway import Gateway
-    from gwtools._scan import scan_cache
+    from gwtools.cache._scan import scan_cache
 
     if isinstance(source, Gateway):
         return Source(
