@@ -140,7 +140,7 @@ class Gateway:
         self._loop: _LoopThread | None = None
         self._client: Client | None = None
         self._sync_lock = threading.Lock()
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self.last_result: SyncResult | None = None
         # Build the client now: httpx's first client imports its transport stack and makes
         # an SSL context, about a second that should not count against the first sync.

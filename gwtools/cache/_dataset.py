@@ -241,7 +241,10 @@ def _pandas_type(t: pa.DataType) -> Any:
 
 def to_pandas(table: pa.Table, resource: Resource) -> pd.DataFrame:
     """An Arrow table in the canonical schema -> the canonical DataFrame (dtypes exact)."""
-    return table.select(list(_schema.columns(resource))).to_pandas(types_mapper=_pandas_type)
+    frame: pd.DataFrame = table.select(list(_schema.columns(resource))).to_pandas(
+        types_mapper=_pandas_type
+    )
+    return frame
 
 
 def to_arrow(frame: pd.DataFrame, resource: Resource) -> pa.Table:

@@ -118,7 +118,7 @@ def _resolve_filesystem(
 
 
 def _is_dir(fs: pafs.FileSystem, path: str) -> bool:
-    return fs.get_file_info(path).type == pafs.FileType.Directory
+    return bool(fs.get_file_info(path).type == pafs.FileType.Directory)
 
 
 def _remote_dataset_dir(
