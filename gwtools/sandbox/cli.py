@@ -117,14 +117,14 @@ def sandbox(
     """Run the local sandbox gateway; print its base URL and a test secret key."""
     from datetime import UTC
 
-    from gwtools._errors import ConfigurationError
+    from gwtools.sandbox.errors import SandboxConfigError
     from gwtools.sandbox.history import parse_incident
     from gwtools.sandbox.server import Sandbox
 
     try:
         for text in incidents:
             parse_incident(text)
-    except ConfigurationError as exc:
+    except SandboxConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--incident") from None
     if incidents and not seed_payments:
         raise click.BadParameter(

@@ -7,6 +7,13 @@ from typing import Any
 import orjson
 
 
+class SandboxConfigError(ValueError):
+    """A sandbox set up wrongly (an unknown incident, incidents without a history, bad sizes).
+
+    The sandbox's own error: it is a separate part and imports nothing of the library.
+    """
+
+
 class ApiError(Exception):
     """An error the gateway answers with ``{"error": {...}}`` and an HTTP status."""
 

@@ -29,11 +29,11 @@ from typing import Any, Final
 
 import orjson
 
-from gwtools._errors import ConfigurationError
 from gwtools.sandbox import domain, errors, params, render
 from gwtools.sandbox.cards import BRAND_DECLINE_PREFIXES, TEST_CARDS, brand
 from gwtools.sandbox.clock import iso
 from gwtools.sandbox.domain import Event, Ids, Method, Record
+from gwtools.sandbox.errors import SandboxConfigError
 from gwtools.sandbox.gateway import API_VERSION, Gateway
 
 DAY: Final = 86_400
@@ -183,7 +183,7 @@ class Incident:
 def parse_incident(text: str) -> Incident:
     """``"card-testing"``, ``"decline-spike"`` or ``"bank-outage:MB2U0227"`` -> Incident.
 
-    Raises ``ConfigurationError`` (a ``ValueError``) naming the kinds or banks that exist.
+    Raises ``SandboxConfigError`` (a ``ValueError``) naming the kinds or banks that exist.
     """
     kind, _, bank = text.strip().partition(":")
     if kind in ("card-testing", "decline-spike") and not bank:
@@ -194,11 +194,11 @@ def parse_incident(text: str) -> Incident:
         what = "needs a bank code" if not bank else f"names an unknown bank {bank!r}"
         if bank in dict(TEST_BANK_WEIGHTS):
             what = f"names {bank}, a test bank whose outcome is fixed"
-        raise ConfigurationError(
+        raise SandboxConfigError(
             f"incident {text!r} {what}: use bank-outage:CODE with one of the real FPX banks "
             f"{', '.join(sorted(REAL_BANKS))}"
         )
-    raise ConfigurationError(
+    raise SandboxConfigError(
         f"unknown incident {text!r}: use {', '.join(INCIDENT_KINDS)} (e.g. bank-outage:MB2U0227)"
     )
 
@@ -235,7 +235,7 @@ def _place(rng: random.Random, incidents: list[Incident], now: float, days: int)
             today = (now + MYT) // DAY * DAY - MYT  # UTC second of today's local midnight
             whole_days = int(span // DAY) - 1
             if whole_days < 1:
-                raise ConfigurationError(
+                raise SandboxConfigError(
                     "a decline-spike needs a history of at least 2 days: raise days"
                 )
             start = today - rng.randint(1, min(whole_days, INCIDENT_DAYS - 1)) * DAY
@@ -245,7 +245,7 @@ def _place(rng: random.Random, incidents: list[Incident], now: float, days: int)
         first = math.ceil((now - span) / 3600) + 1
         last = math.floor(now / 3600) - hours - 2
         if last < first:
-            raise ConfigurationError(f"the history is too short for {inc.label}: raise days")
+            raise SandboxConfigError(f"the history is too short for {inc.label}: raise days")
         start = rng.randint(first, last) * 3600
         placed.append(_Placed(inc, start, start + hours * 3600))
     return placed
@@ -306,10 +306,10 @@ def generate_history(
         generate_history(sb, payments=5000, days=60, seed=7)
     """
     if payments < 0 or days <= 0:
-        raise ConfigurationError("payments must be >= 0 and days > 0")
+        raise SandboxConfigError("payments must be >= 0 and days > 0")
     wanted = [i if isinstance(i, Incident) else parse_incident(i) for i in incidents]
     if wanted and payments == 0:
-        raise ConfigurationError("incidents need a generated history: give payments > 0 as well")
+        raise SandboxConfigError("incidents need a generated history: give payments > 0 as well")
     started = time.perf_counter()
     gw = _gateway(target)
     account = account or gw.default_account["id"]

@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 import uvicorn
 
-from gwtools._errors import ConfigurationError
 from gwtools.sandbox.app import create_app
 from gwtools.sandbox.auth import mask
 from gwtools.sandbox.clock import Clock
+from gwtools.sandbox.errors import SandboxConfigError
 from gwtools.sandbox.gateway import Gateway
 from gwtools.sandbox.store import Store
 
@@ -54,7 +54,7 @@ class Sandbox:
         # Checked here, before anything starts, so a typo fails at once.
         self._incidents = [parse_incident(i) for i in incidents]
         if self._incidents and not seed_payments:
-            raise ConfigurationError(
+            raise SandboxConfigError(
                 "incidents are placed in the generated history: give seed_payments as well"
             )
         #: The generated history's summary (counts, incident windows); None before start().

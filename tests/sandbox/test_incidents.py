@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import gwtools
-from gwtools import ConfigurationError, analysis
+from gwtools import analysis
 from gwtools.cli import main
 from gwtools.sandbox import Sandbox, create_app, generate_history
+from gwtools.sandbox.errors import SandboxConfigError
 
 NOW = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
 KINDS = {"card-testing": "card_testing", "bank-outage:RHB0218": "fpx_bank_outage",
@@ -87,7 +88,7 @@ def test_same_seed_same_incidents() -> None:
     ],
 )
 def test_bad_incidents_are_refused(incident: str, message: str) -> None:
-    with pytest.raises(ConfigurationError, match=message):
+    with pytest.raises(SandboxConfigError, match=message):
         Sandbox("B", seed_payments=10, incidents=[incident])
     result = CliRunner().invoke(
         main, ["sandbox", "--seed-payments", "10", "--incident", incident, "--port", "0"]
@@ -96,7 +97,7 @@ def test_bad_incidents_are_refused(incident: str, message: str) -> None:
 
 
 def test_incidents_need_a_history() -> None:
-    with pytest.raises(ConfigurationError, match="seed_payments"):
+    with pytest.raises(SandboxConfigError, match="seed_payments"):
         Sandbox("B", incidents=["card-testing"])
 
 
