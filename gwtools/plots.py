@@ -5,15 +5,23 @@ Each function takes the table an analysis returned and gives back a new
 so nothing leaks between calls or into a notebook's other cells). Titles, axis
 labels with units, sorted categories and rotated dates come built in.
 
+Figures of sandbox data say so ("sandbox data: not real payments" above the chart). An
+analysis's result does not remember where its rows came from, so pass ``origin=``: the
+canonical table it was computed from, the Gateway or :func:`gwtools.open_source` Source, or
+the notebooks' :func:`gwtools.report.load_tables` result. :func:`is_sandbox_data` is the one
+test, shared with the dashboards and the report.
+
 Example::
 
     from gwtools import analysis, plots
 
-    fig = plots.decline_pareto(analysis.decline_breakdown(payments))
+    fig = plots.decline_pareto(analysis.decline_breakdown(payments), origin=payments)
     fig.savefig("declines.png")
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import matplotlib.dates as mdates
 import numpy as np
@@ -23,9 +31,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from gwtools._errors import ConfigurationError
-from gwtools.analysis._fpx import FPX_OUTCOMES, TEST_BANKS
-from gwtools.analysis._rates import add_rate
+from gwtools import ConfigurationError, Gateway, Source
+from gwtools._gateway import SANDBOX_DATA
+from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate
+from gwtools.analysis._fpx import TEST_BANKS
 
 _SIZE = (9.0, 4.8)
 _TYPE_COLOURS = {"soft": "#f0a020", "hard": "#c0392b", "unclassified": "#7f8c8d"}
@@ -39,6 +48,44 @@ PALETTE: tuple[str, ...] = (
 OTHER_COLOUR = "#7f7f7f"
 #: Named series a rate-over-time chart draws by default; the rest are combined as "other".
 TOP = 6
+
+
+#: What figures, dashboards and reports of sandbox data say about it.
+SANDBOX_NOTE = f"{SANDBOX_DATA}: not real payments"
+#: The colour of that note (the high-severity red: it must not be overlooked).
+SANDBOX_COLOUR = "#c0392b"
+
+
+def is_sandbox_data(data: Any) -> bool:
+    """Whether ``data`` is known to be sandbox data, so that what shows it must say so.
+
+    The one test figures, dashboards and reports use. ``data`` is where a table came from:
+    a pandas DataFrame (frames read from the embedded sandbox carry
+    ``attrs["gwtools_source"] == "sandbox data"``), a :class:`gwtools.Gateway` or
+    :class:`gwtools.Source` (connected to the embedded sandbox), anything with a boolean
+    ``sandbox_data`` (a report's :class:`~gwtools.report.Tables`, a dashboard), or a bool.
+    A lazy table (DuckDB, Spark) has nowhere to keep a label: ask the Gateway or Source it
+    was scanned from. Anything else, None included, is not known to be sandbox data, so
+    real data is never labelled.
+    """
+    if isinstance(data, bool):
+        return data
+    if isinstance(data, pd.DataFrame | pd.Series):
+        return bool(data.attrs.get("gwtools_source") == SANDBOX_DATA)
+    if isinstance(data, Gateway):
+        return data.settings.embedded
+    if isinstance(data, Source):
+        return data.embedded
+    flag = getattr(data, "sandbox_data", None)
+    return flag if isinstance(flag, bool) else False
+
+
+def label_sandbox(fig: Figure, *origins: Any) -> Figure:
+    """``fig``, with :data:`SANDBOX_NOTE` above it when any of ``origins`` is sandbox data
+    (:func:`is_sandbox_data`); real data's figures are left as they are."""
+    if any(is_sandbox_data(o) for o in origins):
+        fig.suptitle(SANDBOX_NOTE, color=SANDBOX_COLOUR, fontsize="medium", fontweight="bold")
+    return fig
 
 
 def _figure(size: tuple[float, float] = _SIZE) -> tuple[Figure, Axes]:
@@ -130,13 +177,14 @@ def _rate_over_time(
     ratio: tuple[str, str] | None = None,
     top: int = TOP,
     note: str = "",
+    origin: Any = None,
 ) -> Figure:
     _check_top(top)
     fig, ax = _figure()
     ax.set_title(title + (f"\n{note}" if note else ""))
     if table.empty or table[rate].isna().all():
         _empty(ax, what)
-        return fig
+        return label_sandbox(fig, table, origin)
     tz = getattr(table["period"].dt, "tz", None)
     grouped = group is not None and group in table.columns
     if grouped:
@@ -167,7 +215,7 @@ def _rate_over_time(
     if grouped:
         assert group is not None
         fig.legend(title=group.replace("_", " "), loc="outside right upper", fontsize="small")
-    return fig
+    return label_sandbox(fig, table, origin)
 
 
 def _is_test_bank(table: pd.DataFrame, codes: pd.Series | None = None) -> pd.Series:
@@ -190,14 +238,14 @@ def _without_test_banks(table: pd.DataFrame, test: pd.Series) -> tuple[pd.DataFr
     return table[~test], f"{count} test bank{plural} not shown (each ends one fixed way)"
 
 
-def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
+def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None) -> Figure:
     """Pareto chart of :func:`gwtools.analysis.decline_breakdown`: bars of failed
     payments per code (most frequent first, coloured soft/hard) and the cumulative share."""
     fig, ax = _figure()
     ax.set_title("Declines by code (Pareto)")
     if breakdown.empty:
         _empty(ax, "declines")
-        return fig
+        return label_sandbox(fig, breakdown, origin)
     data = breakdown.sort_values("count", ascending=False, kind="stable").head(top)
     labels = [_decline_label(row) for _, row in data.iterrows()]
     colours = [
@@ -216,8 +264,6 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
     share.yaxis.set_major_formatter(PercentFormatter(1.0))
     share.set_ylabel("cumulative share of declines (%)")
     if "decline_type" in data.columns:
-        from matplotlib.patches import Patch
-
         present = [t for t in _TYPE_COLOURS if t in set(data["decline_type"].astype(str))]
         fig.legend(
             handles=[Patch(color=_TYPE_COLOURS[t], label=t) for t in present],
@@ -225,11 +271,11 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15) -> Figure:
             loc="outside right upper",
             fontsize="small",
         )
-    return fig
+    return label_sandbox(fig, breakdown, origin)
 
 
 def decline_rate_over_time(
-    rates: pd.DataFrame, *, group: str | None = None, top: int = TOP
+    rates: pd.DataFrame, *, group: str | None = None, top: int = TOP, origin: Any = None
 ) -> Figure:
     """Decline rate per period from :func:`gwtools.analysis.decline_rate` with ``freq``,
     its 95% interval as a band; one line per value of ``group`` when given (the ``top``
@@ -243,10 +289,13 @@ def decline_rate_over_time(
         weight="n",
         ratio=("failed", "n"),
         top=top,
+        origin=origin,
     )
 
 
-def refund_rate_over_time(rates: pd.DataFrame, *, measure: str = "count", top: int = TOP) -> Figure:
+def refund_rate_over_time(
+    rates: pd.DataFrame, *, measure: str = "count", top: int = TOP, origin: Any = None
+) -> Figure:
     """Refund rate per period from :func:`gwtools.analysis.refund_rate` with ``freq``, one
     line per currency (the ``top`` largest); ``measure="amount"`` plots the refunded share of
     the captured amount. The axis says what the rate divides: refunded payments of a cohort
@@ -283,10 +332,11 @@ def refund_rate_over_time(rates: pd.DataFrame, *, measure: str = "count", top: i
         weight="payments",
         ratio=ratio,
         top=top,
+        origin=origin,
     )
 
 
-def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
+def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Heatmap of :func:`gwtools.analysis.fpx_outcome_shares`: banks (rows, best first) x
     outcome share, each cell annotated, the attempts behind each row in its label. The
     gateway's test banks are left out (noted in the title) unless they are all there is."""
@@ -303,7 +353,7 @@ def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
     ax.set_title("FPX outcomes by bank (share of attempts)" + (f"\n{note}" if note else ""))
     if shares.empty:
         _empty(ax, "FPX payments")
-        return fig
+        return label_sandbox(fig, shares, origin)
     values = shares[outcomes].to_numpy(dtype="float64")
     image = ax.imshow(values, aspect="auto", cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(
@@ -327,10 +377,10 @@ def fpx_outcome_heatmap(shares: pd.DataFrame) -> Figure:
     ax.set_xlabel("outcome")
     ax.set_ylabel("bank (attempts)")
     fig.colorbar(image, ax=ax, format=PercentFormatter(1.0), label="share of attempts (%)")
-    return fig
+    return label_sandbox(fig, shares, origin)
 
 
-def fpx_success_rates(banks: pd.DataFrame) -> Figure:
+def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Success rate per bank from :func:`gwtools.analysis.fpx_banks` with 95% interval
     whiskers, in the table's ranking (worst at the top: by the interval's upper end, banks with
     too few finished attempts after the ranked ones, in grey), the finished attempts ``n``
@@ -346,7 +396,7 @@ def fpx_success_rates(banks: pd.DataFrame) -> Figure:
     )
     if data.empty:
         _empty(ax, "finished FPX payments")
-        return fig
+        return label_sandbox(fig, banks, origin)
     y = np.arange(len(data))
     rate = data["rate"].to_numpy(dtype="float64")
     err = np.vstack(
@@ -373,10 +423,12 @@ def fpx_success_rates(banks: pd.DataFrame) -> Figure:
     ax.set_xlabel("succeeded / finished attempts (%)")
     ax.set_ylabel("bank (finished attempts)")
     ax.grid(axis="x", alpha=0.3)
-    return fig
+    return label_sandbox(fig, banks, origin)
 
 
-def fpx_rate_over_time(banks_over_time: pd.DataFrame, *, top: int = TOP) -> Figure:
+def fpx_rate_over_time(
+    banks_over_time: pd.DataFrame, *, top: int = TOP, origin: Any = None
+) -> Figure:
     """Success rate per bank and period from :func:`gwtools.analysis.fpx_banks` with ``freq``:
     the ``top`` banks by finished attempts, the others combined as "other", each in its own
     colour. The gateway's test banks are left out (noted in the title) unless they are all
@@ -395,17 +447,18 @@ def fpx_rate_over_time(banks_over_time: pd.DataFrame, *, top: int = TOP) -> Figu
         ratio=("succeeded", "n"),
         top=top,
         note=note,
+        origin=origin,
     )
 
 
-def funnel(table: pd.DataFrame) -> Figure:
+def funnel(table: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Horizontal funnel of :func:`gwtools.analysis.funnel`: payments that reached each stage,
     with the share of created payments and the conversion from the stage before."""
     fig, ax = _figure((9.0, 4.0))
     ax.set_title("Payment funnel (payments that reached each stage)")
     if table.empty or int(table["reached"].iloc[0]) == 0:
         _empty(ax, "payments")
-        return fig
+        return label_sandbox(fig, table, origin)
     y = np.arange(len(table))[::-1]
     ax.barh(y, table["reached"], color="#2c7fb8")
     ax.set_yticks(y, table["stage"])
@@ -422,7 +475,7 @@ def funnel(table: pd.DataFrame) -> Figure:
     ax.set_xlabel("payments (count)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     ax.set_ylabel("stage")
-    return fig
+    return label_sandbox(fig, table, origin)
 
 
 #: Alert severities and rule results, each with one colour (red for what needs a look first).
@@ -450,14 +503,12 @@ def _alert_label(alert: pd.Series) -> str:
     return f"{obs:,.2f} vs {exp:,.2f} (n={n:,})"
 
 
-def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None) -> Figure:
+def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any = None) -> Figure:
     """The alerts of :func:`gwtools.analysis.monitor` on a timeline: one row per kind and
     scope, a bar from each alert's start to its end coloured by severity (a diamond marks
     alerts too short to see as a bar), labelled with what was observed against the baseline.
     The x axis spans the monitored window (``alerts.attrs["window"]``), in ``tz`` (default:
     the zone of the alerts' times, else UTC)."""
-    from gwtools.analysis._monitor import MONITOR_KINDS
-
     window = alerts.attrs.get("window") or {}
     zone = tz or (str(alerts["start"].dt.tz) if len(alerts) else "UTC")
     rows = alerts[["kind", "scope"]].drop_duplicates()
@@ -472,7 +523,7 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None) -> Figure:
     ax.set_title(f"Alerts in the monitored window{span}")
     if alerts.empty:
         _empty(ax, "alerts")
-        return fig
+        return label_sandbox(fig, alerts, origin)
     keys = list(zip(rows["kind"], rows["scope"], strict=True))
     y_of = {key: len(rows) - 1 - i for i, key in enumerate(keys)}
     lo = pd.Timestamp(window["since"]) if window else alerts["start"].min()
@@ -507,10 +558,10 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None) -> Figure:
         Patch(color=c, label=s) for s, c in SEVERITY_COLOURS.items() if s in set(alerts["severity"])
     ]
     fig.legend(handles=handles, title="severity", loc="outside right upper", fontsize="small")
-    return fig
+    return label_sandbox(fig, alerts, origin)
 
 
-def quality_rules(rules: pd.DataFrame) -> Figure:
+def quality_rules(rules: pd.DataFrame, *, origin: Any = None) -> Figure:
     """The rules of :func:`gwtools.analysis.quality` as bars of the rows breaking each (red),
     with the rules that hold marked ok (green) and how many rows each looked at."""
     fig, ax = _figure((9.0, max(2.6, 1.0 + 0.42 * len(rules))))
@@ -523,7 +574,7 @@ def quality_rules(rules: pd.DataFrame) -> Figure:
         ax.set_title(f"Data-quality rules: all {len(rules)} hold")
     if rules.empty:
         _empty(ax, "rules")
-        return fig
+        return label_sandbox(fig, rules, origin)
     y = np.arange(len(rules))[::-1]
     counts = rules["count"].astype("int64").to_numpy()
     colours = [_PASS_COLOUR if ok else SEVERITY_COLOURS["high"] for ok in rules["ok"]]
@@ -550,4 +601,4 @@ def quality_rules(rules: pd.DataFrame) -> Figure:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:  # no bars: a count axis would only show an empty 0 to 1
         ax.set_xticks([])
-    return fig
+    return label_sandbox(fig, rules, origin)

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from gwtools import report
-from gwtools._cache import Dataset
 from gwtools.analysis import to_pandas
+from gwtools.cache._dataset import Dataset
 
 if TYPE_CHECKING:
     from gwtools import Gateway
@@ -303,7 +303,7 @@ def test_a_failing_notebook_is_named_and_kept(
         "language": "python",
     }
     nbformat.write(nb, broken / "02_declines.ipynb")
-    monkeypatch.setattr(report, "notebooks_dir", lambda: broken)
+    monkeypatch.setattr(report._run, "notebooks_dir", lambda: broken)
     gw, _ = gateway_with_payments
     with pytest.raises(
         report.ReportError, match=r"02_declines.ipynb failed in cell 3: ZeroDivisionError"
@@ -319,8 +319,9 @@ def test_private_caches_of_dead_processes_are_removed(
     import subprocess
     import sys
 
-    monkeypatch.setattr(report.tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(report, "_private_cache", None)
+    private = report._tables  # where the embedded sandbox's private caches are kept
+    monkeypatch.setattr(private.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(private, "_private_cache", None)
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     orphan = tmp_path / f"gwtools-embedded-{int(gone.stdout)}-abc"
@@ -329,14 +330,14 @@ def test_private_caches_of_dead_processes_are_removed(
     for path in (orphan, living, unrelated):
         (path / "sandbox").mkdir(parents=True)
 
-    mine = Path(report._private_cache_dir())
+    mine = Path(private._private_cache_dir())
 
     assert mine.parent == tmp_path and mine.name.startswith(f"gwtools-embedded-{os.getpid()}-")
     assert not orphan.exists()
     assert living.exists() and unrelated.exists()
-    assert report._private_cache_dir() == str(mine)  # one per process
-    assert report._private_cache is not None
-    report._private_cache.cleanup()
+    assert private._private_cache_dir() == str(mine)  # one per process
+    assert private._private_cache is not None
+    private._private_cache.cleanup()
 
 
 def test_tidy_tables_drops_the_unnamed_index_and_wraps_only_long_text() -> None:

@@ -1,27 +1,6 @@
-"""ipywidgets dashboards over the canonical tables: filters, a chart, a table, the
-matching payments, and CSV/Parquet export of what is on screen.
-
-The dashboards only wire widgets to :mod:`gwtools.analysis` and :mod:`gwtools.plots`;
-every number comes from those functions. Each dashboard is itself a widget
-(``display(dashboard)`` in a notebook) and keeps its state in plain attributes
-(``view``, ``result``, ``drilled``) that tests and code can read.
-
-They take what the analyses take: a lazy table (``gwtools.scan_cache``, ``Gateway.scan``;
-the default, over the configured gateway's cache, when given a Gateway or nothing), a
-PySpark DataFrame, or a pandas DataFrame. A filter change pushes the filters into the table
-and runs the analysis in its engine: only the small result, a row count and the drill-down's
-first rows (filtered and limited in the engine) reach Python; the export button streams the
-drill-down's rows to the file in batches.
-
-Example::
-
-    import gwtools
-    from gwtools.widgets import declines_dashboard
-
-    gw = gwtools.connect()
-    gw.sync()
-    declines_dashboard(gw.scan("payments"), tz="Asia/Kuala_Lumpur")   # or declines_dashboard(gw)
-"""
+"""The dashboards' shared machinery: :class:`Dashboard` (filters, a view selector, a chart,
+a table, a drill-down, CSV/Parquet export), the table HTML and figure PNGs they show, and the
+"sandbox data" header of dashboards over sandbox data."""
 
 from __future__ import annotations
 
@@ -38,14 +17,10 @@ import narwhals as nw
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gwtools import plots
-from gwtools._errors import ConfigurationError
-from gwtools._export import write_table
+from gwtools import ConfigurationError, Gateway, open_source, write_table
 from gwtools.analysis import _engine as E
-from gwtools.analysis._declines import classified, decline_breakdown, decline_rate
-from gwtools.analysis._fpx import fpx_banks, fpx_only, fpx_outcome_shares
-from gwtools.analysis._refunds import details, pending_refunds, refund_rate, refunds_by_reason
-from gwtools.analysis._time import between, local_time, resolve_tz
+from gwtools.analysis import between, local_time, resolve_tz
+from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, tidy_tables
 
 #: A dashboard view: the filtered payments (a table of the source's kind) in, the table to
@@ -142,21 +117,19 @@ def _facets(payments: Any) -> pd.DataFrame:
     return small
 
 
-def _source_tables(payments: Any, refunds: Any, *, need_refunds: bool) -> tuple[Any, Any]:
-    """The tables to show: as given, or lazy scans of the gateway's cache (given a Gateway,
-    or nothing: the configured gateway, synced first)."""
-    from gwtools._gateway import Gateway
-    from gwtools._source import open_source
-
+def _source_tables(payments: Any, refunds: Any, *, need_refunds: bool) -> tuple[Any, Any, Any]:
+    """The tables to show and where they came from: as given (the origin is the payments
+    themselves), or lazy scans of the gateway's cache (given a Gateway, or nothing: the
+    configured gateway, synced first), whose origin is that :class:`gwtools.Source`."""
     if payments is None or isinstance(payments, Gateway):
         src = open_source(payments)
-        return src.payments, src.refunds
+        return src.payments, src.refunds, src
     if need_refunds and refunds is None:
         raise ConfigurationError(
             "the refunds dashboard needs the refunds too: pass refunds_dashboard(payments, "
             "refunds), both from the same engine, or a Gateway / nothing for its cache"
         )
-    return payments, refunds
+    return payments, refunds, payments
 
 
 def _newest_first(lf: nw.LazyFrame[Any], columns: list[str]) -> nw.LazyFrame[Any]:
@@ -182,7 +155,14 @@ def _link(path: Path) -> str:
 
 class Dashboard(widgets.VBox):
     """The shared machinery: filters, a view selector, a chart, a table, a drill-down
-    and export buttons. Subclasses declare their ``views`` and drill-down."""
+    and export buttons. Subclasses declare their ``views`` and drill-down.
+
+    A dashboard over sandbox data says so in its header and on its charts
+    (``sandbox_data``): known from a Gateway or Source it was opened on, from pandas tables'
+    ``attrs``, or from ``origin=`` (a lazy table cannot carry the label: pass the Gateway,
+    Source or the notebooks' ``load_tables`` result it came from; see
+    :func:`gwtools.plots.is_sandbox_data`).
+    """
 
     title: ClassVar[str] = "Dashboard"
     name: ClassVar[str] = "dashboard"
@@ -197,8 +177,13 @@ class Dashboard(widgets.VBox):
         locale: str | None = None,
         max_rows: int = 50,
         now: dt.datetime | pd.Timestamp | str | None = None,
+        origin: Any = None,
     ) -> None:
-        payments, refunds = _source_tables(payments, refunds, need_refunds=self.needs_refunds)
+        payments, refunds, found = _source_tables(
+            payments, refunds, need_refunds=self.needs_refunds
+        )
+        #: Whether the data is sandbox data (the header and charts then say so).
+        self.sandbox_data = any(is_sandbox_data(o) for o in (origin, found, refunds))
         self.payments = self.prepare(payments)
         self.now = pd.Timestamp(now) if now is not None else None
         self.refunds = refunds
@@ -265,9 +250,15 @@ class Dashboard(widgets.VBox):
         self.parquet_button.on_click(lambda _: self._export_clicked("parquet"))
 
         hint = widgets.HTML("<small>select none to keep all; ctrl/cmd-click for several</small>")
+        label = (
+            f' <span style="color: {SANDBOX_COLOUR}">\u2014 {html.escape(SANDBOX_NOTE)}</span>'
+            if self.sandbox_data
+            else ""
+        )
+        self.header = widgets.HTML(f"<h3>{html.escape(self.title)}{label}</h3>")
         super().__init__(
             children=[
-                widgets.HTML(f"<h3>{html.escape(self.title)}</h3>"),
+                self.header,
                 widgets.HBox([self.since, self.until, self.freq]),
                 widgets.HBox([self.method, self.currency, self.status, self.bank]),
                 hint,
@@ -285,6 +276,9 @@ class Dashboard(widgets.VBox):
     # ----- what subclasses provide -------------------------------------------------
     #: Whether the dashboard needs the refunds table as well.
     needs_refunds: ClassVar[bool] = False
+    #: Whether ``from``/``to`` filter the payments (False: the dashboard uses them otherwise,
+    #: as the monitor's window, and :meth:`matching` keeps every date).
+    dates_filter: ClassVar[bool] = True
 
     def prepare(self, payments: Any) -> Any:
         """The payments this dashboard is about (a lazy filter; default: all of them)."""
@@ -317,9 +311,12 @@ class Dashboard(widgets.VBox):
         )
 
     def matching(self) -> Any:
-        """The payments that pass every filter (an empty selection keeps all), as a table of
-        the source's kind: for a lazy table, a query with the filters, nothing read yet."""
-        frame = between(self.payments, self.since.value, self.until.value, tz=self.tz)
+        """The payments that pass every filter (an empty selection keeps all; the dates only
+        when :attr:`dates_filter`), as a table of the source's kind: for a lazy table, a query
+        with the filters, nothing read yet."""
+        frame = self.payments
+        if self.dates_filter:
+            frame = between(frame, self.since.value, self.until.value, tz=self.tz)
         selections = {
             "method_type": self.method.value,
             "currency": self.currency.value,
@@ -392,190 +389,7 @@ class Dashboard(widgets.VBox):
             )
 
 
-class DeclinesDashboard(Dashboard):
-    """Declines by code (Pareto) or the decline rate over time; drill into a code."""
-
-    title = "Declines"
-    name = "declines"
-
-    def views(self) -> dict[str, View]:
-        return {
-            "codes": lambda v: (
-                (t := decline_breakdown(v, locale=self.locale)),
-                plots.decline_pareto(t),
-            ),
-            "rate over time": lambda v: (
-                (t := decline_rate(v, freq=self.freq.value, tz=self.tz)),
-                plots.decline_rate_over_time(t),
-            ),
-            "rate by method": lambda v: (decline_rate(v, by=["method_type", "card_brand"]), None),
-        }
-
-    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        if "decline_code" not in result.columns:
-            return []
-        reasons = result["decline_code"].fillna(result["failure_code"]).dropna().unique()
-        return [(str(r), str(r)) for r in reasons]
-
-    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
-        failed = classified(view)
-        if choice is not None:
-            failed = failed.filter(E.truthy(nw.col("decline_reason") == choice))
-        columns = [
-            "id", "created_at", "method_type", "card_brand", "fpx_bank", "currency",
-            "amount_major", "failure_code", "decline_code", "decline_type", "advice",
-        ]  # fmt: skip
-        return _newest_first(failed, columns)
-
-
-class RefundsDashboard(Dashboard):
-    """Refund rate over time (count or amount, payment or refund cohort), reasons and
-    pending refunds; drill into the refunds of the matching payments by status.
-
-    The filters select payments; the refunds shown are those of the selected payments."""
-
-    title = "Refunds"
-    name = "refunds"
-
-    needs_refunds = True
-
-    def __init__(self, payments: Any = None, refunds: Any = None, **kwargs: Any) -> None:
-        self.cohort = widgets.ToggleButtons(
-            options=[("by payment date", "payment"), ("by refund date", "refund")],
-            description="cohort",
-        )
-        super().__init__(payments, refunds, **kwargs)
-
-    def controls(self) -> list[widgets.ValueWidget]:
-        return [self.cohort]
-
-    def _refunds_of(self, view: Any) -> Any:
-        """The refunds of the payments in ``view`` (a semi-join in the tables' engine)."""
-        lp, lr = E.lazy_pair(view, self.refunds)
-        ids = lp.select(nw.col("id").alias("payment_id")).unique()
-        return E.native_like(lr.join(ids, on="payment_id", how="semi"), self.refunds)
-
-    def _rate(self, view: Any, measure: str) -> tuple[pd.DataFrame, Figure]:
-        table = refund_rate(
-            view, self._refunds_of(view), freq=self.freq.value, tz=self.tz, cohort=self.cohort.value
-        )
-        return table, plots.refund_rate_over_time(table, measure=measure)
-
-    def views(self) -> dict[str, View]:
-        return {
-            "rate by count": lambda v: self._rate(v, "count"),
-            "rate by amount": lambda v: self._rate(v, "amount"),
-            "reasons": lambda v: (refunds_by_reason(self._refunds_of(v), locale=self.locale), None),
-            "pending": lambda v: (
-                pending_refunds(
-                    v, self._refunds_of(v), now=self.now, tz=self.tz, locale=self.locale
-                ),
-                None,
-            ),
-        }
-
-    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        return [(s, s) for s in ("pending", "succeeded", "failed")]
-
-    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
-        rows = details(view, self._refunds_of(view))
-        if choice is not None:
-            rows = rows.filter(E.truthy(nw.col("status") == choice))
-        columns = [
-            "id", "payment_id", "status", "reason", "kind", "method_type", "fpx_bank",
-            "currency", "amount_major", "created_at", "days_to_refund",
-        ]  # fmt: skip
-        return _newest_first(rows, columns)
-
-
-class FpxDashboard(Dashboard):
-    """FPX banks: success rate with intervals, outcome heatmap, rate over time; drill into a bank."""
-
-    title = "FPX banks"
-    name = "fpx"
-
-    def __init__(self, payments: Any = None, **kwargs: Any) -> None:
-        super().__init__(payments, **kwargs)
-
-    def prepare(self, payments: Any) -> Any:
-        lf = E.lazy(payments).filter(E.truthy(nw.col("method_type") == "fpx"))
-        return E.native_like(lf, payments)
-
-    def views(self) -> dict[str, View]:
-        return {
-            "success by bank": lambda v: ((t := fpx_banks(v)), plots.fpx_success_rates(t)),
-            "outcomes": lambda v: (
-                (t := fpx_outcome_shares(v)).reset_index(),
-                plots.fpx_outcome_heatmap(t),
-            ),
-            "over time": lambda v: (
-                (t := fpx_banks(v, freq=self.freq.value, tz=self.tz)),
-                plots.fpx_rate_over_time(t),
-            ),
-        }
-
-    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        # The banks in the table on screen (every FPX bank when the table names none).
-        if "fpx_bank_code" in result.columns:
-            shown = set(result["fpx_bank_code"].dropna().astype(str))
-            return [(label, code) for label, code in self.banks if code in shown]
-        return list(self.banks)
-
-    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
-        rows = fpx_only(view)
-        if choice is not None:
-            rows = rows.filter(E.truthy(nw.col("fpx_bank_code") == choice))
-        columns = [
-            "id", "created_at", "fpx_bank_code", "fpx_bank", "fpx_outcome", "status",
-            "failure_code", "currency", "amount_major", "captured_at",
-        ]  # fmt: skip
-        return _newest_first(rows, columns)
-
-
-def declines_dashboard(payments: Any = None, **kwargs: Any) -> DeclinesDashboard:
-    """Declines dashboard over canonical payments: a lazy table, a Spark or pandas DataFrame,
-    or a Gateway / nothing for the gateway's cache (``tz``, ``export_dir``, ``locale``,
-    ``max_rows``, ``now`` as keywords). Example: ``declines_dashboard(gw.scan("payments"))``."""
-    return DeclinesDashboard(payments, **kwargs)
-
-
-def refunds_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) -> RefundsDashboard:
-    """Refunds dashboard over canonical payments and refunds (both on one engine), or a
-    Gateway / nothing for the gateway's cache."""
-    return RefundsDashboard(payments, refunds, **kwargs)
-
-
-def fpx_dashboard(payments: Any = None, **kwargs: Any) -> FpxDashboard:
-    """FPX bank dashboard over canonical payments (card payments are left out), or a
-    Gateway / nothing for the gateway's cache."""
-    return FpxDashboard(payments, **kwargs)
-
-
-# Monitoring and quality dashboards live in their own module, which builds on Dashboard above.
-from gwtools._monitor_widgets import (  # noqa: E402
-    MonitorDashboard,
-    QualityDashboard,
-    alert_payments,
-    monitor_dashboard,
-    quality_dashboard,
-    quality_examples,
-)
-
-__all__ = [
-    "Dashboard",
-    "DeclinesDashboard",
-    "FpxDashboard",
-    "MonitorDashboard",
-    "QualityDashboard",
-    "RefundsDashboard",
-    "alert_payments",
-    "declines_dashboard",
-    "default_export_dir",
-    "figure_png",
-    "fpx_dashboard",
-    "monitor_dashboard",
-    "quality_dashboard",
-    "quality_examples",
-    "refunds_dashboard",
-    "to_html",
-]
+def _hide(*controls: Any) -> None:
+    """Hide controls a dashboard does not use (they keep their empty, keep-all value)."""
+    for control in controls:
+        control.layout.display = "none"

@@ -1,34 +1,34 @@
-"""Dashboards for "is something wrong right now?" and "can I trust these numbers?": the
-monitor's alerts on a timeline with the payments behind each alert, and the data-quality rules
-with the rows that break them. Exported from :mod:`gwtools.widgets`.
+"""The monitoring dashboard: "is something wrong right now?" The alerts of
+:func:`gwtools.analysis.monitor` on a timeline and in a table, with the payments behind each
+alert (:func:`alert_payments`).
 
-Both build on :class:`gwtools.widgets.Dashboard` (filters, a chart, a table, a drill-down,
-export) and take pandas or lazy tables (DuckDB, Spark). A lazy table stays lazy: the filters
-are pushed into its engine, the monitor and the rules count there, and a drill-down fetches
-only the rows behind the chosen alert or rule, filtered and limited in the engine.
+It builds on :class:`~gwtools.widgets.Dashboard` and takes pandas or lazy tables (DuckDB,
+Spark). A lazy table stays lazy: the filters are pushed into its engine, the monitor counts
+there, and a drill-down fetches only the rows behind the chosen alert, filtered and limited
+in the engine.
 
 Example::
 
-    from gwtools.widgets import monitor_dashboard, quality_dashboard
+    from gwtools.widgets import monitor_dashboard
 
     monitor_dashboard(payments, refunds, tz="Asia/Kuala_Lumpur")  # select an alert below
-    quality_dashboard(payments, refunds)
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, Final, cast
 
 import narwhals as nw
 import pandas as pd
 
 from gwtools import plots
+from gwtools.analysis import MonitorSettings, monitor
 from gwtools.analysis import _engine as E
-from gwtools.analysis._monitor import MonitorSettings, _utc, monitor
-from gwtools.analysis._quality import quality
-from gwtools.widgets import Dashboard, View
+from gwtools.analysis._monitor import _utc
+from gwtools.report import refunds_of
+from gwtools.widgets._dashboard import Dashboard, View, _hide
 
 #: Columns of the drill-down rows: the payments behind an alert, refunds of a refund spike.
 ALERT_PAYMENT_COLUMNS: Final = (
@@ -55,36 +55,6 @@ ALERT_REFUND_COLUMNS: Final = (
     "currency",
     "amount_major",
 )
-#: Columns of the rows a quality rule's examples name.
-EXAMPLE_COLUMNS: Final = (
-    "id",
-    "payment_id",
-    "created_at",
-    "status",
-    "currency",
-    "amount",
-    "captured",
-    "refunded",
-    "refunded_amount",
-)
-_REFUND_RULES: Final = frozenset(
-    {"refund_payment_cached", "refund_currency_matches_payment", "refund_ids_unique"}
-)
-
-
-def _collect(
-    table: Any,
-    columns: Sequence[str],
-    *,
-    ids: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """``table`` as pandas with ``columns`` (those it has), cut in its own engine to ``ids``
-    when given (a lazy table is never loaded whole for a drill-down)."""
-    lf = E.lazy(table)
-    present = E.columns_of(lf)
-    if ids is not None:
-        lf = lf.filter(E.truthy(nw.col("id").is_in(list(ids))))
-    return E.to_pandas(lf.select([c for c in columns if c in present]))
 
 
 def _alert_query(
@@ -171,65 +141,6 @@ def _own_columns(kind: str) -> tuple[str, ...]:
     return ("alert", "kind", *own)
 
 
-def quality_examples(rules: pd.DataFrame, payments: Any, refunds: Any) -> pd.DataFrame:
-    """One row per example of each failing rule of :func:`gwtools.analysis.quality`: the
-    rule, the example (an id, or an hour range for ``no_hourly_holes``), which table it is
-    in, and that row's fields; every copy of a duplicated id. Empty when every rule holds.
-    Example: ``quality_examples(analysis.quality(payments, refunds), payments, refunds)``."""
-    failing = rules[~rules["ok"].astype(bool)]
-    wanted: dict[str, list[str]] = {"payments": [], "refunds": []}
-    for _, rule in failing.iterrows():
-        if rule["rule"] in ("no_hourly_holes", "last_sync_complete"):
-            continue
-        name = "refunds" if rule["rule"] in _REFUND_RULES else "payments"
-        wanted[name] += [str(x) for x in rule["examples"]]
-    found = {
-        name: _collect(table, EXAMPLE_COLUMNS, ids=sorted(set(wanted[name])))
-        if wanted[name]
-        else pd.DataFrame(columns=["id"])
-        for name, table in (("payments", payments), ("refunds", refunds))
-    }
-    parts = []
-    for _, rule in failing.iterrows():
-        examples = [str(x) for x in rule["examples"]]
-        if rule["rule"] in ("no_hourly_holes", "last_sync_complete"):
-            parts.append(pd.DataFrame({"rule": rule["rule"], "example": examples, "table": ""}))
-            continue
-        name = "refunds" if rule["rule"] in _REFUND_RULES else "payments"
-        rows = pd.DataFrame({"example": examples}).merge(
-            found[name], left_on="example", right_on="id", how="left"
-        )
-        parts.append(rows.drop(columns="id").assign(rule=rule["rule"], table=name))
-    columns = ["rule", "example", "table", *[c for c in EXAMPLE_COLUMNS if c != "id"]]
-    if not parts:
-        return pd.DataFrame(columns=columns)
-    out = pd.concat(parts, ignore_index=True)
-    return out[[c for c in columns if c in out.columns]]
-
-
-def _refunds_of_view(
-    refunds: Any, payments: Any, view: Any, everything: bool, *, orphans: bool = False
-) -> Any:
-    """The refunds of the payments in ``view`` (all of them when ``everything``), with
-    ``orphans`` also those whose payment is not in ``payments`` at all; a semi/anti join in
-    the tables' engine, of the refunds' kind (lazy stays lazy)."""
-    if everything:
-        return refunds
-    lr, lv = E.lazy_pair(refunds, view)
-    ids = lv.select(nw.col("id").alias("payment_id")).unique()
-    out = lr.join(ids, on="payment_id", how="semi")
-    if orphans:
-        _, lp = E.lazy_pair(refunds, payments)
-        known = lp.select(nw.col("id").alias("payment_id")).unique()
-        out = nw.concat([out, lr.join(known, on="payment_id", how="anti")], how="vertical")
-    return E.native_like(out, refunds)
-
-
-def _hide(*controls: Any) -> None:
-    for control in controls:
-        control.layout.display = "none"
-
-
 class MonitorDashboard(Dashboard):
     """Alerts of :func:`gwtools.analysis.monitor` on a timeline and in a table; select an
     alert to see the payments in its scope and time window.
@@ -241,6 +152,7 @@ class MonitorDashboard(Dashboard):
 
     title = "Monitoring: alerts"
     name = "monitor"
+    dates_filter = False  # from/to choose the window; the baseline lies before it
 
     def __init__(
         self,
@@ -266,23 +178,11 @@ class MonitorDashboard(Dashboard):
         self._ready = True
         self.refresh()
 
-    def matching(self) -> Any:
-        """The payments that pass the method, currency and bank filters (all dates: the
-        baseline lies before the window), as a table of the source's kind (lazy stays lazy)."""
-        lf = E.lazy(self.payments)
-        for column, control in (
-            ("method_type", self.method),
-            ("currency", self.currency),
-            ("fpx_bank_code", self.bank),
-        ):
-            if control.value:
-                lf = lf.filter(E.truthy(nw.col(column).is_in(list(control.value))))
-        return E.native_like(lf, self.payments)
-
     def _refunds_of(self, view: Any) -> Any:
+        """The refunds of the payments in ``view`` (all of them when no filter is set)."""
         if self.refunds is None:
             return None
-        return _refunds_of_view(self.refunds, self.payments, view, self.matched == self.total)
+        return self.refunds if self.matched == self.total else refunds_of(view, self.refunds)
 
     def _alerts(self, view: Any) -> tuple[pd.DataFrame, Any]:
         self.alerts = monitor(
@@ -295,7 +195,7 @@ class MonitorDashboard(Dashboard):
             tz=self.tz,
             settings=self.settings,
         )
-        return self.alerts, plots.monitor_timeline(self.alerts, tz=self.tz)
+        return self.alerts, plots.monitor_timeline(self.alerts, tz=self.tz, origin=self)
 
     def views(self) -> dict[str, View]:
         return {"alerts": self._alerts}
@@ -345,59 +245,6 @@ class MonitorDashboard(Dashboard):
         return nw.concat(queries, how="vertical").sort("alert", "created_at", "id", nulls_last=True)
 
 
-class QualityDashboard(Dashboard):
-    """The rules of :func:`gwtools.analysis.quality`: each rule, how many rows break it,
-    pass or fail; select a rule to see the rows its examples name.
-
-    The filters choose payments; the rules check those and their refunds, plus refunds whose
-    payment is not in the table at all (they belong to no filter)."""
-
-    title = "Data quality: rules"
-    name = "quality"
-    needs_refunds = True
-
-    def __init__(
-        self, payments: Any, refunds: Any, *, completeness: Any = None, **kwargs: Any
-    ) -> None:
-        self.completeness = completeness
-        self.rules: pd.DataFrame = pd.DataFrame()
-        super().__init__(payments, refunds, **kwargs)
-        _hide(self.freq, self.chart)
-
-    def _refunds_of(self, view: Any) -> Any:
-        assert self.refunds is not None
-        everything = self.matched == self.total
-        return _refunds_of_view(self.refunds, self.payments, view, everything, orphans=True)
-
-    def _rules(self, view: Any) -> tuple[pd.DataFrame, Any]:
-        self.rules = quality(
-            view, self._refunds_of(view), completeness=self.completeness, tz=self.tz
-        )
-        shown = self.rules.assign(
-            result=self.rules["ok"].map({True: "ok", False: "FAIL"}),
-            examples=self.rules["examples"].map(", ".join),
-        )
-        columns = ["result", "rule", "count", "checked", "examples", "description"]
-        return shown[columns], plots.quality_rules(self.rules)
-
-    def views(self) -> dict[str, View]:
-        return {"rules": self._rules}
-
-    def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        failing = self.rules[~self.rules["ok"]]
-        return [(f"{r['rule']} ({r['count']:,})", str(r["rule"])) for _, r in failing.iterrows()]
-
-    def drill_rows(self, view: Any, choice: Hashable | None) -> pd.DataFrame:
-        """The rows the selected rule's examples name (every failing rule's when None): a
-        few ids per rule, fetched by id from the engine."""
-        rules = self.rules if choice is None else self.rules[self.rules["rule"] == choice]
-        return quality_examples(rules, view, self._refunds_of(view))
-
-    def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
-        """:meth:`drill_rows` (a few example rows, fetched by id) for the base class."""
-        return E.lazy(self.drill_rows(view, choice))
-
-
 def monitor_dashboard(payments: Any, refunds: Any = None, **kwargs: Any) -> MonitorDashboard:
     """Monitoring dashboard over the canonical payments (and refunds, for refund spikes):
     alerts on a timeline and in a table, and the payments behind a selected alert. Keywords:
@@ -405,20 +252,3 @@ def monitor_dashboard(payments: Any, refunds: Any = None, **kwargs: Any) -> Moni
     ``export_dir``, ``max_rows``. Example: ``monitor_dashboard(payments, refunds, tz="Asia/Kuala_Lumpur")``.
     """
     return MonitorDashboard(payments, refunds, **kwargs)
-
-
-def quality_dashboard(payments: Any, refunds: Any, **kwargs: Any) -> QualityDashboard:
-    """Data-quality dashboard: each rule with its count, pass or fail, and the rows behind a
-    selected failing rule. Keywords: ``completeness`` (as :func:`gwtools.analysis.quality`
-    takes it), ``tz``, ``export_dir``, ``max_rows``. Example: ``quality_dashboard(payments, refunds)``."""
-    return QualityDashboard(payments, refunds, **kwargs)
-
-
-__all__ = [
-    "MonitorDashboard",
-    "QualityDashboard",
-    "alert_payments",
-    "monitor_dashboard",
-    "quality_dashboard",
-    "quality_examples",
-]

@@ -1,0 +1,270 @@
+"""``run_report``: the analyst notebooks executed headless with papermill, exported as
+self-contained HTML pages beside the tables they save, with an ``index.html``."""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gwtools import ConfigurationError, connect
+from gwtools.analysis import Overview, overview, resolve_tz
+from gwtools.report._html import export_html, sandbox_banner
+from gwtools.report._tables import (
+    SPARK,
+    _as_of,
+    _quiet_embedded_notice,
+    describe_source,
+    load_tables,
+)
+
+#: The analyst notebooks, in reading order (package data under ``gwtools/notebooks``).
+NOTEBOOKS: tuple[str, ...] = (
+    "01_overview_and_export.ipynb",
+    "02_declines.ipynb",
+    "03_refunds.ipynb",
+    "04_fpx_banks.ipynb",
+    "05_monitoring.ipynb",
+    "06_data_quality.ipynb",
+)
+TITLES: dict[str, str] = {
+    "01_overview_and_export.ipynb": "Overview and export",
+    "02_declines.ipynb": "Declines",
+    "03_refunds.ipynb": "Refunds",
+    "04_fpx_banks.ipynb": "FPX banks",
+    "05_monitoring.ipynb": "Monitoring",
+    "06_data_quality.ipynb": "Data quality",
+}
+
+
+def notebooks_dir() -> Path:
+    """Where the shipped notebooks are (inside the installed package, wheel or editable)."""
+    return Path(str(resources.files("gwtools") / "notebooks"))
+
+
+class ReportError(RuntimeError):
+    """A notebook of the report failed; the message names it, the cell and the error."""
+
+
+@dataclass
+class Report:
+    """What :func:`run_report` wrote, and the headline figures of the data it covered."""
+
+    out_dir: Path
+    html: list[Path]
+    tables: list[Path]
+    overview: Overview
+    source: str
+    seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+    #: The data is sandbox data: every page says so in a banner.
+    sandbox_data: bool = False
+
+    @property
+    def index(self) -> Path:
+        return self.out_dir / "index.html"
+
+
+def _quiet_kernel_manager() -> type:
+    """A kernel manager whose kernels' stderr goes nowhere: ipykernel's start-up chatter
+    ('running over TCP without encryption') would break up the demo's one-screen summary.
+    A cell's errors still reach the notebook, and papermill raises on them."""
+    import subprocess
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_start_kernel(self, **kw: Any) -> None:
+            kw.setdefault("stderr", subprocess.DEVNULL)
+            await super()._async_start_kernel(**kw)
+
+        start_kernel = _async_start_kernel
+
+    return QuietKernelManager
+
+
+def _run_one(
+    name: str, out_dir: Path, parameters: dict[str, Any], kernel_name: str | None, workdir: Path
+) -> tuple[Path, float]:
+    """Execute one notebook into ``workdir`` and export it as ``out_dir/<name>.html``."""
+    import nbformat
+    import papermill
+
+    start = time.perf_counter()
+    executed = workdir / name
+    try:
+        papermill.execute_notebook(
+            str(notebooks_dir() / name),
+            str(executed),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            progress_bar=False,
+            log_output=False,
+            kernel_manager_class=_quiet_kernel_manager(),
+            # No cwd=: papermill would os.chdir the whole process, which races between the
+            # worker threads. The notebooks write only to the absolute out_dir they are given.
+        )
+    except papermill.PapermillExecutionError as exc:
+        kept = out_dir / name.replace(".ipynb", ".failed.ipynb")
+        if executed.exists():
+            executed.replace(kept)
+        raise ReportError(
+            f"notebook {name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}. "
+            f"The executed notebook, with the traceback, is at {kept}."
+        ) from None
+    body = export_html(
+        nbformat.read(executed, as_version=4),
+        TITLES[name],
+        sandbox_data=bool(parameters["sandbox_data"]),
+    )
+    target = out_dir / name.replace(".ipynb", ".html")
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(target)
+    return target, time.perf_counter() - start
+
+
+def _write_index(report: Report) -> None:
+    """The report's ``index.html``: where the data came from, its overview, links."""
+    items = "\n".join(
+        f'<li><a href="{html.escape(p.name)}">{html.escape(TITLES[p.name.replace(".html", ".ipynb")])}</a></li>'
+        for p in report.html
+    )
+    stems = sorted({p.stem for p in report.tables})
+    tables = "\n".join(
+        f"<li>{html.escape(stem)}: "
+        + " · ".join(
+            f'<a href="tables/{html.escape(p.name)}">{p.suffix[1:]}</a>'
+            for p in sorted(report.tables)
+            if p.stem == stem
+        )
+        + "</li>"
+        for stem in stems
+    )
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>gwtools report</title></head>
+<body style="font-family: sans-serif; max-width: 50em; margin: 2em auto">
+<h1>gwtools report</h1>
+{sandbox_banner() if report.sandbox_data else ""}
+<p>Data: {html.escape(report.source)}.</p>
+<pre>{html.escape(str(report.overview))}</pre>
+<h2>Notebooks</h2><ul>{items}</ul>
+<h2>Tables (CSV and Parquet)</h2><ul>{tables}</ul>
+</body></html>
+"""
+    report.index.write_text(page, encoding="utf-8")
+
+
+def run_report(
+    out_dir: str | os.PathLike[str],
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    tz: str | None = None,
+    currency: str | None = None,
+    base_url: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    gateway: Any = None,
+    source: str | os.PathLike[str] | None = None,
+    spark_master: str | None = None,
+    spark_path: str | None = None,
+    notebooks: Sequence[str] = NOTEBOOKS,
+    kernel_name: str | None = None,
+    workers: int = 2,
+) -> Report:
+    """Run ``notebooks`` headless, write HTML, tables and an ``index.html`` into ``out_dir``.
+
+    The data: by default the gateway (``gateway``, a connected :class:`gwtools.Gateway`, else
+    ``base_url``/``cache_dir`` or the configured one), synced once; the notebooks then read its
+    cache. ``source`` a cache folder or URL reads that cache as it is (nothing is synced);
+    ``source="spark"`` has each notebook read ``spark_path`` (else the synced gateway's cache)
+    with a Spark session on ``spark_master``. The notebooks see lazy tables and the tables
+    written are their small results (and, from the overview notebook, the canonical tables,
+    streamed). Notebooks run ``workers`` at a time.
+    """
+    start = time.perf_counter()
+    zone = resolve_tz(tz)
+    unknown = [n for n in notebooks if n not in TITLES]
+    if unknown:
+        raise ConfigurationError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
+    out = Path(out_dir).resolve()
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    chosen = None if source is None else os.fspath(source)
+    embedded = False
+    source_name = None  # a cache folder, URL or Spark path: as load_tables describes it
+    if chosen in (None, "gateway") or (chosen == SPARK and spark_path is None):
+        if gateway is None:
+            with _quiet_embedded_notice():
+                gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
+        settings = gateway.settings
+        with _quiet_embedded_notice():
+            gateway.sync()
+        embedded = settings.embedded
+        source_name = describe_source(settings.base_url, embedded=embedded)
+        if chosen == SPARK:
+            spark_path = str(gateway.cache_path)
+        else:
+            chosen = str(gateway.cache_path)
+    # The index page's overview, computed here once; DuckDB reads the same files Spark would.
+    local = chosen if chosen != SPARK else spark_path
+    tables = load_tables(
+        local if local is not None and "://" not in str(local) else chosen,
+        spark_master=spark_master,
+        spark_path=spark_path,
+        since=since,
+        until=until,
+        tz=zone,
+        currency=currency,
+        as_of=_as_of(embedded),
+        source_name=source_name,
+        sandbox_data=embedded,
+    )
+    parameters = {
+        "base_url": None,
+        "source": chosen,
+        "spark_master": spark_master,
+        "spark_path": spark_path,
+        "source_name": tables.source,
+        "sandbox_data": tables.sandbox_data,
+        "since": since,
+        "until": until,
+        "tz": zone,
+        "currency": currency,
+        "as_of": str(tables.as_of),
+        "out_dir": str((out / "tables").resolve()),
+        "interactive": False,
+    }
+    timings: dict[str, float] = {}
+    pages = []
+    with (
+        tempfile.TemporaryDirectory(prefix="gwtools-report-") as work,
+        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+    ):
+        futures = {
+            name: pool.submit(_run_one, name, out, parameters, kernel_name, Path(work))
+            for name in notebooks
+        }
+        for name, future in futures.items():
+            page, seconds = future.result()
+            pages.append(page)
+            timings[name] = seconds
+    written = sorted((out / "tables").glob("*.*"))
+    report = Report(
+        out_dir=out,
+        html=pages,
+        tables=[p for p in written if p.suffix in (".csv", ".parquet")],
+        overview=overview(tables.payments, tables.refunds),
+        source=tables.source,
+        seconds=time.perf_counter() - start,
+        timings=timings,
+        sandbox_data=tables.sandbox_data,
+    )
+    _write_index(report)
+    return report

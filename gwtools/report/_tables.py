@@ -1,0 +1,306 @@
+"""What the notebooks analyse: the chosen payments and refunds as lazy tables, where they came
+from (sandbox data or not), and the tables they save as CSV and Parquet."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import narwhals as nw
+import pandas as pd
+
+from gwtools import open_source, write_table
+from gwtools.analysis import _engine as E
+from gwtools.analysis import between, resolve_tz
+from gwtools.plots import SANDBOX_NOTE
+
+#: The ``source`` value that asks for a Spark session (as :func:`gwtools.open_source` takes it).
+SPARK = "spark"
+
+
+def refunds_of(payments: Any, refunds: Any, *, orphans: bool = False) -> Any:
+    """The refunds of the payments in ``payments``, of the refunds' kind (a semi-join on
+    ``payment_id`` in the tables' engine: a lazy table stays lazy); with ``orphans``, the
+    refunds whose payment is *not* in ``payments`` instead (an anti-join). Both tables must
+    be on one engine. Example: ``refunds_of(failed_fpx_payments, refunds)``."""
+    lp, lr = E.lazy_pair(payments, refunds)
+    ids = lp.select(nw.col("id").alias("payment_id")).unique()
+    return E.native_like(lr.join(ids, on="payment_id", how="anti" if orphans else "semi"), refunds)
+
+
+@dataclass
+class Tables:
+    """What a notebook analyses: canonical payments and refunds, filtered, and where they came from.
+
+    ``payments``/``refunds`` are lazy tables (DuckDB, or Spark DataFrames for a Spark source;
+    pandas if given pandas): pass them to :mod:`gwtools.analysis`, which returns small
+    DataFrames. ``source`` names the data's origin without key, port or path; ``as_of`` is the
+    time ages are measured at (the sandbox clock on the embedded sandbox, so outputs are
+    reproducible). ``sandbox_data``: the data is sandbox data, so the notebook's outputs say
+    so (its first line here, and figures and dashboards given ``origin=`` this object: see
+    :func:`gwtools.plots.is_sandbox_data`).
+    """
+
+    payments: Any
+    refunds: Any
+    source: str
+    tz: str
+    as_of: pd.Timestamp
+    since: str | None = None
+    until: str | None = None
+    currency: str | None = None
+    sandbox_data: bool = False
+
+    def __repr__(self) -> str:
+        period = f"{self.since or 'start'} to {self.until or 'now'} ({self.tz})"
+        currency = f", {self.currency} only" if self.currency else ""
+        # A notebook's first output: sandbox data says so on its first line.
+        banner = f"{SANDBOX_NOTE}\n" if self.sandbox_data else ""
+        return (
+            f"{banner}{count_rows(self.payments):,} payments and "
+            f"{count_rows(self.refunds):,} refunds from {self.source}, {period}{currency}"
+        )
+
+
+def count_rows(table: Any) -> int:
+    """How many rows ``table`` has, counted in its engine (a lazy table is not loaded)."""
+    if isinstance(table, pd.DataFrame):
+        return len(table)
+    return int(E.to_pandas(E.lazy(table).select(nw.len().alias("n")))["n"].iloc[0])
+
+
+def _number(value: float) -> str:
+    # Shares and rates (below 1) need 4 decimals; amounts, days and counts read best with 2.
+    return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.2f}"
+
+
+def notebook_display() -> None:
+    """pandas display options the notebooks share: wide tables, readable numbers."""
+    pd.set_option("display.width", 140)
+    pd.set_option("display.max_columns", 30)
+    pd.set_option("display.max_colwidth", 90)  # retry advice reads as a sentence
+    pd.set_option("display.float_format", _number)
+
+
+def describe_source(base_url: str | None, *, embedded: bool) -> str:
+    """A gateway's name for outputs: scheme and host only (no port, path or key)."""
+    if embedded or not base_url:
+        return "the embedded sandbox (seeded demo history)"
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.hostname}" if parts.hostname else "the configured gateway"
+
+
+@contextlib.contextmanager
+def _quiet_embedded_notice() -> Iterator[None]:
+    """Hold back the library's one-time 'using the embedded sandbox at <url>' notice: it
+    names a loopback port, and notebook outputs must not (Tables.source says it instead)."""
+    logger = logging.getLogger("gwtools")
+
+    def drop(record: logging.LogRecord) -> bool:
+        return "embedded sandbox" not in record.getMessage()
+
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def _select(
+    payments: Any,
+    refunds: Any,
+    since: str | None,
+    until: str | None,
+    tz: str,
+    currency: str | None,
+) -> tuple[Any, Any]:
+    """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy)."""
+    if isinstance(payments, pd.DataFrame) and isinstance(refunds, pd.DataFrame):
+        return _select_pandas(payments, refunds, since, until, tz, currency)
+    if currency:
+        keep = E.truthy(nw.col("currency") == currency.upper())
+        payments = E.native_like(E.lazy(payments).filter(keep), payments)
+        refunds = E.native_like(E.lazy(refunds).filter(keep), refunds)
+    if since or until:
+        chosen = between(payments, since, until, tz=tz)
+        # Refunds of the chosen payments (payment cohort) and refunds made in the period
+        # (refund-date view), whichever payment they belong to.
+        of_payments = E.lazy(refunds_of(chosen, refunds))
+        in_period = E.lazy(between(refunds, since, until, tz=tz))
+        picked = nw.concat([in_period, of_payments]).unique(subset=["id"], keep="any")
+        payments, refunds = chosen, E.native_like(picked, refunds)
+    return payments, refunds
+
+
+def _select_pandas(
+    payments: pd.DataFrame,
+    refunds: pd.DataFrame,
+    since: str | None,
+    until: str | None,
+    tz: str,
+    currency: str | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if currency:
+        payments = payments[payments["currency"].eq(currency.upper()).fillna(False).astype(bool)]
+        refunds = refunds[refunds["currency"].eq(currency.upper()).fillna(False).astype(bool)]
+    if since or until:
+        payments = between(payments, since, until, tz=tz)
+        in_period = refunds.index.isin(between(refunds, since, until, tz=tz).index)
+        of_payments = refunds["payment_id"].isin(payments["id"]).fillna(False).to_numpy(dtype=bool)
+        refunds = refunds[in_period | of_payments]
+    return payments.reset_index(drop=True), refunds.reset_index(drop=True)
+
+
+_private_cache: tempfile.TemporaryDirectory[str] | None = None
+
+
+def _is_embedded(base_url: str | None) -> bool:
+    from gwtools._config import resolve_settings
+
+    return resolve_settings(None, base_url) is None
+
+
+def _private_cache_dir() -> str:
+    """A cache directory for this process only, removed at exit.
+
+    The embedded sandbox's demo history is re-synced in full by every new process anyway,
+    so keeping it in the shared cache (the user's, or ``GW_CACHE_DIR``) buys nothing, and
+    notebooks run side by side (nbval under xdist) would sync into one dataset at once,
+    racing a reader against the other's compaction.
+    """
+    global _private_cache
+    if _private_cache is None:
+        _remove_orphaned_private_caches()
+        _private_cache = tempfile.TemporaryDirectory(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-")
+    return _private_cache.name
+
+
+_PRIVATE_PREFIX = "gwtools-embedded-"
+
+
+def _remove_orphaned_private_caches() -> None:
+    """Remove the private caches of processes that are gone.
+
+    A kernel that is killed (a notebook's "restart", nbval's teardown) never runs the
+    clean-up at exit, so its cache would stay in the temporary directory for good.
+    """
+    for path in Path(tempfile.gettempdir()).glob(f"{_PRIVATE_PREFIX}*-*"):
+        owner = path.name.removeprefix(_PRIVATE_PREFIX).split("-", 1)[0]
+        if not owner.isdigit() or _alive(int(owner)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def load_tables(
+    source: Any = None,
+    *,
+    base_url: str | None = None,
+    cache: str | os.PathLike[str] | None = None,
+    spark_master: str | None = None,
+    spark_path: str | None = None,
+    since: str | dt.date | None = None,
+    until: str | dt.date | None = None,
+    tz: str | None = None,
+    currency: str | None = None,
+    as_of: str | dt.datetime | None = None,
+    source_name: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    sandbox_data: bool = False,
+) -> Tables:
+    """Payments and refunds for a notebook, as lazy tables (see :func:`gwtools.open_source`).
+
+    ``source``: ``None``/``"gateway"`` syncs the configured gateway (``base_url``/
+    ``GW_BASE_URL`` with ``GW_API_KEY``; with neither, the embedded sandbox, synced into a
+    private cache of this process unless ``cache_dir`` is given); a cache folder or URL is
+    read as it is, no network (``cache`` is the same); ``"spark"`` reads ``spark_path`` (else
+    the gateway's synced cache) with a Spark session on ``spark_master``. ``since``/``until``
+    are local days in ``tz`` (inclusive); ``currency`` keeps one currency; ``as_of`` is when
+    pending ages are measured (default: the sandbox clock on the embedded sandbox, else now);
+    ``source_name`` overrides the data's description; ``sandbox_data=True`` labels the data as
+    sandbox data (reports pass it for the embedded sandbox's cache they synced; the embedded
+    sandbox as a source is labelled anyway). Nothing is loaded: the filters run in
+    the engine with the analyses. Example::
+
+        t = load_tables("/data/gwtools", since="2024-06-01", tz="Asia/Kuala_Lumpur")
+        analysis.decline_rate(t.payments, freq="week", tz=t.tz)
+    """
+    zone = resolve_tz(tz)
+    since_s = str(since) if since else None
+    until_s = str(until) if until else None
+    if source is None and cache is not None:
+        source = cache
+    gateway_cache = (source is None or source == "gateway") or (
+        source == SPARK and spark_path is None
+    )
+    if gateway_cache and cache_dir is None and _is_embedded(base_url):
+        cache_dir = _private_cache_dir()
+    with _quiet_embedded_notice():
+        src = open_source(
+            source,
+            base_url=base_url,
+            cache_dir=cache_dir if gateway_cache else None,
+            spark_master=spark_master,
+            spark_path=spark_path,
+        )
+    if as_of is not None:
+        moment = pd.Timestamp(as_of)
+        moment = moment.tz_localize("UTC") if moment.tzinfo is None else moment
+    else:
+        moment = pd.Timestamp(_as_of(src.embedded))
+    payments, refunds = _select(src.payments, src.refunds, since_s, until_s, zone, currency)
+    return Tables(
+        payments,
+        refunds,
+        source_name or src.description,
+        zone,
+        moment,
+        since_s,
+        until_s,
+        currency,
+        sandbox_data=sandbox_data or src.embedded,
+    )
+
+
+def save_tables(tables: Mapping[str, Any], out_dir: str | os.PathLike[str] | None) -> list[str]:
+    """Write each table as ``<name>.csv`` and ``<name>.parquet`` into ``out_dir`` and return
+    the file names (not paths: they end up in notebook outputs). ``out_dir=None`` writes
+    nothing, so an interactive run leaves no files behind. A lazy table (a whole canonical
+    table, say) is streamed in batches, never loaded whole."""
+    if out_dir is None:
+        return []
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    names = []
+    for name, frame in tables.items():
+        for suffix in ("csv", "parquet"):
+            path = target / f"{name}.{suffix}"
+            write_table(frame, path, suffix)  # renamed into place: never half-written
+            names.append(path.name)
+    return names
+
+
+def _as_of(embedded: bool) -> str:
+    if embedded:
+        from gwtools._embedded import demo_history
+
+        return str(pd.Timestamp(demo_history().ends_at()))
+    return str(pd.Timestamp.now(tz="UTC"))
