@@ -17,6 +17,7 @@ anywhere; the cache directory is named by ``account`` or by a hash of the key.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import re
 import unicodedata
@@ -31,7 +32,9 @@ import platformdirs
 from gwtools._errors import ConfigurationError, mask_key, redact
 
 if TYPE_CHECKING:
+    import narwhals as nw
     import pandas as pd
+    import pyarrow.dataset as ds
 
 __all__ = [
     "SERVICE_VERSIONS",
@@ -72,6 +75,11 @@ class Settings:
     mode: Mode
     service_version: str = "2024-01-01"
     embedded: bool = False
+
+    @property
+    def cache_folder(self) -> Path:
+        """This connection's datasets, one folder per resource (see :func:`cache_folder`)."""
+        return cache_folder(self.cache_dir, self.account, self.mode)
 
     @property
     def masked_key(self) -> str:
@@ -313,6 +321,48 @@ class Filters(NamedTuple):
     since: pd.Timestamp | None
     until: pd.Timestamp | None
     status: tuple[str, ...] | None
+
+    def expressions(self) -> list[nw.Expr]:
+        """The selection as Narwhals expressions, run where the data is (pandas, Arrow,
+        DuckDB, Spark): ``since <= created_at < until`` and ``status`` among the statuses."""
+        import narwhals as nw
+
+        out: list[nw.Expr] = []
+        if self.since is not None:
+            out.append(nw.col("created_at") >= self.since.to_pydatetime())
+        if self.until is not None:
+            out.append(nw.col("created_at") < self.until.to_pydatetime())
+        if self.status is not None:
+            out.append(nw.col("status").is_in(list(self.status)))
+        return out
+
+    def arrow_time(self) -> ds.Expression | None:
+        """The time bounds alone as a Parquet scan filter, so a read skips row groups; the
+        statuses are left to :meth:`expressions` (a row's status can change between files)."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        bounds = [
+            op(ds.field("created_at"), pa.scalar(t, pa.timestamp("us", "UTC")))
+            for op, t in ((operator.ge, self.since), (operator.lt, self.until))
+            if t is not None
+        ]
+        if not bounds:
+            return None
+        return bounds[0] if len(bounds) == 1 else bounds[0] & bounds[1]
+
+    def apply(self, table: Any) -> Any:
+        """``table`` (pandas or Arrow, any engine Narwhals knows) reduced to the selection."""
+        import narwhals as nw
+
+        exprs = self.expressions()
+        return nw.from_native(table).filter(*exprs).to_native() if exprs else table
+
+
+def cache_folder(cache_dir: str | os.PathLike[str], account: str, mode: str) -> Path:
+    """``{cache_dir}/{account}/{mode}``: the one rule for where a connection's datasets live
+    (live and test data, and accounts, never share a folder)."""
+    return Path(cache_dir) / account / mode
 
 
 def check_resource(resource: object) -> str:

@@ -51,11 +51,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from filelock import FileLock
 
 from gwtools import _schema
-from gwtools._config import check_filters
+from gwtools._config import Filters, cache_folder, check_filters
 from gwtools._errors import CacheError, CacheNotFoundError, ConfigurationError
 from gwtools._schema import Resource
 
@@ -103,8 +104,8 @@ def _step(name: str) -> None:
 
 
 def _warn(message: str) -> None:
-    # Imported here: _sync imports this module.
-    from gwtools.sync._sync import GatewayDataWarning
+    # Imported here: the sync imports this module.
+    from gwtools.sync._result import GatewayDataWarning
 
     warnings.warn(message, GatewayDataWarning, stacklevel=3)
 
@@ -424,7 +425,7 @@ class Dataset:
     def at(
         cls, cache_dir: str | os.PathLike[str], account: str, mode: str, resource: Resource
     ) -> Dataset:
-        return cls(Path(cache_dir) / account / mode / resource, resource)
+        return cls(cache_folder(cache_dir, account, mode) / resource, resource)
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.path)!r}, {self.resource!r})"
@@ -803,10 +804,10 @@ class Dataset:
         skip_damaged: bool,
     ) -> tuple[pa.Table, dict[Path, str]]:
         # The one check of what a read selects (unknown status, since >= until: errors).
-        since, until, status = check_filters(self.resource, since, until, status)
+        where = check_filters(self.resource, since, until, status)
         for attempt in range(READ_ATTEMPTS):
             try:
-                return self._read_table_once(since, until, status, columns, skip_damaged)
+                return self._read_table_once(where, columns, skip_damaged)
             except FileNotFoundError:
                 if attempt == READ_ATTEMPTS - 1:
                     raise
@@ -814,19 +815,14 @@ class Dataset:
         raise AssertionError("unreachable")
 
     def _read_table_once(
-        self,
-        since: Any,
-        until: Any,
-        status: str | Sequence[str] | None,
-        columns: Sequence[str] | None,
-        skip_damaged: bool,
+        self, where: Filters, columns: Sequence[str] | None, skip_damaged: bool
     ) -> tuple[pa.Table, dict[Path, str]]:
         cols = list(columns) if columns is not None else list(_schema.columns(self.resource))
-        need = list(dict.fromkeys([*cols, "id", *(["status"] if status is not None else [])]))
+        need = list(dict.fromkeys([*cols, "id", "created_at", "status"]))
         # One listing decides both the files and whether they need deduplicating: a batch
         # written after it is simply not part of this read.
         listed = [self._files_in(p) for p in self._partitions()]
-        time_filter = _time_filter(since, until)
+        time_filter = where.arrow_time()
         damaged: dict[Path, str] = {}
         while True:
             try:
@@ -850,12 +846,8 @@ class Dataset:
                         f"{self.quarantine_path} and fetches its month again"
                     ) from exc
                 listed = [[f for f in m if f not in damaged] for m in listed]
-        if status is not None:
-            wanted = [status] if isinstance(status, str) else list(status)
-            table = table.filter(
-                pc.is_in(table.column("status"), value_set=pa.array(wanted, pa.large_string()))
-            )
-        return table.select(cols), damaged
+        # After the newest version of each id is chosen: an older file may hold an old status.
+        return where.apply(table).select(cols), damaged
 
     def _read_files(
         self, listed: list[list[Path]], need: list[str], time_filter: ds.Expression | None
@@ -965,11 +957,7 @@ class Dataset:
             entries = list(os.scandir(partition))
         except FileNotFoundError:  # removed by a full sync since it was listed
             return []
-        return sorted(
-            Path(e.path)
-            for e in entries
-            if e.is_file() and e.name.endswith(".parquet") and not e.name.startswith((".", "_"))
-        )
+        return sorted(Path(e.path) for e in entries if e.is_file() and visible(e.name))
 
     def _files(self, month: str) -> list[Path]:
         return self._files_in(self.path / f"{PARTITION}={month}")
@@ -1081,30 +1069,100 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def _timestamp(value: Any, name: str) -> pd.Timestamp:
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(
-            f"{name}={value!r} is not a date or time; use e.g. '2024-05-01' or a datetime",
-            param=name,
-        ) from exc
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+def _is_dir(fs: pafs.FileSystem, path: str) -> bool:
+    return bool(fs.get_file_info(path).type == pafs.FileType.Directory)
 
 
-def _time_filter(since: Any, until: Any) -> ds.Expression | None:
-    """``since <= created_at < until``; naive values are UTC."""
-    expr = None
-    if since is not None:
-        expr = ds.field("created_at") >= pa.scalar(
-            _timestamp(since, "since"), pa.timestamp("us", "UTC")
+def _holds_dataset(fs: pafs.FileSystem, path: str) -> bool:
+    """A dataset folder: a sync's state file or at least one month folder."""
+    if not _is_dir(fs, path):
+        return False
+    return any(
+        (i.type == pafs.FileType.Directory and i.base_name.startswith(f"{PARTITION}="))
+        or i.base_name == "_state.json"
+        for i in fs.get_file_info(pafs.FileSelector(path))
+    )
+
+
+def locate(
+    fs: pafs.FileSystem,
+    root: str,
+    resource: Resource,
+    *,
+    account: str | None = None,
+    mode: str | None = None,
+) -> str:
+    """The dataset folder of ``resource`` under ``root`` on ``fs``: ``root`` itself,
+    ``{root}/{resource}``, or ``{root}/{account}/{mode}/{resource}``; one rule for local and
+    shared storage.
+
+    With ``account``/``mode`` left out, the only matching dataset under ``root`` is used; if
+    several match, the error lists them so you can pick one.
+    """
+    _schema.columns(resource)
+    root = root.rstrip("/") or "/"
+    where = root if isinstance(fs, pafs.LocalFileSystem) else f"{root!r} on {fs.type_name}"
+    if not _is_dir(fs, root):
+        raise CacheNotFoundError(
+            f"no cache at {where}: run gwtools.connect().sync() (or `gwtools sync`) first, "
+            "or pass the directory that holds the cache"
         )
-    if until is not None:
-        upper = ds.field("created_at") < pa.scalar(
-            _timestamp(until, "until"), pa.timestamp("us", "UTC")
+    for candidate in (root, f"{root}/{resource}"):
+        if candidate.rsplit("/", 1)[-1] == resource and _holds_dataset(fs, candidate):
+            return candidate
+    accounts = (
+        [account]
+        if account
+        else sorted(
+            i.base_name
+            for i in fs.get_file_info(pafs.FileSelector(root))
+            if i.type == pafs.FileType.Directory
         )
-        expr = upper if expr is None else expr & upper
-    return expr
+    )
+    modes = [mode] if mode else ["test", "live"]
+    found = [
+        folder
+        for a in accounts
+        for m in modes
+        if _holds_dataset(fs, folder := f"{root}/{a}/{m}/{resource}")
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CacheNotFoundError(
+            f"no cached {resource} under {where}"
+            f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}: "
+            "run a sync first, or check the directory"
+        )
+    choices = ", ".join(
+        f"account={f.rsplit('/', 3)[-3]!r} mode={f.rsplit('/', 2)[-2]!r}" for f in found
+    )
+    raise ConfigurationError(
+        f"several cached {resource} datasets under {where} ({choices}); pass account= and mode="
+    )
+
+
+def visible(name: str) -> bool:
+    """A part file readers take: state, locks and half-written temporaries start with ``_``
+    or ``.``, and are never data."""
+    return name.endswith(".parquet") and not name.startswith((".", "_"))
+
+
+def dataset_files(fs: pafs.FileSystem, folder: str) -> list[str]:
+    """The part files of the dataset at ``folder``, month by month in write order."""
+    months = sorted(
+        i.path
+        for i in fs.get_file_info(pafs.FileSelector(folder))
+        if i.type == pafs.FileType.Directory and i.base_name.startswith(f"{PARTITION}=")
+    )
+    return [
+        f.path
+        for m in months
+        for f in sorted(
+            fs.get_file_info(pafs.FileSelector(m, allow_not_found=True)), key=lambda i: i.path
+        )
+        if f.type == pafs.FileType.File and visible(f.base_name)
+    ]
 
 
 def find_dataset(
@@ -1114,43 +1172,10 @@ def find_dataset(
     account: str | None = None,
     mode: str | None = None,
 ) -> Dataset:
-    """Locate a dataset: the directory itself, ``{dir}/{resource}``, or ``{dir}/{account}/{mode}/{resource}``.
-
-    With ``account``/``mode`` left out, the only matching dataset under ``cache_dir`` is used;
-    if several match, the error lists them so you can pick one.
-    """
-    _schema.columns(resource)
-    root = Path(cache_dir).expanduser()
-    if not root.is_dir():
-        raise CacheNotFoundError(
-            f"no cache at {root}: run gwtools.connect().sync() (or `gwtools sync`) first, "
-            "or pass the directory that holds the cache"
-        )
-    for candidate in (root, root / resource):
-        if candidate.name == resource and Dataset(candidate, resource).exists():
-            return Dataset(candidate, resource)
-    accounts = [account] if account else sorted(p.name for p in root.iterdir() if p.is_dir())
-    modes = [mode] if mode else ["test", "live"]
-    found = [
-        Dataset(root / a / m / resource, resource)
-        for a in accounts
-        for m in modes
-        if Dataset(root / a / m / resource, resource).exists()
-    ]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise CacheNotFoundError(
-            f"no cached {resource} under {root}"
-            f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}: "
-            "run a sync first, or check the directory"
-        )
-    choices = ", ".join(
-        f"account={d.path.parent.parent.name!r} mode={d.path.parent.name!r}" for d in found
-    )
-    raise ConfigurationError(
-        f"several cached {resource} datasets under {root} ({choices}); pass account= and mode="
-    )
+    """The local dataset of ``resource`` under ``cache_dir`` (see :func:`locate`)."""
+    root = os.fspath(Path(cache_dir).expanduser())
+    folder = locate(pafs.LocalFileSystem(), root, resource, account=account, mode=mode)
+    return Dataset(Path(folder), resource)
 
 
 def read_cache(

@@ -43,7 +43,13 @@ from gwtools import _schema
 from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._schema import Resource
-from gwtools.cache._dataset import PARTITION, Dataset, _arrow_schema, find_dataset
+from gwtools.cache._dataset import (
+    Dataset,
+    _arrow_schema,
+    dataset_files,
+    find_dataset,
+    locate,
+)
 
 __all__ = ["connection", "scan_cache"]
 
@@ -67,21 +73,6 @@ def connection() -> duckdb.DuckDBPyConnection:
     """
     with _lock:
         return _connection()
-
-
-def _visible(name: str) -> bool:
-    # Readers ignore names starting with "_" or "." (state, lock, half-written temporaries).
-    return name.endswith(".parquet") and not name.startswith((".", "_"))
-
-
-def _local_files(root: Path) -> list[str]:
-    """Every visible ``**/*.parquet`` under the dataset folder, sorted (= write order per month)."""
-    return sorted(
-        str(p)
-        for p in root.rglob("*.parquet")
-        if _visible(p.name)
-        and not any(part.startswith((".", "_")) for part in p.relative_to(root).parts[:-1])
-    )
 
 
 def _needs_dedup(files: Sequence[str]) -> bool:
@@ -117,70 +108,6 @@ def _resolve_filesystem(
     return filesystem, os.fspath(cache_dir).rstrip("/")
 
 
-def _is_dir(fs: pafs.FileSystem, path: str) -> bool:
-    return bool(fs.get_file_info(path).type == pafs.FileType.Directory)
-
-
-def _remote_dataset_dir(
-    fs: pafs.FileSystem, root: str, resource: Resource, account: str | None, mode: str | None
-) -> str:
-    """The dataset folder under ``root`` on ``fs``, by the rules of :func:`find_dataset`.
-
-    ``root`` may be the dataset folder, its parent, or the cache root (then ``account``/``mode``
-    pick one when several are cached).
-    """
-    if not _is_dir(fs, root):
-        raise CacheError(f"no cache at {root!r} on {fs.type_name}: check the path or URL")
-    candidates = [root, f"{root}/{resource}"]
-    accounts = (
-        [account]
-        if account
-        else sorted(
-            i.base_name
-            for i in fs.get_file_info(pafs.FileSelector(root))
-            if i.type == pafs.FileType.Directory
-        )
-    )
-    modes = [mode] if mode else ["test", "live"]
-    nested = [f"{root}/{a}/{m}/{resource}" for a in accounts for m in modes]
-    for c in candidates:
-        if c.rsplit("/", 1)[-1] == resource and _has_months(fs, c):
-            return c
-    found = [c for c in nested if _has_months(fs, c)]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise CacheError(
-            f"no cached {resource} under {root!r}: run a sync first, or check the path"
-        )
-    raise ConfigurationError(
-        f"several cached {resource} datasets under {root!r} ({', '.join(found)}); "
-        "pass account= and mode="
-    )
-
-
-def _has_months(fs: pafs.FileSystem, path: str) -> bool:
-    if not _is_dir(fs, path):
-        return False
-    return any(
-        i.type == pafs.FileType.Directory and i.base_name.startswith(f"{PARTITION}=")
-        for i in fs.get_file_info(pafs.FileSelector(path))
-    )
-
-
-def _remote_files(fs: pafs.FileSystem, root: str) -> list[str]:
-    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
-    return sorted(
-        i.path
-        for i in infos
-        if i.type == pafs.FileType.File
-        and _visible(i.base_name)
-        and not any(
-            p.startswith((".", "_")) for p in i.path[len(root) :].strip("/").split("/")[:-1]
-        )
-    )
-
-
 class _RemoteDataset(Dataset):
     """A dataset folder on a filesystem: only its state is read here (for ``completed()``)."""
 
@@ -208,7 +135,7 @@ def _check_complete(dataset: Dataset, strict: bool) -> None:
     )
     if strict:
         raise CacheError(message)
-    from gwtools.sync._sync import GatewayDataWarning
+    from gwtools.sync._result import GatewayDataWarning
 
     warnings.warn(
         message + "; scan_cache(..., strict=True) raises instead of warning",
@@ -247,21 +174,16 @@ def scan_cache(
         analysis.decline_breakdown(payments)
     """
     columns = list(_schema.columns(resource))
-    filters = _filters(resource, since, until, status)  # before looking for the cache
+    filters = check_filters(resource, since, until, status).expressions()  # before the cache
     con = connection()
     remote = _resolve_filesystem(cache_dir, filesystem)
     rel: duckdb.DuckDBPyRelation
     if remote is None:
         text = os.fspath(cache_dir)
         local = Path(text[len("file://") :] if text.startswith("file://") else text)
-        try:
-            dataset = find_dataset(local, resource, account=account, mode=mode)
-        except FileNotFoundError as exc:
-            raise CacheError(str(exc)) from None
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+        dataset = find_dataset(local, resource, account=account, mode=mode)
         _check_complete(dataset, strict)
-        files = _local_files(dataset.path)
+        files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
         if not files:
             return _empty(resource, con)
         # union_by_name: a file missing a column (written by another tool) gives nulls there.
@@ -270,9 +192,9 @@ def scan_cache(
         )
     else:
         fs, root = remote
-        folder = _remote_dataset_dir(fs, root, resource, account, mode)
+        folder = locate(fs, root, resource, account=account, mode=mode)
         _check_complete(_RemoteDataset(fs, folder, resource), strict)
-        files = _remote_files(fs, folder)
+        files = dataset_files(fs, folder)
         if not files:
             return _empty(resource, con)
         schema = _arrow_schema(resource)
@@ -300,16 +222,3 @@ def scan_cache(
     if filters:
         lf = lf.filter(*filters)
     return lf.select(columns).to_native()
-
-
-def _filters(resource: Resource, since: Any, until: Any, status: Any) -> list[nw.Expr]:
-    """``read_cache``'s filters, checked by the same rules, as expressions run in the engine."""
-    checked = check_filters(resource, since, until, status)
-    out: list[nw.Expr] = []
-    if checked.since is not None:
-        out.append(nw.col("created_at") >= checked.since.to_pydatetime())
-    if checked.until is not None:
-        out.append(nw.col("created_at") < checked.until.to_pydatetime())
-    if checked.status is not None:
-        out.append(nw.col("status").is_in(list(checked.status)))
-    return out

@@ -411,3 +411,16 @@ def test_a_writer_killed_at_any_step_leaves_a_readable_cache(ds: Dataset, kill_a
     # Round 2's complete batches are kept: only a kill inside its first batch loses them.
     expected = "v1" if kill_at == "stage.tmp-open@3" else "v2"
     assert ds.read()["status"].unique().tolist() == [expected]
+
+
+def test_a_status_filter_sees_only_the_newest_version_in_a_crowded_month(ds: Dataset) -> None:
+    """Two files in a month (a compaction was interrupted): the old file says pay_1 is pending,
+    the newer one that it succeeded. Filtering before choosing the newest would resurrect the
+    stale 'pending' row."""
+    legacy_file(ds, [("pay_1", "pending", "2024-05-02"), ("pay_2", "pending", "2024-05-03")])
+    legacy_file(ds, [("pay_1", "succeeded", "2024-05-02")])
+    synced(ds)
+    assert ds.read(status="pending")["id"].tolist() == ["pay_2"]
+    assert ds.read(status="succeeded")["id"].tolist() == ["pay_1"]
+    assert ds.read(since="2024-05-03")["id"].tolist() == ["pay_2"]
+    assert ds.read(until="2024-05-03")["status"].tolist() == ["succeeded"]
