@@ -470,9 +470,10 @@ class Dataset:
             return {}
         return _checked_state(parsed, self.state_path)
 
-    def completed(self) -> bool:
-        """Whether a sync of this dataset has ever completed (else what is cached is partial)."""
-        state = self.state()
+    def completed(self, state: dict[str, Any] | None = None) -> bool:
+        """Whether a sync of this dataset has ever completed (else what is cached is partial);
+        pass ``state`` when it was already read."""
+        state = self.state() if state is None else state
         return bool(state.get("last_full_sync") or state.get("high_water"))
 
     def write_state(self, state: dict[str, Any]) -> None:
@@ -889,7 +890,7 @@ class Dataset:
         table, damaged = self._read(since, until, status, None, skip_damaged=True)
         frame = to_pandas(table, self.resource)
         state = self.state()
-        completed = bool(state.get("last_full_sync") or state.get("high_water"))
+        completed = self.completed(state)
         problems = []
         if not completed:
             started = state.get("last_sync") or self._oldest_file_time()
