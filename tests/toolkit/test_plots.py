@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -12,7 +14,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from gwtools import analysis as a
-from gwtools import plots
+from gwtools import empty_refunds, plots
 
 Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
@@ -303,3 +305,98 @@ def test_refund_amounts_of_smaller_currencies_are_left_out_not_added(
     ax = plots.refund_rate_over_time(table, measure="amount", top=1).axes[0]
     assert [line.get_label() for line in ax.lines] == ["MYR"]
     assert "not shown (smaller): JPY" in ax.get_title()
+
+
+# ----- "sandbox data" on figures -----------------------------------------------------------
+
+
+def _every_figure(payments: pd.DataFrame) -> dict[str, Callable[[Any], Figure]]:
+    """Each public plot function, drawn from ``payments``'s analyses, given ``origin``."""
+    refunds = pd.DataFrame({c: pd.Series(dtype=t) for c, t in empty_refunds().dtypes.items()})
+    return {
+        "decline_pareto": lambda o: plots.decline_pareto(a.decline_breakdown(payments), origin=o),
+        "decline_rate_over_time": lambda o: plots.decline_rate_over_time(
+            a.decline_rate(payments, freq="week"), origin=o
+        ),
+        "refund_rate_over_time": lambda o: plots.refund_rate_over_time(
+            a.refund_rate(payments, refunds, freq="week"), origin=o
+        ),
+        "fpx_outcome_heatmap": lambda o: plots.fpx_outcome_heatmap(
+            a.fpx_outcome_shares(payments), origin=o
+        ),
+        "fpx_success_rates": lambda o: plots.fpx_success_rates(a.fpx_banks(payments), origin=o),
+        "fpx_rate_over_time": lambda o: plots.fpx_rate_over_time(
+            a.fpx_banks(payments, freq="week"), origin=o
+        ),
+        "funnel": lambda o: plots.funnel(a.funnel(payments), origin=o),
+        "monitor_timeline": lambda o: plots.monitor_timeline(
+            a.monitor(payments, refunds), origin=o
+        ),
+        "quality_rules": lambda o: plots.quality_rules(a.quality(payments, refunds), origin=o),
+    }
+
+
+def test_every_plot_function_is_checked_for_the_sandbox_label(
+    declines_frame: pd.DataFrame,
+) -> None:
+    import inspect
+
+    drawing = {
+        name
+        for name, f in inspect.getmembers(plots, inspect.isfunction)
+        if f.__module__ == plots.__name__
+        and not name.startswith("_")
+        and inspect.signature(f).return_annotation in (Figure, "Figure")
+        and name != "label_sandbox"
+    }
+    assert drawing == set(_every_figure(declines_frame))
+
+
+def test_figures_of_sandbox_data_say_so_and_real_data_is_not_labelled(
+    declines_frame: pd.DataFrame,
+) -> None:
+    sandboxed = declines_frame.copy()
+    sandboxed.attrs["gwtools_source"] = "sandbox data"  # as Gateway.payments() on the sandbox
+    for name, draw in _every_figure(declines_frame).items():
+        labelled = draw(sandboxed)
+        assert labelled.get_suptitle() == "sandbox data: not real payments", name
+        for real in (declines_frame, None, False):
+            fig = draw(real)
+            assert fig.get_suptitle() == "", name
+            assert "sandbox" not in _texts(fig), name
+
+
+def test_an_analysis_result_that_carries_the_label_is_labelled_without_origin(
+    declines_frame: pd.DataFrame,
+) -> None:
+    table = a.funnel(declines_frame)
+    assert plots.funnel(table).get_suptitle() == ""
+    table.attrs["gwtools_source"] = "sandbox data"
+    assert plots.funnel(table).get_suptitle() == "sandbox data: not real payments"
+
+
+def test_is_sandbox_data_is_one_question_for_every_kind_of_origin(
+    declines_frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    import gwtools
+    from gwtools.report import Tables
+
+    sandboxed = declines_frame.copy()
+    sandboxed.attrs["gwtools_source"] = "sandbox data"
+    other = declines_frame.copy()
+    other.attrs["gwtools_source"] = "a warehouse"
+    assert plots.is_sandbox_data(sandboxed)
+    assert not plots.is_sandbox_data(declines_frame) and not plots.is_sandbox_data(other)
+    assert plots.is_sandbox_data(True) and not plots.is_sandbox_data(False)
+    assert not plots.is_sandbox_data(None)
+    # A lazy table has nowhere to keep the label: it is not guessed at.
+    gwtools.write_table(declines_frame, tmp_path / "p.parquet", "parquet")
+    lazy = duckdb.read_parquet(str(tmp_path / "p.parquet"))
+    assert not plots.is_sandbox_data(lazy)
+    # What a lazy table came from answers instead: a Source, the notebooks' Tables.
+    now = pd.Timestamp("2026-11-01", tz="UTC")
+    for embedded in (True, False):
+        src = gwtools.Source(lazy, lazy, "x", "duckdb", embedded=embedded)
+        assert plots.is_sandbox_data(src) is embedded
+        tables = Tables(lazy, lazy, "x", "UTC", now, sandbox_data=embedded)
+        assert plots.is_sandbox_data(tables) is embedded
