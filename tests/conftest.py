@@ -136,16 +136,15 @@ def spark() -> Iterator[Any]:
     """A ``local[2]`` SparkSession for the engine-equivalence and cache tests (needs the
     ``spark`` extra and a Java runtime; ``.ci/run`` installs Debian's). UTC session time zone,
     so timestamps read from Parquet compare with pandas and DuckDB."""
-    from pyspark.sql import SparkSession
+    from gwtools.cache._source import spark_session
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("gwtools-tests")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
+    session = spark_session(
+        "local[2]",
+        config={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "1g",
+        },
     )
     session.sparkContext.setLogLevel("ERROR")
     try:

@@ -14,6 +14,7 @@ the data is one argument, the same everywhere::
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,21 +55,23 @@ def describe_url(text: str) -> str:
     return "a local cache"
 
 
-def spark_session(master: str | None = None) -> Any:
-    """The active Spark session, else a new one on ``master`` (default ``local[2]``); either
-    way its time zone is set to UTC, as gwtools reads timestamps."""
+def spark_session(master: str | None = None, config: Mapping[str, str] | None = None) -> Any:
+    """The active Spark session, else a new one on ``master`` (default ``local[2]``) with
+    ``config`` set; either way its time zone is set to UTC, as gwtools reads timestamps."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise ConfigurationError(
-            "source='spark' needs PySpark (and Java): pip install pyspark"
+            "source='spark' needs PySpark and a Java runtime: pip install \"gwtools[spark]\""
         ) from None
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         session = active
     else:
         builder = SparkSession.builder.master(master or "local[2]").appName("gwtools")
-        session = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        for key, value in {"spark.sql.session.timeZone": "UTC", **(config or {})}.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     return session
 
