@@ -225,7 +225,7 @@ def _poisoned(rel: Any) -> Any:
 @pytest.fixture
 def lazy_tables(payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path) -> tuple[Any, Any]:
     import gwtools
-    from gwtools._cache import Dataset
+    from gwtools.cache._dataset import Dataset
 
     root = tmp_path / "cache" / "acct" / "test"
     Dataset(root / "payments", "payments").write_batch(payments)
@@ -331,7 +331,7 @@ def test_a_dashboard_given_a_gateway_scans_its_cache(
     payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
 ) -> None:
     import gwtools
-    from gwtools._cache import Dataset
+    from gwtools.cache._dataset import Dataset
 
     gw = gwtools.connect(
         "sk_test_" + "a" * 24, "http://127.0.0.1:9", cache_dir=tmp_path, account="shop"
@@ -344,6 +344,7 @@ def test_a_dashboard_given_a_gateway_scans_its_cache(
         gw.close()
     assert not isinstance(d.payments, pd.DataFrame)
     assert d.result["payments"].sum() == 3 and d.result["refunded_payments"].sum() == 2
+    assert not d.sandbox_data and "sandbox" not in d.header.value  # a gateway's own data
     with pytest.raises(ValueError, match="needs the refunds"):
         w.refunds_dashboard(payments)
 
@@ -357,7 +358,7 @@ def test_spark_source_dashboard_and_streamed_export_match_pandas(
     tmp_path: Path,
 ) -> None:
     import gwtools
-    from gwtools._export import write_table
+    from gwtools.cache._export import write_table
 
     folder = tmp_path / "cache" / "acct" / "test"  # where lazy_tables wrote the cache
     src = gwtools.open_source("spark", spark_path=str(folder))
@@ -379,3 +380,90 @@ def test_spark_source_dashboard_and_streamed_export_match_pandas(
     expected = payments.sort_values("id").reset_index(drop=True)
     expected.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "spark.csv").read_text() == (tmp_path / "pandas.csv").read_text()
+
+
+# ----- "sandbox data" in dashboards --------------------------------------------------------
+
+_SANDBOX = "sandbox data: not real payments"
+#: Every dashboard, built from payments and refunds with the given keywords.
+_DASHBOARDS: dict[str, Callable[..., w.Dashboard]] = {
+    "DeclinesDashboard": lambda p, r, **kw: w.declines_dashboard(p, **kw),
+    "RefundsDashboard": lambda p, r, **kw: w.refunds_dashboard(
+        p, r, now="2026-11-10T00:00:00Z", **kw
+    ),
+    "FpxDashboard": lambda p, r, **kw: w.fpx_dashboard(p, **kw),
+    "MonitorDashboard": lambda p, r, **kw: w.monitor_dashboard(p, r, **kw),
+    "QualityDashboard": lambda p, r, **kw: w.quality_dashboard(p, r, **kw),
+}
+
+
+def _figures(d: w.Dashboard) -> list[Any]:
+    """The dashboard's chart in each of its views."""
+    figures = []
+    for view in d.chart.options:
+        d.chart.value = view
+        figures.append(d.figure)
+    return [f for f in figures if f is not None]
+
+
+def test_every_dashboard_is_checked_for_the_sandbox_label() -> None:
+    dashboards = {n for n in w.__all__ if n.endswith("Dashboard") and n != "Dashboard"}
+    assert dashboards == set(_DASHBOARDS)
+
+
+def test_dashboards_over_sandbox_data_say_so_and_real_data_is_not_labelled(
+    payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
+) -> None:
+    sandboxed, sandbox_refunds = payments.copy(), refunds.copy()
+    for frame in (sandboxed, sandbox_refunds):  # as Gateway.payments()/refunds() on the sandbox
+        frame.attrs["gwtools_source"] = "sandbox data"
+    for name, build in _DASHBOARDS.items():
+        d = build(sandboxed, sandbox_refunds, tz="UTC", export_dir=tmp_path)
+        assert d.sandbox_data and _SANDBOX in d.header.value, name
+        assert d.children[0] is d.header  # the first thing on the dashboard
+        figures = _figures(d)
+        assert figures and all(f.get_suptitle() == _SANDBOX for f in figures), name
+
+        real = build(payments, refunds, tz="UTC", export_dir=tmp_path)
+        assert not real.sandbox_data and "sandbox" not in real.header.value, name
+        assert all(f.get_suptitle() == "" for f in _figures(real)), name
+
+
+def test_a_lazy_table_is_labelled_through_the_origin_it_came_from(
+    lazy_tables: tuple[Any, Any], tmp_path: Path
+) -> None:
+    import gwtools
+
+    lp, lr = lazy_tables
+    assert not w.declines_dashboard(lp, tz="UTC", export_dir=tmp_path).sandbox_data
+    sandbox = gwtools.Source(lp, lr, "the embedded sandbox", "duckdb", embedded=True)
+    real = gwtools.Source(lp, lr, "a local cache", "duckdb", embedded=False)
+    d = w.refunds_dashboard(lp, lr, tz="UTC", export_dir=tmp_path, origin=sandbox)
+    assert d.sandbox_data and _SANDBOX in d.header.value
+    assert d.figure is not None and d.figure.get_suptitle() == _SANDBOX
+    d = w.refunds_dashboard(lp, lr, tz="UTC", export_dir=tmp_path, origin=real)
+    assert not d.sandbox_data and d.figure is not None and d.figure.get_suptitle() == ""
+
+
+def test_a_dashboard_on_the_embedded_sandbox_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import gwtools
+
+    for name in ("GW_API_KEY", "GW_BASE_URL", "GW_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GW_SANDBOX_PAYMENTS", "120")
+    monkeypatch.setenv("GW_SANDBOX_DAYS", "5")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "none")
+    with gwtools.connect(cache_dir=tmp_path, progress=False) as gw:
+        gw.sync()
+        d = w.declines_dashboard(gw, tz="UTC", export_dir=tmp_path / "x")  # its cache, lazily
+        assert d.sandbox_data and _SANDBOX in d.header.value
+        assert d.figure is not None and d.figure.get_suptitle() == _SANDBOX
+        # A scan of it on its own carries nothing; its Gateway says where it came from.
+        lazy = gw.scan("payments")
+        assert not w.declines_dashboard(lazy, tz="UTC", export_dir=tmp_path / "x").sandbox_data
+        labelled = w.declines_dashboard(lazy, tz="UTC", export_dir=tmp_path / "x", origin=gw)
+        assert labelled.sandbox_data
+        frame = w.fpx_dashboard(gw.payments(refresh=False), tz="UTC", export_dir=tmp_path / "x")
+        assert frame.sandbox_data  # pandas from the sandbox carries its attrs
