@@ -42,6 +42,8 @@ until = None  # last local day, inclusive; None: up to now
 tz = None  # zone of days and weeks, e.g. "Asia/Kuala_Lumpur"; None: GW_TIMEZONE, else UTC
 currency = None  # e.g. "MYR" keeps one currency; None keeps all (amounts stay per currency)
 source_name = None  # how the data's origin is named in outputs (reports set it)
+sandbox_data = False  # True: outputs say "sandbox data" (reports set it for the embedded
+# sandbox's cache; the embedded sandbox as the source says so anyway)
 as_of = None  # when pending ages are measured; None: the sandbox clock, or now on a gateway
 out_dir = None  # where tables are saved as CSV and Parquet; None: nothing is written
 interactive = True  # False in reports: static figures only, no dashboards"""
@@ -63,7 +65,8 @@ tz = analysis.resolve_tz(tz)  # the parameter, else GW_TIMEZONE, else UTC
 data = load_tables(
     source, base_url=base_url, spark_master=spark_master, spark_path=spark_path, since=since,
     until=until, tz=tz, currency=currency, as_of=as_of, source_name=source_name,
-)
+    sandbox_data=sandbox_data,
+)  # its first line says "sandbox data" when it is: figures and dashboards given origin=data too
 payments, refunds = data.payments, data.refunds"""
 
 
@@ -134,10 +137,11 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         (`exited`).
         """),
         code("funnel = analysis.funnel(payments)\nfunnel", check=True),
-        code("plots.funnel(funnel)"),
+        code("plots.funnel(funnel, origin=data)"),
         md("## Weekly decline rate, for a first look (see 02_declines for the detail)"),
         code(
-            'plots.decline_rate_over_time(analysis.decline_rate(payments, freq="week", tz=data.tz))'
+            'weekly = analysis.decline_rate(payments, freq="week", tz=data.tz)\n'
+            "plots.decline_rate_over_time(weekly, origin=data)"
         ),
         md("""
         ## Export
@@ -177,7 +181,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         `share` is of all failed payments; amounts stay per currency, in major units.
         """),
         code("breakdown = analysis.decline_breakdown(payments)\nbreakdown", check=True),
-        code("plots.decline_pareto(breakdown)"),
+        code("plots.decline_pareto(breakdown, origin=data)"),
         md("## Soft or hard: what to retry"),
         code("types = analysis.decline_types(payments)\ntypes", check=True),
         md("""
@@ -200,7 +204,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("## Week by week, with the 95% interval as a band"),
         code(
             'weekly = analysis.decline_rate(payments, freq="week", tz=data.tz)\n'
-            "plots.decline_rate_over_time(weekly)"
+            "plots.decline_rate_over_time(weekly, origin=data)"
         ),
         md("""
         ## Explore (interactive runs; reports skip it)
@@ -210,7 +214,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code("""
             if interactive:
-                display(declines_dashboard(payments, tz=data.tz))
+                display(declines_dashboard(payments, tz=data.tz, origin=data))
             """),
         export(
             """
@@ -254,11 +258,11 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code(
             'cohort = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz)\n'
-            "plots.refund_rate_over_time(cohort)"
+            "plots.refund_rate_over_time(cohort, origin=data)"
         ),
         code(
             'by_refund_date = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz, cohort="refund")\n'
-            'plots.refund_rate_over_time(by_refund_date, measure="amount")'
+            'plots.refund_rate_over_time(by_refund_date, measure="amount", origin=data)'
         ),
         md("## Why: reasons, and partial versus full refunds"),
         code("reasons = analysis.refunds_by_reason(refunds)\nreasons", check=True),
@@ -285,7 +289,8 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("## Explore (interactive runs; reports skip it)"),
         code("""
             if interactive:
-                display(refunds_dashboard(payments, refunds, tz=data.tz, now=data.as_of))
+                dashboard = refunds_dashboard(payments, refunds, tz=data.tz, now=data.as_of, origin=data)
+                display(dashboard)
             """),
         export(
             """
@@ -325,19 +330,19 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         why), then the gateway's test banks.
         """),
         code("banks = analysis.fpx_banks(payments)\nbanks", check=True),
-        code("plots.fpx_success_rates(banks)"),
+        code("plots.fpx_success_rates(banks, origin=data)"),
         md("## How each bank's attempts end"),
         code("shares = analysis.fpx_outcome_shares(payments)\nshares.round(3)", check=True),
-        code("plots.fpx_outcome_heatmap(shares)"),
+        code("plots.fpx_outcome_heatmap(shares, origin=data)"),
         md("## Over time (monthly, to keep the intervals readable)"),
         code(
             'monthly = analysis.fpx_banks(payments, freq="month", tz=data.tz)\n'
-            "plots.fpx_rate_over_time(monthly)"
+            "plots.fpx_rate_over_time(monthly, origin=data)"
         ),
         md("## Explore (interactive runs; reports skip it)"),
         code("""
             if interactive:
-                display(fpx_dashboard(payments, tz=data.tz))
+                display(fpx_dashboard(payments, tz=data.tz, origin=data))
             """),
         export(
             """
@@ -403,7 +408,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         `high`, orange: `medium`), a diamond marks alerts too short to show as a bar, and the
         label gives what was observed against the usual.
         """),
-        code("plots.monitor_timeline(alerts, tz=data.tz)"),
+        code("plots.monitor_timeline(alerts, tz=data.tz, origin=data)"),
         md("""
         ## The payments behind each alert (the first 5 of each)
 
@@ -420,7 +425,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code("""
             if interactive:
-                display(monitor_dashboard(payments, refunds, tz=data.tz))
+                display(monitor_dashboard(payments, refunds, tz=data.tz, origin=data))
             """),
         export(
             """
@@ -472,7 +477,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             'rules.drop(columns="description")',
             check=True,
         ),
-        code("plots.quality_rules(rules)"),
+        code("plots.quality_rules(rules, origin=data)"),
         md("""
         ## The rows behind failing rules
 
@@ -488,7 +493,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code("""
             if interactive:
-                display(quality_dashboard(payments, refunds, tz=data.tz))
+                display(quality_dashboard(payments, refunds, tz=data.tz, origin=data))
             """),
         export(
             """
