@@ -58,7 +58,7 @@ from gwtools.cache._export import write_table
 from gwtools.cache._scan import scan_cache
 from gwtools.cache._source import Source, open_source
 from gwtools.normalize._normalize import normalize_payments, normalize_refunds
-from gwtools.sync._sync import GatewayDataWarning, ResourceResult, SyncResult
+from gwtools.sync._result import GatewayDataWarning, ResourceResult, SyncResult
 
 __all__ = [
     "APIConnectionError",

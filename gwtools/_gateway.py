@@ -39,7 +39,10 @@ from gwtools._errors import GatewayError
 from gwtools._schema import Resource
 from gwtools.cache._dataset import Dataset
 from gwtools.http._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
-from gwtools.sync._sync import DEFAULT_OVERLAP, PAGES_PER_BATCH, SyncContext, SyncResult, run_sync
+from gwtools.sync._plan import DEFAULT_OVERLAP
+from gwtools.sync._result import SyncResult
+from gwtools.sync._run import SyncContext, run_sync
+from gwtools.sync._writer import PAGES_PER_BATCH
 
 __all__ = ["SANDBOX_DATA", "Gateway", "cache_path", "cache_state", "connect"]
 
@@ -142,6 +145,8 @@ class Gateway:
         self._sync_lock = threading.Lock()
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self.last_result: SyncResult | None = None
+        #: unknown statuses already warned about, per resource: once per Gateway
+        self._warned: set[tuple[str, str]] = set()
         # Build the client now: httpx's first client imports its transport stack and makes
         # an SSL context, about a second that should not count against the first sync.
         self._ensure()
@@ -231,6 +236,7 @@ class Gateway:
                 overlap=self.overlap,
                 pages_per_batch=self.pages_per_batch,
                 progress=progress if progress is not None else self.progress,
+                warned=self._warned,
             )
             failed: GatewayError | None = None
             try:
@@ -355,7 +361,7 @@ class Gateway:
         # A generator: nothing is sent until the first next(); filters were checked eagerly.
         from gwtools.http._paging import list_pages
         from gwtools.normalize._normalize import normalize_bodies
-        from gwtools.sync._sync import GatewayDataWarning
+        from gwtools.sync._result import GatewayDataWarning
 
         loop = self._ensure()
         assert self._client is not None

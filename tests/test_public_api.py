@@ -70,7 +70,7 @@ def test_no_module_level_mutable_state_in_the_library() -> None:
     """Warn-once sets and "already synced" sets live on instances or in the warnings registry;
     the embedded sandboxes' registry is the one documented per-process exception."""
     import gwtools._gateway as gateway
-    import gwtools.sync._sync as sync
+    import gwtools.sync._writer as writer
 
     assert not hasattr(gateway, "_embedded_synced")
-    assert not hasattr(sync, "_warned_statuses")
+    assert not hasattr(writer, "_warned_statuses")

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from gwtools.cli import main
 from gwtools.http._wire import MALFORMED_ID
 from gwtools.normalize._normalize import normalize_bodies
-from gwtools.sync._sync import GatewayDataWarning
+from gwtools.sync._result import GatewayDataWarning
 from tests.library._shop import Shop, assert_same, fresh
 
 A_ONLY = pytest.mark.parametrize("sandbox", ["A"], indirect=True)

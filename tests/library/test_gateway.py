@@ -16,7 +16,6 @@ import gwtools._gateway as gateway
 from gwtools._errors import ConfigurationError
 from gwtools._schema import columns
 from gwtools.cli import main
-from gwtools.sync._sync import choose_cutoff
 from tests.library._shop import CARD_DECLINE, Shop
 
 
@@ -69,23 +68,6 @@ def test_payments_filters_and_refresh(shop: Shop, tmp_path: Path) -> None:
         assert "gwtools_source" not in gw.payments(refresh=False).attrs  # a gateway's own data
         assert gw.last_result is not None and "payments" in str(gw.last_result)
         assert "<table>" in gw.last_result._repr_html_()
-
-
-def test_choose_cutoff_minimises_requests() -> None:
-    import numpy as np
-
-    cached = np.arange(1000)  # one row per time unit
-    # Two open rows long ago, three recent ones; listing from 900 costs 1 page + 2 by id.
-    cands = np.array([5, 10, 950, 960, 990])
-    assert choose_cutoff(cached, cands, default=995, page_limit=100) == 950
-    # With few rows per page, retrieving every candidate by id is cheaper.
-    assert choose_cutoff(cached, cands, default=995, page_limit=1) == 995
-    # Open rows are re-read by status-filtered lists (100 per request), not one by one:
-    # listing from the high-water mark plus one status page costs what relisting from 950
-    # costs, and lists fewer rows.
-    assert choose_cutoff(cached, np.array([], dtype=int), 995, 100, open_created=cands) == 995
-    # Nothing open: list from the high-water mark.
-    assert choose_cutoff(cached, np.array([], dtype=int), default=995) == 995
 
 
 def test_pacing_off_still_reads_rate_limit_headers(shop: Shop, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from gwtools._errors import APIConnectionError, AuthenticationError, ConfigurationError
 from gwtools._gateway import connect
-from gwtools.sync._sync import GatewayDataWarning
+from gwtools.sync._result import GatewayDataWarning
 from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 
 

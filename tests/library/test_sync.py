@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from gwtools.http._paging import list_cost
-from gwtools.sync._sync import GatewayDataWarning, OpenGroup, _relist_from, choose_cutoff
+from gwtools import GatewayDataWarning
 from tests.library._shop import CARD_3DS, CARD_DECLINE, CARD_OK, Shop, assert_same, fresh
 
 
@@ -128,40 +126,6 @@ def test_refund_synced_alone_still_updates_its_payment_later(shop: Shop, tmp_pat
         assert gw._dataset("refunds").state()["payments_to_reread"] == []
 
 
-def test_open_rows_reread_through_status_lists(
-    shop: Shop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Old open rows are re-read by status-filtered lists; those that moved on, by id."""
-    # Always list from the high-water mark, so that old open rows take the status-list path,
-    # and retrieve what the lists did not return by id (here listing again would be cheaper).
-    monkeypatch.setattr(
-        "gwtools.sync._sync.choose_cutoff", lambda cached, cands, default, *a, **k: int(default)
-    )
-    monkeypatch.setattr("gwtools.sync._sync._relist_from", lambda *a, **k: None)
-    waiting = shop.open_payment()  # A: at checkout; B: waiting for 3-D Secure
-    still_waiting = shop.open_payment()
-    held = shop.card(manual=True)
-    shop.advance(86400)
-    shop.card()
-    with shop.connect(tmp_path) as gw:
-        gw.sync()
-        shop.capture(held)
-        if shop.variant == "B":
-            shop.complete(waiting)
-        shop.advance(600)
-        shop.card()
-        result = gw.sync()
-        assert result.resources["payments"].mode == "incremental"
-        # What left its open state is retrieved by id; what stayed comes back in the list.
-        # (In A the checkouts expired during the first day, so only the held payment is open.)
-        assert result.resources["payments"].reread_by_id == (2 if shop.variant == "B" else 1)
-        status = gw.payments(refresh=False).set_index("id")["status"]
-        assert status[held] == "succeeded"
-        assert status[waiting] == ("succeeded" if shop.variant == "B" else status[still_waiting])
-        expected = fresh(shop, tmp_path)
-        assert_same(gw.payments(refresh=False), expected["payments"])
-
-
 def test_incremental_sync_never_costs_more_than_a_full_fetch(shop: Shop, tmp_path: Path) -> None:
     """Days later every old open row has moved on (refunds settled, holds and checkouts
     expired): their range is listed again rather than each row retrieved by id, and neither
@@ -179,27 +143,3 @@ def test_incremental_sync_never_costs_more_than_a_full_fetch(shop: Shop, tmp_pat
             assert incremental.requests <= full.resources[resource].requests, (result, full)
             assert_same(gw._dataset(resource).read(), other._dataset(resource).read())
         assert result.resources["refunds"].updated > 0  # the pending refunds settled
-
-
-def test_rows_left_over_are_listed_again_where_that_is_cheaper() -> None:
-    created = np.arange(1000)  # one cached row per time unit
-    # Two rows far apart: two retrieves cost no more than any listing.
-    assert _relist_from(created, np.array([10, 990]), until=1000, variant="A") is None
-    # Thirty of them: listing the 50 rows from the oldest one costs a single request.
-    todo = np.arange(950, 980)
-    assert _relist_from(created, todo, until=1000, variant="A") == 950
-    # One old straggler stays by id rather than listing 900 more rows.
-    assert _relist_from(created, np.append(todo, 10), until=1000, variant="A") == 950
-
-
-def test_status_lists_priced_by_what_stays_in_the_status() -> None:
-    cached = np.arange(10_000)
-    rows = np.arange(9_000, 9_900, 3)  # 300 open rows in the last 1,000
-    # They all stay: three pages of their status list beat listing 1,000 rows again.
-    stays = OpenGroup(rows, stay=1.0, rest=3.0)
-    assert choose_cutoff(cached, np.array([], dtype=int), 9_990, groups=[stays]) == 9_990
-    # They all left: listing the range again beats retrieving 300 rows by id.
-    gone = OpenGroup(rows, stay=0.0, rest=1.0)
-    assert choose_cutoff(cached, np.array([], dtype=int), 9_990, groups=[gone]) == 9_000
-    # Variant B's time windows make long lists dearer than A's page numbers.
-    assert list_cost(1_000, "B") > list_cost(1_000, "A") == 11

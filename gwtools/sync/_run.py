@@ -1,0 +1,414 @@
+"""One sync, run: list what can have changed, hand the pages to the writer, merge into the cache.
+
+:func:`run_sync` (what :meth:`gwtools.Gateway.sync` runs) takes both datasets' locks and syncs
+each resource with :func:`_sync_one`, refunds first: a new or changed refund changes its
+payment, which the payments sync then re-reads. For one resource:
+
+1. A full sync lists everything. An incremental sync (the default once a dataset has a state)
+   asks the plan (``_plan.py``) what to re-read: it reads the cached rows, fetches the first
+   page of the status lists the plan wants to see, and gets the cutoff to list from and how to
+   re-read the older open rows (:func:`_plan_incremental`).
+2. The new rows and the open ones are listed at the same time (``_paging.list_pages``;
+   :func:`_reread_open`); what no list returned is listed again or retrieved by id
+   (:func:`_retrieve`).
+3. Every page goes to the :class:`~gwtools.sync._writer.BatchWriter`, which normalises and
+   stages batches off the loop; the touched months are compacted at the end, and the state
+   (high-water mark, completeness report) is written last, advanced only when complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from gwtools import _schema
+from gwtools._config import Settings
+from gwtools._errors import InvalidRequestError, NotFoundError
+from gwtools._schema import Resource
+from gwtools.cache._dataset import Dataset, MergeStats, _next_seq
+from gwtools.http._client import Client, MalformedBodyError, RequestStats
+from gwtools.http._paging import ListOutcome, first_page, list_pages
+from gwtools.http._wire import MALFORMED_ID, PageInfo, Variant, object_path, read_object
+from gwtools.normalize._normalize import Reject
+from gwtools.sync._plan import DEFAULT_OVERLAP, _Plan, columns, survey
+from gwtools.sync._progress import Progress
+from gwtools.sync._result import GatewayDataWarning, ResourceResult, SyncResult
+from gwtools.sync._writer import PAGES_PER_BATCH, BatchWriter, Workers
+
+__all__ = ["SyncContext", "run_sync"]
+
+log = logging.getLogger("gwtools")
+
+_RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
+#: Key in the refunds state: ids of payments whose refunds changed and that a payments sync
+#: has not re-read yet (a refund changes its payment's refunded_amount).
+_OWED = "payments_to_reread"
+
+OnMalformed = Callable[[MalformedBodyError], None]
+
+
+@dataclass
+class SyncContext:
+    """Everything a sync needs besides the resources (the Gateway makes one per sync)."""
+
+    client: Client
+    settings: Settings
+    overlap: dt.timedelta = DEFAULT_OVERLAP
+    pages_per_batch: int = PAGES_PER_BATCH
+    progress: bool | None = None
+    windows: int | None = None
+    #: (resource, unknown status) pairs already warned about: the Gateway's, so that each is
+    #: warned about once per Gateway rather than once per sync
+    warned: set[tuple[str, str]] = field(default_factory=set)
+
+
+async def run_sync(
+    ctx: SyncContext,
+    resources: Sequence[Resource],
+    *,
+    full: bool = False,
+) -> SyncResult:
+    """Sync ``resources`` (refunds first, so their payments can be re-read) into the cache."""
+    wanted = list(dict.fromkeys(resources))
+    for r in wanted:
+        _schema.columns(r)
+    order: list[Resource] = sorted(wanted, key=lambda r: r != "refunds")
+    started = time.perf_counter()
+    result = SyncResult()
+    s = ctx.settings
+    datasets = {r: Dataset.at(s.cache_dir, s.account, s.mode, r) for r in _RESOURCES}
+    # Both locks, always, in one global order: the refunds state carries the payments that
+    # new refunds changed, until a payments sync has re-read them.
+    locks = [datasets[r].file_lock() for r in _RESOURCES]
+    acquired = []
+    workers = Workers()
+    try:
+        for lock in locks:
+            await asyncio.to_thread(lock.acquire)
+            acquired.append(lock)
+        for r in order:
+            refunds = datasets["refunds"]
+            owed = set(refunds.state().get(_OWED, []))
+            res = await _sync_one(
+                ctx,
+                datasets[r],
+                full=full,
+                workers=workers,
+                extra_ids=owed if r == "payments" else set(),
+            )
+            result.resources[r] = res.result
+            if r == "refunds" and res.payment_ids:
+                _set_owed(refunds, owed | res.payment_ids)
+            elif r == "payments" and owed and res.result.complete:
+                _set_owed(refunds, set())
+    finally:
+        workers.shutdown()
+        for lock in reversed(acquired):
+            lock.release()
+    result.resources = {r: result.resources[r] for r in wanted if r in result.resources}
+    result.seconds = time.perf_counter() - started
+    if not result.complete:
+        # Loud: a notebook shows warnings; the CLI also exits non-zero.
+        warnings.warn(
+            "the sync is incomplete, so the high-water mark was not advanced and the next sync "
+            "lists the affected range again (sync again; if it stays incomplete, the gateway or "
+            "something between it and you is changing responses): " + "; ".join(result.problems),
+            GatewayDataWarning,
+            stacklevel=2,
+        )
+    return result
+
+
+def _set_owed(refunds: Dataset, ids: set[str]) -> None:
+    state = refunds.state()
+    state[_OWED] = sorted(ids)
+    refunds.write_state(state)
+
+
+@dataclass
+class _OneResult:
+    result: ResourceResult
+    #: the payments whose refunds are new or changed (a refunds sync)
+    payment_ids: set[str]
+
+
+async def _sync_one(
+    ctx: SyncContext,
+    ds: Dataset,
+    *,
+    full: bool,
+    workers: Workers,
+    extra_ids: set[str],
+) -> _OneResult:
+    """Sync one resource: list (and re-read), write, compact, then record the state."""
+    resource = ds.resource
+    started = time.perf_counter()
+    before = ctx.client.stats.snapshot()
+    ds.recover()  # leftovers of a killed sync; unreadable files to quarantine
+    state = ds.state()
+    high_water = state.get("high_water")
+    incremental = bool(not full and high_water)
+    res = ResourceResult(resource, mode="incremental" if incremental else "full")
+    sync_id = uuid.uuid4().hex[:12]
+    since_seq = _next_seq()
+    progress = Progress(ctx.progress, resource)
+    writer = BatchWriter(
+        ds,
+        livemode=ctx.settings.mode == "live",
+        sync_id=sync_id,
+        workers=workers,
+        pages_per_batch=ctx.pages_per_batch,
+        on_rows=progress.update,
+        warned=ctx.warned,
+    )
+
+    def on_malformed(exc: MalformedBodyError) -> None:
+        reason = f"unusable response body from {exc.url}: {exc.message}"
+        writer.add_rejects([Reject(resource, reason, exc.snippet, "unusable body")])
+
+    try:
+        if incremental:
+            plan, probes = await _plan_incremental(
+                ctx, ds, str(high_water), extra_ids, on_malformed
+            )
+            outcome, res.reread_by_id = await _list_incremental(
+                ctx, plan, probes, writer, progress, on_malformed
+            )
+        else:
+            outcome = await _list(ctx, writer, progress, on_malformed, since=None)
+        await writer.flush()
+    finally:
+        progress.close()
+    malformed = writer.reasons.get(MALFORMED_ID, 0)
+    if malformed:
+        outcome.problem(
+            f"{malformed:,} {resource} record(s) had a malformed id and were rejected "
+            "(see _rejects.jsonl)"
+        )
+    complete = outcome.complete and outcome.variant is not None
+    stats: MergeStats = await asyncio.get_running_loop().run_in_executor(
+        workers.thread,
+        lambda: ds.compact(
+            writer.months,
+            since_seq=since_seq,
+            replace=complete and not incremental,
+            # A new or changed refund changes its payment's refunded amount.
+            collect="payment_id" if resource == "refunds" else None,
+        ),
+    )
+    http: RequestStats = ctx.client.stats.snapshot() - before
+    res.fetched, res.rejected = writer.fetched, writer.rejected
+    res.new, res.updated, res.unchanged = stats.new, stats.updated, stats.unchanged
+    res.requests, res.rate_limited, res.retries = http.requests, http.rate_limited, http.retries
+    res.strategy, res.api_variant, res.complete = outcome.strategy, outcome.variant, complete
+    res.listed, res.expected = outcome.listed, outcome.expected
+    res.short_pages, res.refetched = outcome.short_pages, outcome.refetched
+    res.rejects_by_reason, res.problems = dict(writer.reasons), list(outcome.problems)
+    if not complete and not res.problems:
+        res.problems.append(f"{resource}: the first list page could not be read")
+    _write_state(ds, state, res, outcome, writer, incremental=incremental)
+    res.seconds = time.perf_counter() - started
+    log.info("synced %s: %s", resource, res)
+    return _OneResult(res, stats.changed)
+
+
+async def _list(
+    ctx: SyncContext,
+    writer: BatchWriter,
+    progress: Progress,
+    on_malformed: OnMalformed,
+    *,
+    since: dt.datetime | None,
+) -> ListOutcome:
+    """The main listing: every row created at or after ``since`` (None: all)."""
+    return await list_pages(
+        ctx.client,
+        writer.resource,
+        writer.add_page,
+        since=since,
+        on_malformed=on_malformed,
+        on_estimate=progress.estimate,
+        ready=writer.ready,
+        windows=ctx.windows,
+    )
+
+
+async def _plan_incremental(
+    ctx: SyncContext,
+    ds: Dataset,
+    high_water: str,
+    extra_ids: set[str],
+    on_malformed: OnMalformed,
+) -> tuple[_Plan, dict[str, tuple[bytes, PageInfo]]]:
+    """The plan of an incremental sync (see ``_plan.py``), and the probed first pages of the
+    status lists, by status.
+
+    What a status list is worth depends on how many of its old rows are still in the status,
+    so the first page of each status's list the plan asks about is fetched before choosing.
+    """
+    draft = survey(
+        ds.read_table(columns=columns(ds.resource)),
+        ds.resource,
+        high_water=high_water,
+        overlap=ctx.overlap,
+        variant=ds.state().get("api_variant"),
+        extra_ids=extra_ids,
+    )
+    statuses = {s.status: s for s in draft.statuses}
+    probes: dict[str, tuple[bytes, PageInfo]] = {}
+
+    async def probe(status: str) -> None:
+        with contextlib.suppress(InvalidRequestError):  # not filterable: by id
+            got = await first_page(
+                ctx.client,
+                ds.resource,
+                since=statuses[status].first,
+                until=draft.until,
+                filters={"status": status},
+                on_malformed=on_malformed,
+            )
+            if got is not None:
+                probes[status] = got
+
+    await asyncio.gather(*(probe(s) for s in draft.to_probe()))
+    return draft.plan({s: info for s, (_, info) in probes.items()}), probes
+
+
+async def _list_incremental(
+    ctx: SyncContext,
+    plan: _Plan,
+    probes: dict[str, tuple[bytes, PageInfo]],
+    writer: BatchWriter,
+    progress: Progress,
+    on_malformed: OnMalformed,
+) -> tuple[ListOutcome, int]:
+    """List from the plan's cutoff while re-reading the older open rows; then retrieve what is
+    left by id. Returns what the lists found, and how many rows were retrieved by id."""
+    # The new rows and the open ones are listed at the same time.
+    outcome, (by_id, rereads) = await asyncio.gather(
+        _list(ctx, writer, progress, on_malformed, since=plan.since),
+        _reread_open(ctx, plan, probes, writer, on_malformed),
+    )
+    outcome.absorb(rereads)
+    if by_id:
+        await _retrieve(ctx.client, writer.resource, by_id, writer)
+    return outcome, len(by_id)
+
+
+async def _reread_open(
+    ctx: SyncContext,
+    plan: _Plan,
+    probes: dict[str, tuple[bytes, PageInfo]],
+    writer: BatchWriter,
+    on_malformed: OnMalformed,
+) -> tuple[list[str], ListOutcome]:
+    """List the statuses the plan lists; then re-read what no list returned
+    (:meth:`_Plan.leftover`). Returns the ids to retrieve one by one, and what the lists'
+    completeness checks found."""
+    found = ListOutcome()
+    seen: set[str] = set()  # across statuses: a row can move from one open status to another
+
+    async def sink(body: bytes, info: PageInfo) -> None:
+        seen.update(i for i in info.ids if i is not None)
+        await writer.add_page(body, info)
+
+    for s in plan.statuses:
+        if s.status in probes:  # current rows, whatever is decided: keep them
+            await sink(*probes[s.status])
+
+    async def one(status: str, since: dt.datetime) -> ListOutcome:
+        return await list_pages(
+            ctx.client,
+            writer.resource,
+            sink,
+            since=since,
+            until=plan.until,
+            on_malformed=on_malformed,
+            ready=writer.ready,
+            filters={"status": status},
+            first=probes[status],
+        )
+
+    # All statuses at once: the client's pacing, not round trips, sets the speed.
+    listed = [one(s.status, s.first) for s in plan.statuses if s.by_list]
+    for outcome in await asyncio.gather(*listed):
+        found.absorb(outcome)
+    left = plan.leftover(seen)
+    if left.relist_from is not None:
+        outcome = await list_pages(
+            ctx.client,
+            writer.resource,
+            writer.add_page,
+            since=left.relist_from,
+            until=plan.since,
+            on_malformed=on_malformed,
+            ready=writer.ready,
+        )
+        found.absorb(outcome)
+    return left.by_id, found
+
+
+async def _retrieve(client: Client, resource: str, ids: Sequence[str], writer: BatchWriter) -> None:
+    """Retrieve ids concurrently (the client paces them), in chunks to bound memory."""
+
+    async def one(ident: str) -> tuple[Variant, bytes] | None:
+        try:
+            return await client.get(object_path(resource, ident), parse=read_object)
+        except NotFoundError as exc:
+            reason = f"cached id no longer found on the gateway: {exc.message}"
+            record = orjson.dumps({"id": ident}).decode()
+            writer.add_rejects([Reject(resource, reason, record, "not found")])
+            return None
+        except MalformedBodyError as exc:
+            reason = f"unusable body for {ident}: {exc.message}"
+            writer.add_rejects([Reject(resource, reason, exc.snippet, "unusable body")])
+            return None
+
+    chunk = 1000
+    for i in range(0, len(ids), chunk):
+        bodies = await asyncio.gather(*(one(x) for x in ids[i : i + chunk]))
+        await writer.add_objects([b for b in bodies if b is not None])
+
+
+def _write_state(
+    ds: Dataset,
+    state: dict[str, Any],
+    res: ResourceResult,
+    outcome: ListOutcome,
+    writer: BatchWriter,
+    *,
+    incremental: bool,
+) -> None:
+    """Record the sync in the dataset's state, last: an incomplete sync keeps the old
+    high-water mark, so the next one lists the gap again."""
+    high_water = state.get("high_water")
+    new_high = high_water
+    if writer.max_created is not None and res.complete:
+        top = writer.max_created.isoformat()
+        new_high = top if not high_water or top > str(high_water) else high_water
+    now = dt.datetime.now(dt.UTC).isoformat()
+    ds.write_state(
+        {
+            **state,
+            "high_water": new_high if res.complete else high_water,
+            "last_sync": now,
+            "last_full_sync": now
+            if (not incremental and res.complete)
+            else state.get("last_full_sync"),
+            "api_variant": outcome.variant or state.get("api_variant"),
+            "strategy": outcome.strategy,
+            "time_filters_ignored": outcome.time_filters_ignored,
+            # What this sync's checks found (`gwtools check` reports an incomplete last sync).
+            "completeness": res.report(),
+        }
+    )

@@ -1,0 +1,195 @@
+"""Where pages become cache files: collected in batches, normalised and staged off the loop.
+
+:class:`BatchWriter` collects the raw pages (and retrieved objects) a run hands it; every
+``pages_per_batch`` pages :func:`write_batch` normalises them and stages them as part files in
+the :class:`Workers` thread, so memory stays flat and the event loop keeps fetching. Fetching
+waits while a batch is written and another is full (backpressure). The run compacts the
+touched months at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import datetime as dt
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gwtools._schema import Resource
+from gwtools.cache._dataset import Dataset
+from gwtools.http._wire import PageInfo, Variant, list_bodies
+from gwtools.normalize._normalize import Reject, normalize_bodies
+from gwtools.sync._result import GatewayDataWarning
+
+__all__ = ["PAGES_PER_BATCH", "BatchWriter", "Workers", "reject_kind", "write_batch"]
+
+PAGES_PER_BATCH = 50
+
+
+def _warn_unknown(resource: str, statuses: Iterable[str], warned: set[tuple[str, str]]) -> None:
+    """Warn once per (resource, status) and ``warned`` set: the caller's (the Gateway's)."""
+    for status in sorted(statuses):
+        if (resource, status) in warned:
+            continue
+        warned.add((resource, status))
+        warnings.warn(
+            f"the gateway sent {resource} with status {status!r}, which gwtools does not know; "
+            "those rows have status 'unknown' (the raw value is in status_raw)",
+            GatewayDataWarning,
+            stacklevel=2,
+        )
+
+
+@dataclass
+class BatchOutcome:
+    """What writing one batch produced."""
+
+    months: set[str] = field(default_factory=set)
+    rejected: int = 0
+    max_created: dt.datetime | None = None
+    unknown_statuses: set[str] = field(default_factory=set)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def reject_kind(reject: Reject) -> str:
+    """A short category of a reject for counting: its kind, else its reason up to the detail."""
+    if reject.kind:
+        return reject.kind
+    cut = min((i for i in (reject.reason.find(c) for c in ":(=") if i > 0), default=None)
+    return reject.reason[:cut].strip().rstrip("`").strip()
+
+
+def _count_kinds(rejects: Iterable[Reject], into: dict[str, int]) -> None:
+    for r in rejects:
+        kind = reject_kind(r)
+        into[kind] = into.get(kind, 0) + 1
+
+
+def write_batch(
+    path: str, resource: Resource, livemode: bool, sync_id: str, bodies: list[bytes]
+) -> BatchOutcome:
+    """Normalise raw bodies and write them as part files (runs in the writer thread)."""
+    ds = Dataset(path, resource)
+    batch = normalize_bodies(resource, bodies, livemode=livemode, check_ids=True)
+    del bodies
+    out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
+    if batch.rejects:
+        out.rejected = ds.append_rejects(batch.rejects, sync_id=sync_id)
+        _count_kinds(batch.rejects, out.reasons)
+    if len(batch.frame):
+        table = pa.Table.from_pandas(batch.frame, schema=ds.schema, preserve_index=False)
+        out.months = ds.stage_batch(table)  # merged into the dataset by compact() at the end
+        out.max_created = pc.max(table.column("created_at")).as_py()
+    return out
+
+
+class Workers:
+    """Where batches are normalised, written and compacted: one thread, off the event loop.
+
+    (A worker process would keep normalisation off the GIL entirely, but ``spawn`` re-runs an
+    unguarded user script in the child, and ``fork`` from this threaded process is unsafe.)
+    """
+
+    def __init__(self) -> None:
+        self.thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gwtools-write")
+
+    def pick(self) -> concurrent.futures.Executor:
+        return self.thread
+
+    def shutdown(self) -> None:
+        self.thread.shutdown(wait=True)
+
+
+class BatchWriter:
+    """Collects raw pages; every ``pages_per_batch`` normalises and writes them off the loop."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        *,
+        livemode: bool,
+        sync_id: str,
+        workers: Workers,
+        pages_per_batch: int = PAGES_PER_BATCH,
+        on_rows: Callable[[int], None] = lambda _n: None,
+        warned: set[tuple[str, str]] | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.resource: Resource = dataset.resource
+        self.livemode = livemode
+        self.sync_id = sync_id
+        self.workers = workers
+        self.pages_per_batch = pages_per_batch
+        self.on_rows = on_rows
+        #: (resource, unknown status) pairs already warned about, shared across syncs
+        self.warned: set[tuple[str, str]] = set() if warned is None else warned
+        self.bodies: list[bytes] = []
+        # One batch written at a time: fetching waits when the writer falls behind, so
+        # pages never pile up in memory (backpressure).
+        self.writing = asyncio.Lock()
+        self.room = asyncio.Event()
+        self.room.set()
+        self.months: set[str] = set()
+        self.pages = 0
+        self.fetched = 0
+        self.rejected = 0
+        self.reasons: dict[str, int] = {}
+        self.max_created: dt.datetime | None = None
+
+    async def add_page(self, body: bytes, info: PageInfo) -> None:
+        self.pages += 1
+        self.fetched += info.count
+        self.on_rows(info.count)
+        self.bodies.append(body)
+        if len(self.bodies) >= 2 * self.pages_per_batch:
+            self.room.clear()  # a batch is being written and another is full: stop fetching
+        if len(self.bodies) >= self.pages_per_batch:
+            await self.flush(force=False)
+
+    async def ready(self) -> None:
+        """Wait until there is room for more pages (see :func:`list_pages`'s ``ready``)."""
+        await self.room.wait()
+
+    async def add_objects(self, objects: Sequence[tuple[Variant, bytes]]) -> None:
+        self.fetched += len(objects)
+        self.on_rows(len(objects))
+        self.bodies.extend(list_bodies(objects))
+        await self.flush()
+
+    def add_rejects(self, rejects: Sequence[Reject]) -> None:
+        self.rejected += self.dataset.append_rejects(rejects, sync_id=self.sync_id)
+        _count_kinds(rejects, self.reasons)
+
+    async def flush(self, *, force: bool = True) -> None:
+        """Write what is collected (only a full batch unless ``force``)."""
+        async with self.writing:
+            if not force and len(self.bodies) < self.pages_per_batch:
+                return  # someone else wrote while we waited
+            bodies, self.bodies = self.bodies, []
+            self.room.set()
+            if bodies:
+                await self._write(bodies)
+
+    async def _write(self, bodies: list[bytes]) -> None:
+        out: BatchOutcome = await asyncio.get_running_loop().run_in_executor(
+            self.workers.pick(),
+            write_batch,
+            str(self.dataset.path),
+            self.resource,
+            self.livemode,
+            self.sync_id,
+            bodies,
+        )
+        _warn_unknown(self.resource, out.unknown_statuses, self.warned)
+        self.months |= out.months
+        self.rejected += out.rejected
+        for kind, n in out.reasons.items():
+            self.reasons[kind] = self.reasons.get(kind, 0) + n
+        if out.max_created is not None and (
+            self.max_created is None or out.max_created > self.max_created
+        ):
+            self.max_created = out.max_created
