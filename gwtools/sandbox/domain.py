@@ -106,6 +106,23 @@ class Method:
     decline_code: str | None = None
 
 
+def method_record(
+    method: Method, pm_id: str, created: float, livemode: bool, customer: str | None
+) -> Record:
+    """The stored record of a saved payment method (the one shape, for the API and history)."""
+    return {
+        "id": pm_id,
+        "type": method.type,
+        "details": method.details,
+        "outcome": method.outcome,
+        "code": method.code,
+        "decline_code": method.decline_code,
+        "created": int(created),
+        "livemode": livemode,
+        "customer": customer,
+    }
+
+
 Event = tuple[str, Record]  # (event type, the record it is about)
 
 

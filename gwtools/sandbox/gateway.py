@@ -363,17 +363,13 @@ class Gateway:
             method = Method(
                 found.type, found.details, found.outcome, pm_id, found.code, found.decline_code
             )
-            save = {
-                "id": pm_id,
-                "type": method.type,
-                "details": method.details,
-                "outcome": method.outcome,
-                "code": method.code,
-                "decline_code": method.decline_code,
-                "created": int(now),
-                "livemode": auth.livemode,
-                "customer": p["customer"] if p["save_payment_method"] else None,
-            }
+            save = domain.method_record(
+                method,
+                pm_id,
+                now,
+                auth.livemode,
+                p["customer"] if p["save_payment_method"] else None,
+            )
         if method.type == "fpx" and p["capture_method"] == "manual":
             raise errors.invalid(
                 "capture_method",

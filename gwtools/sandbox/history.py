@@ -721,17 +721,7 @@ def _method(
         # and a history with no declines, 3-D Secure or processing would show nothing.
         method = params.card_method(card, False, "payment_method_data[card]", t)
     pm_id = ids.new("pm")
-    pm = {
-        "id": pm_id,
-        "type": method.type,
-        "details": method.details,
-        "outcome": method.outcome,
-        "code": method.code,
-        "decline_code": method.decline_code,
-        "created": int(t),
-        "livemode": livemode,
-        "customer": None,
-    }
+    pm = domain.method_record(method, pm_id, t, livemode, None)
     b.methods.append((pm_id, account, int(livemode), None, orjson.dumps(pm)))
     return Method(
         method.type, method.details, method.outcome, pm_id, method.code, method.decline_code
