@@ -23,13 +23,15 @@ Rules (each one is a difference between pandas, DuckDB and Spark that bit us):
   :func:`truthy` (or :func:`flag` for a 0/1 column to sum). Aggregate flags with a plain
   ``nw.col(...).sum()`` after ``with_columns``: pandas runs simple aggregations fast and warns
   about complex ones.
-- Narwhals cannot convert time zones on DuckDB or Spark, so local time is built here:
-  :func:`local_wall` shifts UTC by the zone's offsets over the data's range (exact, DST
-  included) and :func:`period_start` truncates it to a local day, week (Monday) or month;
-  :func:`finish_period` turns the collected wall-clock value into an aware local timestamp,
-  exactly as ``gwtools.analysis.bucket`` does in pandas.
-- Durations: :func:`seconds_between` (Spark has no ``total_seconds``; the portable calendar
-  form is slow on DuckDB, so the frame picks the form).
+- Narwhals cannot convert time zones on DuckDB or Spark, so local time is built here, as
+  integers: :func:`local_us` adds the zone's offsets over the data's range (exact, DST
+  included) to the instant's epoch microseconds, :func:`with_period` floors that to a local
+  hour, day, week (Monday) or month; :func:`finish_period` turns the collected values into
+  aware local timestamps, exactly as ``gwtools.analysis.bucket`` does in pandas. (On DuckDB
+  anything that goes through a time zone, a cast to naive time, ``date_trunc`` of an aware
+  time, an interval between two instants, runs ICU's calendar per row: 5-25x the cost.)
+- Durations: :func:`seconds_between` (Spark has no ``total_seconds``; the frame picks the
+  cheapest exact form: epoch microseconds on DuckDB, calendar arithmetic on Spark).
 - Two tables in one analysis (payments and refunds) must live in the same engine:
   :func:`lazy_pair` checks, and says what to do.
 - :func:`to_pandas` collects and restores the canonical dtypes (UTC timestamps, pyarrow
@@ -45,7 +47,7 @@ import datetime as dt
 import functools
 import zoneinfo
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 import narwhals as nw
 import numpy as np
@@ -212,19 +214,41 @@ def _whole_seconds(expr: nw.Expr) -> nw.Expr:
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
+def _is_spark(lf: nw.LazyFrame[Any]) -> bool:
+    return lf.implementation in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT)
+
+
+def epoch_us(lf: nw.LazyFrame[Any], expr: nw.Expr) -> nw.Expr:
+    """Microseconds since 1970-01-01 UTC of a UTC timestamp expression (null stays null).
+
+    The cheap form of every engine: DuckDB's ``epoch_us`` reads a TIMESTAMPTZ as the integer
+    it stores (anything that goes through the time zone, a cast to naive time, an interval
+    between two instants, ``date_trunc`` on an aware time, runs ICU's calendar per row and
+    cost 5-25x more at 10M rows); pandas subtracts the epoch; Spark, which has no duration
+    to take microseconds of, uses the calendar's arithmetic (exact).
+    """
+    impl = lf.implementation
+    if impl is nw.Implementation.DUCKDB:
+        # Narwhals maps total_microseconds to DuckDB's epoch_us, which takes the instant
+        # itself as well as a duration: no interval is built.
+        return expr.dt.total_microseconds()
+    if not _is_spark(lf):
+        return (expr - _EPOCH).dt.total_microseconds()
+    # Integer casts fail on pandas' NaT (not here, but the form stays portable): compute on
+    # filled values, then put the nulls back.
+    filled = expr.fill_null(_EPOCH)
+    micros = _whole_seconds(filled) * 1_000_000 + filled.dt.microsecond().cast(nw.Int64)
+    return nw.when(~expr.is_null()).then(micros)
+
+
 def seconds_between(lf: nw.LazyFrame[Any], end: nw.Expr, start: nw.Expr) -> nw.Expr:
     """``end - start`` in seconds (float), exact to the microsecond on every engine; null
     where either is null. ``lf`` is the frame the expressions run on (it picks the form)."""
-    if lf.implementation not in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
-        # pandas and DuckDB: a duration's microseconds (DuckDB's epoch_us of the interval),
-        # one cheap operation. The calendar form below costs DuckDB ~7x more CPU.
+    if lf.implementation.is_pandas_like():
         return (end - start).dt.total_microseconds().cast(nw.Float64) / 1e6
-    # Spark has no duration type to take microseconds of: calendar arithmetic, exact.
-    # Integer casts fail on pandas' NaT: compute on filled values, then put the nulls back.
-    a, b = end.fill_null(_EPOCH), start.fill_null(_EPOCH)
-    whole = (_whole_seconds(a) - _whole_seconds(b)).cast(nw.Float64)
-    micro = (a.dt.microsecond() - b.dt.microsecond()).cast(nw.Float64) / 1e6
-    return nw.when(~end.is_null() & ~start.is_null()).then(whole + micro)
+    # DuckDB: the difference of the two instants' epoch microseconds (an interval between two
+    # TIMESTAMPTZ goes through the calendar: ~12x the CPU). Spark: the same, by arithmetic.
+    return (epoch_us(lf, end) - epoch_us(lf, start)).cast(nw.Float64) / 1e6
 
 
 # -- local time ----------------------------------------------------------------------------
@@ -284,50 +308,111 @@ def _after(start: dt.datetime | None, t: dt.datetime) -> bool:
     return start is None or start > t
 
 
-def _shift(expr: nw.Expr, seconds: int) -> nw.Expr:
-    return expr if seconds == 0 else expr.dt.offset_by(f"{seconds}s")
+_US_SECOND: Final = 1_000_000
+_US_HOUR: Final = 3_600 * _US_SECOND
+_US_DAY: Final = 24 * _US_HOUR
 
 
-def local_wall(lf: nw.LazyFrame[Any], column: str, tz: str) -> nw.Expr:
-    """The local wall-clock time in ``tz`` of UTC column ``column``, as a naive timestamp."""
-    naive = nw.col(column).dt.replace_time_zone(None)
+def local_us(lf: nw.LazyFrame[Any], column: str, tz: str) -> nw.Expr:
+    """The local wall-clock time in ``tz`` of UTC column ``column``, as microseconds since
+    1970-01-01 00:00 wall time (null where the column is null).
+
+    The zone's offset over the data's range (exact, daylight saving included) is added to
+    the instant's epoch microseconds: integer arithmetic only, the cheapest form on every
+    engine (:func:`epoch_us`). :func:`with_period` buckets it; :func:`finish_period` and
+    :func:`wall_time` turn collected values back into times.
+    """
+    us = epoch_us(lf, nw.col(column))
     pieces = _pieces_for(lf, column, tz)
     if len(pieces) == 1:
-        return _shift(naive, pieces[0][1])
-    chain: Any = nw.when(naive < pieces[1][0]).then(_shift(naive, pieces[0][1]))
+        return us + pieces[0][1] * _US_SECOND
+
+    def start_us(start: dt.datetime | None) -> int:
+        assert start is not None
+        return (start - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+
+    chain: Any = nw.when(us < start_us(pieces[1][0])).then(us + pieces[0][1] * _US_SECOND)
     for (start, _), (_, seconds) in zip(pieces[2:], pieces[1:-1], strict=True):
-        chain = chain.when(naive < start).then(_shift(naive, seconds))
-    result: nw.Expr = chain.otherwise(_shift(naive, pieces[-1][1]))
+        chain = chain.when(us < start_us(start)).then(us + seconds * _US_SECOND)
+    result: nw.Expr = chain.otherwise(us + pieces[-1][1] * _US_SECOND)
     return result
 
 
-def period_start(wall: nw.Expr, freq: str) -> nw.Expr:
-    """Start of the local day, week (Monday) or month of a wall-clock expression."""
+def _floor_div(expr: nw.Expr, divisor: int) -> nw.Expr:
+    """``floor(expr / divisor)`` as a float holding a whole number.
+
+    True division and ``floor``: one cheap operation on every engine (Narwhals' ``//`` is a
+    CASE over types and signs on DuckDB). Exact here: dividends are whole numbers below 2**53
+    (microseconds up to year 2255), so a quotient just under a whole number stays under it.
+    """
+    return (expr / divisor).floor()
+
+
+#: Bucket units of :func:`with_period` besides ``freq`` names: the local hour.
+_HOUR: Final = "h"
+
+
+def with_period(
+    lf: nw.LazyFrame[Any], column: str, tz: str, freq: str, name: str = "period"
+) -> nw.LazyFrame[Any]:
+    """``lf`` with ``name``: the start of the local hour (``freq="h"``), day, week (Monday) or
+    month of each row's ``column`` in ``tz``, as local wall-clock microseconds since 1970 (a
+    number holding a whole value; group by it, then :func:`finish_period` or
+    :func:`wall_time` the collected values).
+
+    Built in steps, one column each: a step reads the previous one's column rather than
+    repeating its expression (Spark's division repeats its operands, so a nested formula
+    grows fourfold per level).
+    """
     from gwtools.analysis._time import period_code
 
+    tmp = [f"_{name}_{k}" for k in ("local", "day", "doe", "yoe", "doy")]
+    local, day, doe, yoe, doy = (nw.col(t) for t in tmp)
+    lf = lf.with_columns(local_us(lf, column, tz).alias(tmp[0]))
+    if freq == _HOUR:
+        return lf.with_columns((_floor_div(local, _US_HOUR) * _US_HOUR).alias(name)).drop(tmp[0])
     code = period_code(freq)
-    if code == "M":
-        return wall.dt.truncate("1mo")
-    day = wall.dt.truncate("1d")
+    lf = lf.with_columns(_floor_div(local, _US_DAY).alias(tmp[1]))  # local days since 1970
     if code == "D":
-        return day
-    weekday = day.dt.weekday()  # 1 = Monday, as ISO 8601
-    chain: Any = nw.when(weekday == 1).then(day)
-    for back in range(1, 6):
-        chain = chain.when(weekday == back + 1).then(day.dt.offset_by(f"-{back}d"))
-    result: nw.Expr = chain.otherwise(day.dt.offset_by("-6d"))
-    return result
+        first = day
+    elif code == "W-SUN":
+        # 1970-01-01 was a Thursday: day + 3 counts from Monday 1969-12-29.
+        first = _floor_div(day + 3, 7) * 7 - 3
+    else:
+        # The first of the month: Howard Hinnant's civil_from_days (proleptic Gregorian, any
+        # date): years counted from 1 March so the leap day ends the year, 400-year eras.
+        z = day + 719_468  # days since 0000-03-01
+        lf = lf.with_columns((z - _floor_div(z, 146_097) * 146_097).alias(tmp[2]))  # 0..146096
+        years = doe - _floor_div(doe, 1_460) + _floor_div(doe, 36_524) - _floor_div(doe, 146_096)
+        lf = lf.with_columns(_floor_div(years, 365).alias(tmp[3]))  # year of the era
+        since_march = doe - (yoe * 365 + _floor_div(yoe, 4) - _floor_div(yoe, 100))
+        lf = lf.with_columns(since_march.alias(tmp[4]))  # day of the year from 1 March
+        month = _floor_div(doy * 5 + 2, 153)  # 0 = March
+        first = day - doy + _floor_div(month * 153 + 2, 5)
+    made = tmp[:2] if code in ("D", "W-SUN") else tmp
+    return lf.with_columns((first * _US_DAY).alias(name)).drop(*made)
+
+
+def wall_time(values: pd.Series) -> pd.Series:
+    """Collected :func:`with_period` (or :func:`local_us`) values -> naive wall-clock times
+    (``datetime64[us]``, NaT for null)."""
+    numbers = pd.to_numeric(pd.Series(values), errors="coerce")
+    missing = numbers.isna().to_numpy()
+    # Whole microseconds as integers: exact (a float's way through nanoseconds is not).
+    micros = numbers.fillna(0).round().astype("int64").to_numpy()
+    out = pd.Series(micros.astype("datetime64[us]"), index=values.index, name=values.name)
+    out[missing] = pd.NaT
+    return out
 
 
 def finish_period(values: pd.Series, tz: str) -> pd.Series:
-    """Collected wall-clock bucket starts -> aware timestamps in ``tz`` (as ``bucket`` gives)."""
-    naive = pd.to_datetime(values)
-    if isinstance(naive.dtype, pd.DatetimeTZDtype):
-        naive = naive.dt.tz_localize(None)
-    naive = naive.astype("datetime64[us]")
+    """Collected :func:`with_period` values -> aware timestamps in ``tz`` (as ``bucket``
+    gives)."""
+    naive = wall_time(values)
     # A local midnight can be ambiguous or missing on a DST change: take the first.
     ambiguous = np.ones(len(naive), dtype=bool)
-    return naive.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent="shift_forward")
+    out: pd.Series = naive.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent="shift_forward")
+    return out
 
 
 def when_map(expr: nw.Expr, mapping: dict[Any, Any], default: Any = None) -> nw.Expr:

@@ -264,19 +264,19 @@ def _runs(flags: pd.Series) -> Iterable[tuple[pd.Timestamp, pd.Timestamp]]:
             i += 1
 
 
-def _wall(lf: nw.LazyFrame[Any], freq: str, tz: str) -> nw.Expr:
-    """The local wall-clock start of each row's hour (``h``) or day (``D``) in ``tz``."""
-    return E.local_wall(lf, "created_at", tz).dt.truncate("1h" if freq == "h" else "1d")
+def _wall(lf: nw.LazyFrame[Any], freq: str, tz: str, name: str = "_wall") -> nw.LazyFrame[Any]:
+    """``lf`` with ``name``: the local wall-clock start of each row's hour (``h``) or day
+    (``D``) in ``tz``, as microseconds (:func:`_aware` reads them)."""
+    return E.with_period(lf, "created_at", tz, "h" if freq == "h" else "day", name)
 
 
 def _aware(values: pd.Series, tz: str) -> pd.Series:
     """Collected wall-clock bucket starts -> aware local timestamps; an ambiguous one is NaT
     (and left out of the counts, as pandas' group-by leaves out NaT buckets)."""
-    naive = pd.to_datetime(values)
-    if isinstance(naive.dtype, pd.DatetimeTZDtype):
-        naive = naive.dt.tz_localize(None)
-    naive = naive.astype("datetime64[us]")
-    return naive.dt.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward")
+    out: pd.Series = E.wall_time(values).dt.tz_localize(
+        tz, ambiguous="NaT", nonexistent="shift_forward"
+    )
+    return out
 
 
 def _part(w: _Window) -> nw.Expr:
@@ -290,8 +290,8 @@ def _by_part(
     """Counts (``n``) and sums of the 0/1 columns ``sums`` per ``_part`` (1 recent, 0
     baseline), local ``bucket`` (recent rows only) and ``keys``, counted in the engine.
     ``bucket`` comes back aware in ``tz`` (NaT where ambiguous)."""
-    lf = lf.with_columns(_part=_part(w), _wall=_wall(lf, freq, tz))
-    lf = lf.filter(~nw.col("_part").is_null())
+    lf = lf.with_columns(_part=_part(w))
+    lf = _wall(lf.filter(~nw.col("_part").is_null()), freq, tz)
     lf = lf.with_columns(bucket=nw.when(nw.col("_part") == 1).then(nw.col("_wall")))
     aggs = [nw.len().alias("n"), *(nw.col(c).sum() for c in sums)]
     out = E.to_pandas(lf.group_by(["_part", "bucket", *keys]).agg(*aggs))
@@ -559,7 +559,7 @@ def _timeout_runs(recent: nw.LazyFrame[Any], s: MonitorSettings) -> pd.DataFrame
     order = ["created_at", "id"]
     # Each attempt that is not a time-out starts a new group; a run is a group's time-outs.
     grp = E.flag(nw.col("timeout") == 0).cum_sum().over("fpx_bank_code", order_by=order)
-    lf = recent.with_columns(_grp=grp, _hour=_wall(recent, "h", FPX_TZ))
+    lf = _wall(recent.with_columns(_grp=grp), "h", FPX_TZ, "_hour")
     lf = lf.filter(nw.col("timeout") == 1)
     runs = lf.group_by("fpx_bank_code", "_grp").agg(
         nw.len().alias("length"),

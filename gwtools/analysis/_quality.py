@@ -261,13 +261,13 @@ def quality(
     add("payment_ids_unique", pay_rows, dup_pay, n_dup_pay)
     add("refund_ids_unique", ref_rows, dup_ref, n_dup_ref)
 
-    hourly = pay.filter(~nw.col("created_at").is_null()).with_columns(
-        _hour=E.local_wall(pay, "created_at", tz).dt.truncate("1h")
+    hourly = E.with_period(
+        pay.filter(~nw.col("created_at").is_null()), "created_at", tz, "h", "_hour"
     )
     per_hour = E.to_pandas(hourly.group_by("_hour").agg(nw.len().alias("n")))
     counts = pd.Series(
         per_hour["n"].to_numpy(),
-        index=pd.DatetimeIndex(pd.to_datetime(per_hour["_hour"]).dt.tz_localize(None)),
+        index=pd.DatetimeIndex(E.wall_time(per_hour["_hour"])),
     ).sort_index()
     count, holes = _hourly_holes(counts)
     span = E.to_pandas(pay.select(lo=nw.col("created_at").min(), hi=nw.col("created_at").max()))

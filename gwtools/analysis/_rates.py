@@ -172,7 +172,7 @@ def lazy_keys(
     time_column: str = "created_at",
 ) -> tuple[nw.LazyFrame[Any], list[str]]:
     """``frame`` as a LazyFrame with derived key columns (``period``, ``amount_band``) and the
-    key list. ``period`` is the local bucket start as wall-clock time: :func:`finish_keys`
+    key list. ``period`` is the local bucket start as wall-clock microseconds: :func:`finish_keys`
     turns it into an aware timestamp after collecting.
 
     ``amount_band`` brings ``currency`` along, since bands are per-currency major units.
@@ -181,6 +181,7 @@ def lazy_keys(
     keys = as_list(by)
     names = E.columns_of(lf)
     extra: dict[str, nw.Expr] = {}
+    zone = None
     if "amount_band" in keys:
         extra["amount_band"] = band_expr(lf)
         if "currency" not in keys:
@@ -189,12 +190,15 @@ def lazy_keys(
         zone = resolve_tz(tz)
         period_code(freq)
         check_aware(lf, time_column)
-        extra["period"] = E.period_start(E.local_wall(lf, time_column, zone), freq)
         keys.append("period")
-    missing = [k for k in keys if k not in names and k not in extra]
+    missing = [k for k in keys if k not in names and k not in extra and k != "period"]
     if missing:
         raise ConfigurationError(f"cannot group by {missing}: not a column of the table")
-    return (lf.with_columns(**extra) if extra else lf), keys
+    if extra:
+        lf = lf.with_columns(**extra)
+    if freq is not None and zone is not None:
+        lf = E.with_period(lf, time_column, zone, freq)
+    return lf, keys
 
 
 def finish_keys(table: pd.DataFrame, keys: Sequence[str], tz: str | None) -> pd.DataFrame:
