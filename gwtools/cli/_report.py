@@ -21,7 +21,7 @@ from gwtools.cli._sync import _connect, connection_options
 
 
 def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from gwtools.analysis._time import resolve_tz
+    from gwtools.analysis import resolve_tz
 
     try:
         return resolve_tz(value)
@@ -57,7 +57,9 @@ def _print_report(report: Any) -> None:
     click.echo(
         f"  {len(report.tables)} tables (CSV and Parquet) in {_shown(report.out_dir / 'tables')}/"
     )
-    click.echo(f"\nData: {report.source}")
+    from gwtools.plots import SANDBOX_NOTE
+
+    click.echo(f"\nData: {report.source}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))
     click.echo(str(report.overview))
 
 

@@ -151,8 +151,8 @@ def _write_index(report: Report) -> None:
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>gwtools report</title></head>
 <body style="font-family: sans-serif; max-width: 50em; margin: 2em auto">
-<h1>gwtools report</h1>
 {sandbox_banner() if report.sandbox_data else ""}
+<h1>gwtools report</h1>
 <p>Data: {html.escape(report.source)}.</p>
 <pre>{html.escape(str(report.overview))}</pre>
 <h2>Notebooks</h2><ul>{items}</ul>

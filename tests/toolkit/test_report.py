@@ -101,6 +101,24 @@ def test_load_tables_from_a_cache_filters_local_days_and_currency(
         report.load_tables(cache=cache, tz="Nowhere/Land")
 
 
+def test_load_tables_says_sandbox_data_on_its_first_line_only_when_it_is(
+    tmp_path: Path, make_payments: Build, make_refunds: Build
+) -> None:
+    from gwtools import plots
+
+    payments = make_payments([{"status": "succeeded", "amount": 100}])
+    cache = _cache(tmp_path, payments, make_refunds([{"payment_id": "pay_1", "amount": 100}]))
+    real = report.load_tables(cache=cache, tz="UTC")
+    assert not real.sandbox_data and not plots.is_sandbox_data(real)
+    assert "sandbox" not in repr(real)
+    assert repr(real).startswith("1 payments and 1 refunds from a local cache")
+    # A report passes sandbox_data=True for the embedded sandbox's cache it synced.
+    marked = report.load_tables(cache=cache, tz="UTC", sandbox_data=True)
+    assert marked.sandbox_data and plots.is_sandbox_data(marked)
+    first, second = repr(marked).splitlines()
+    assert first == "sandbox data: not real payments" and second == repr(real)
+
+
 def test_describe_source_hides_port_path_and_key() -> None:
     assert report.describe_source("https://api.example.com:8443/v1", embedded=False) == (
         "https://api.example.com"
@@ -172,6 +190,9 @@ def test_run_report_writes_html_and_tables_without_secrets(
     assert result.overview.payments == 6 and result.overview.decided == 6
     index = result.index.read_text()
     assert "02_declines.html" in index and "tables/decline_codes.csv" in index
+    # A gateway's own data (a sandbox the library cannot tell from a gateway) is not labelled.
+    assert not result.sandbox_data
+    assert "sandbox data" not in html and "sandbox data" not in index
     port = str(httpx.URL(gw.settings.base_url).port)
     for text in (html, index):
         assert key not in text and key[-8:] not in text
@@ -224,6 +245,7 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "Report written to ./gwtools-report/" in out
+    assert "(sandbox data: not real payments)" in out  # the summary's Data: line
     # The demo history carries one incident of each kind, whose attempts come on top of the 400.
     listed = len(pd.read_csv(tmp_path / "gwtools-report" / "tables" / "payments.csv"))
     assert listed > 400
@@ -247,6 +269,14 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     # GW_TIMEZONE is unset here: the demo's own zone reaches every notebook (tz parameter)
     for page in report_dir.glob("0*.html"):
         assert "to now (Asia/Kuala_Lumpur)" in page.read_text(), page.name
+    # The embedded sandbox's data says so on every page: a banner on top, and the first
+    # line of the notebook's first output.
+    for page in report_dir.glob("*.html"):
+        text = page.read_text()
+        assert 'class="gwtools-sandbox"' in text, page.name
+        assert text.index("gwtools-sandbox") < text.index("<h1"), page.name
+    for page in report_dir.glob("0*.html"):
+        assert "sandbox data: not real payments\n" in page.read_text(), page.name
 
 
 @pytest.mark.slow
@@ -397,6 +427,11 @@ def test_report_pages_carry_the_table_styles() -> None:
     assert "table.gwtools-table" in page  # TABLE_CSS is in the page
     assert 'class="dataframe gwtools-table"' in page and "<th>0</th>" not in page
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", page)
+    assert "sandbox data" not in page  # real data: no banner
+    marked = report.export_html(notebook, "A title", sandbox_data=True)
+    banner = marked.index('class="gwtools-sandbox"')
+    assert "sandbox data: not real payments" in marked[banner:]
+    assert banner < marked.index('gwtools-table"')  # above the first output
 
 
 @pytest.mark.slow
