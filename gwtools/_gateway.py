@@ -34,7 +34,14 @@ from typing import Any, TypeVar
 import httpx
 import pandas as pd
 
-from gwtools._config import Filters, Settings, check_filters, check_resource, resolve_settings
+from gwtools._config import (
+    Filters,
+    Settings,
+    cache_folder,
+    check_filters,
+    check_resource,
+    resolve_settings,
+)
 from gwtools._errors import GatewayError
 from gwtools._schema import Resource
 from gwtools.cache._dataset import Dataset
@@ -162,13 +169,11 @@ class Gateway:
     @property
     def cache_path(self) -> Path:
         """Where this gateway's datasets live: ``{cache_dir}/{account}/{mode}``."""
-        return self.settings.cache_dir / self.settings.account / self.settings.mode
+        return self.settings.cache_folder
 
     def _dataset(self, resource: Resource) -> Dataset:
         """The cached dataset of ``resource`` (its state, rejects or path; internal)."""
-        return Dataset.at(
-            self.settings.cache_dir, self.settings.account, self.settings.mode, resource
-        )
+        return Dataset(self.settings.cache_folder / resource, resource)
 
     # -- lifecycle -----------------------------------------------------------------------
     def _ensure(self) -> _LoopThread:
@@ -414,7 +419,7 @@ class Gateway:
                         GatewayDataWarning,
                         stacklevel=2,
                     )
-                for record in _select(batch.frame, where).to_dict("records"):
+                for record in where.apply(batch.frame).to_dict("records"):
                     if record["id"] not in seen:
                         seen.add(record["id"])
                         yield _plain(record)
@@ -437,18 +442,6 @@ class Gateway:
                 GatewayDataWarning,
                 stacklevel=2,
             )
-
-
-def _select(frame: pd.DataFrame, where: Filters) -> pd.DataFrame:
-    """Rows of ``frame`` inside the filters (a gateway may ignore ``from``/``to``)."""
-    keep = pd.Series(True, index=frame.index)
-    if where.since is not None:
-        keep &= frame["created_at"] >= where.since
-    if where.until is not None:
-        keep &= frame["created_at"] < where.until
-    if where.status is not None:
-        keep &= frame["status"].isin(where.status)
-    return frame[keep]
 
 
 def _plain(record: Mapping[Hashable, Any]) -> dict[str, Any]:
@@ -545,9 +538,8 @@ def cache_path(
     if settings is None:
         from gwtools._embedded import embedded_cache
 
-        root, name, mode = embedded_cache(cache_dir, account)
-        return root / name / mode
-    return settings.cache_dir / settings.account / settings.mode
+        return cache_folder(*embedded_cache(cache_dir, account))
+    return settings.cache_folder
 
 
 def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[str, Any]:
