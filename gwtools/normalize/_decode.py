@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from typing import Annotated, Any, Final, Literal, get_args, get_origin, get_type_hints
 
 import msgspec
@@ -19,23 +21,32 @@ from gwtools.http._wire import EnvelopeMeta, Variant, envelope_variant
 # Decoding a body with these structs succeeds only when every record is an object of known
 # fields with the expected JSON types; anything else (an unknown field, an amount sent as
 # text, an expanded object) raises, and the caller reads that body with the tolerant path.
-# Being strict is what lets the fast path skip per-record checks. Derived from them:
-# the fast path's column readers (:func:`column_spec`), the ``extra`` views
-# (:func:`payment_extras`) and the set of known top-level fields.
+# Being strict is what lets the fast path skip per-record checks. Derived from them: the
+# fields both paths read (:func:`column_spec`), the columns filled straight from one field
+# (:func:`direct_columns`), the ``extra`` views (:func:`payment_extras`) and the set of
+# known top-level fields.
+
+#: How a field is read: s string, i int64, b bool, t timestamp (Unix seconds or ISO 8601),
+#: r JSON text kept as sent, id an id (a string; the tolerant path also takes an expanded
+#: object's ``id``).
+Kind = Literal["s", "i", "b", "t", "r", "id"]
 
 
 @dataclass(frozen=True)
 class Column:
-    """Role: the field is read into a column; ``kind`` says how (s string, i int64, b bool,
-    t timestamp: Unix seconds or ISO 8601, r JSON text kept as sent)."""
+    """Role: the field is read into a column.
 
-    kind: Literal["s", "i", "b", "t", "r"]
+    ``into`` names the intermediate column it fills as it is (``""``: the column of the
+    field's own name); ``None`` means a rule of :mod:`gwtools.normalize._normalize` combines
+    it with other fields (the method, failure codes, creation time, a refund's payment).
+    """
+
+    kind: Kind
+    into: str | None = ""
 
 
 #: Role: never kept (``object`` is always the record's kind; ``client_secret`` is a secret).
 DROPPED: Final = "dropped"
-#: Role: free-form; the caller merges it into ``extra`` like an unknown field.
-FREE: Final = "free"
 # Fields without a role (and the unmapped rest of partly mapped sub-objects) go to ``extra``.
 
 # An integer the int64 columns can hold; a bigger one sends the body to the tolerant path.
@@ -45,16 +56,19 @@ _I = _Int64 | None
 _B = bool | None
 _T = _Int64 | float | str | None  # a timestamp: Unix seconds or ISO 8601
 _RAW_ABSENT = msgspec.Raw(b"")
-# The same types read into a column.
+# The same types read into the column of the same name ...
 _SC = Annotated[_S, Column("s")]
 _IC = Annotated[_I, Column("i")]
 _BC = Annotated[_B, Column("b")]
 _TC = Annotated[_T, Column("t")]
-_RC = Annotated[msgspec.Raw, Column("r")]
+# ... or read by a rule
+_SR = Annotated[_S, Column("s", None)]
+_TR = Annotated[_T, Column("t", None)]
+_IDR = Annotated[_S, Column("id", None)]
 
 
 class FastCard(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    brand: _SC = None
+    brand: _SR = None
     last4: _S = None
     exp_month: _I = None
     exp_year: _I = None
@@ -63,24 +77,24 @@ class FastCard(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 class FastFpx(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    bank_code: _SC = None
-    bank: _SC = None
+    bank_code: _SR = None
+    bank: _SR = None
 
 
 class FastDetails(FastCard, gc=False, forbid_unknown_fields=True):
     """Flat (the sandbox: a card's or FPX's fields at this level) or nested per method
     (``{"card": {...}}``), or both."""
 
-    type: _SC = None
-    bank_code: _SC = None
-    bank: _SC = None
+    type: _SR = None
+    bank_code: _SR = None
+    bank: _SR = None
     card: FastCard | None = None
     fpx: FastFpx | None = None
 
 
 class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    code: _SC = None
-    decline_code: _SC = None
+    code: _SR = None
+    decline_code: _SR = None
     message: _S = None
     type: _S = None
     param: _S = None
@@ -94,33 +108,33 @@ class _Record(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     object: Annotated[_S, DROPPED] = None
     amount: _IC = None
     currency: _SC = None
-    status: _SC = None
-    metadata: _RC = _RAW_ABSENT
-    created: _TC = None  # variant B's creation time
-    created_at: _TC = None  # variant A's
+    status: Annotated[_S, Column("s", "status_raw")] = None
+    metadata: Annotated[msgspec.Raw, Column("r")] = _RAW_ABSENT
+    created: _TR = None  # variant B's creation time
+    created_at: _TR = None  # variant A's
     livemode: _BC = None
 
 
 class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
     amount_captured: _I = None
     description: _SC = None
-    payment_method: _SC = None
+    payment_method: _SR = None
     payment_method_details: FastDetails | None = None
-    customer: _SC = None
+    customer: Annotated[_S, Column("id", "customer_id")] = None
     capture_method: _S = None
     captured: _BC = None
     captured_at: _TC = None
     refunded: _BC = None
     refunded_amount: _IC = None
-    failure_code: _SC = None
+    failure_code: _SR = None
     failure_message: _S = None
-    decline_code: _SC = None
+    decline_code: _SR = None
     last_payment_error: FastError | None = None
     receipt_email: _SC = None
     receipt_url: _S = None
     # decoded as raw so the secret never becomes a str
     client_secret: Annotated[msgspec.Raw, DROPPED] = _RAW_ABSENT
-    next_action: Annotated[dict[str, Any] | None, FREE] = None
+    next_action: dict[str, Any] | None = None  # free-form: kept whole in extra
     redirect_url: _S = None
     success_url: _S = None
     cancel_url: _S = None
@@ -129,8 +143,8 @@ class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
 
 
 class FastRefund(_Record, gc=False, forbid_unknown_fields=True):
-    payment_id: _SC = None
-    payment: _SC = None
+    payment_id: _IDR = None
+    payment: _IDR = None  # an alias of payment_id
     reason: _SC = None
 
 
@@ -174,8 +188,18 @@ def column_spec(kind: type[msgspec.Struct]) -> Spec:
     return spec
 
 
+@functools.cache
+def direct_columns(resource: str) -> dict[str, tuple[str, Kind]]:
+    """``{column: (field, kind)}``: the intermediate columns a record's field fills as it is."""
+    return {
+        role.into or name: (name, role.kind)
+        for name, _, role, _ in _fields(RECORD_SHAPES[resource])
+        if isinstance(role, Column) and role.into is not None
+    }
+
+
 def fields_with_role(role: str) -> frozenset[str]:
-    """Top-level fields of any record shape with ``role`` (:data:`DROPPED` or :data:`FREE`)."""
+    """Top-level fields of any record shape with ``role`` (e.g. :data:`DROPPED`)."""
     return frozenset(
         name for kind in RECORD_SHAPES.values() for name, _, r, _ in _fields(kind) if r == role
     )
@@ -193,25 +217,27 @@ def raw_metadata(raw: bytes | msgspec.Raw) -> bytes:
     return bytes(_metadata_decoder.decode(raw).metadata)
 
 
-# Views of the same records holding only the fields without a role (nor a column): encoded
-# with omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
-# FREE fields (``next_action``: free-form, rarely set) are merged in by the caller, like
-# unknown fields.
+# ----------------------------------------------------------------------------- extra
+# Views of the same records holding only the fields without a role: encoded with
+# omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
+# A sub-object with columns keeps only its unmapped rest; when that rest is empty the view
+# holds None in its place, so it is omitted like a null.
 
 
 def _extra_view(
-    kind: type[msgspec.Struct], partly_mapped: list[bytes]
+    kind: type[msgspec.Struct], path: tuple[str, ...], partly_mapped: list[Any]
 ) -> type[msgspec.Struct] | None:
     """The view of a shape keeping its fields without a role (None when there are none);
-    the names of its sub-objects that are partly mapped are added to ``partly_mapped``."""
+    ``(path, empty view)`` of each partly mapped sub-object is added to ``partly_mapped``,
+    inner ones first."""
     fields: list[tuple[str, Any, Any]] = []
     for name, hint, role, nested in _fields(kind):
         if nested is not None:
-            view = _extra_view(nested, partly_mapped)
+            view = _extra_view(nested, (*path, name), partly_mapped)
             if view is not None:
                 fields.append((name, view | None, None))
                 if column_spec(nested):
-                    partly_mapped.append(name.encode())  # (inner ones are appended first)
+                    partly_mapped.append(((*path, name), view()))
         elif role is None:
             fields.append((name, hint, None))
     if not fields:
@@ -219,28 +245,52 @@ def _extra_view(
     return msgspec.defstruct(f"_Extra{kind.__name__}", fields, omit_defaults=True, gc=False)
 
 
-#: Partly mapped objects whose unmapped rest can be empty; an empty rest is left out
-#: (inner ones first: a details object whose card rest was empty can become empty).
-_PARTLY_MAPPED: list[bytes] = []
-_ExtraPayment = _extra_view(FastPayment, _PARTLY_MAPPED)
+#: (path, empty view) of the partly mapped sub-objects, inner ones first (a details object
+#: whose card rest was empty can become empty).
+_PARTLY_MAPPED: list[tuple[tuple[str, ...], msgspec.Struct]] = []
+_ExtraPayment = _extra_view(FastPayment, (), _PARTLY_MAPPED)
 _extra_encoder = msgspec.json.Encoder(order="sorted")
+_sorted_encoder = msgspec.json.Encoder(order="sorted", enc_hook=str)
 
 
-def payment_extras(records: list[FastPayment]) -> bytes:
-    """The ``extra`` JSON text of strictly decoded payments, one line each (``{}``: none).
+def _drop_empty_rests(views: list[Any]) -> None:
+    """Put None in place of the partly mapped sub-objects whose unmapped rest is empty."""
+    for path, empty in _PARTLY_MAPPED:
+        holders = views
+        for name in path[:-1]:
+            holders = [h for h in map(attrgetter(name), holders) if h is not None]
+        last = path[-1]
+        values = map(attrgetter(last), holders)
+        for i in compress(range(len(holders)), map(eq, values, repeat(empty))):
+            setattr(holders[i], last, None)
+
+
+def payment_extras(
+    records: list[FastPayment], unknown: list[dict[str, Any] | None]
+) -> tuple[bytes, dict[int, bytes]]:
+    """The ``extra`` JSON text of strictly decoded payments, one line each (``{}``: none),
+    and, by position, the texts of the records that also carry ``unknown`` fields.
 
     The records are converted (in C) to the views above, which keep only the fields
     without a column; encoded with sorted keys and without nulls they are exactly what
     the tolerant path writes for the same record.
     """
     views = msgspec.convert(records, list[_ExtraPayment], from_attributes=True)  # type: ignore[valid-type]
-    lines = _extra_encoder.encode_lines(views)
-    # An empty object can only be a value here: inside strings quotes are escaped.
-    for key in _PARTLY_MAPPED:
-        empty = b'"' + key + b'":{}'
-        if empty in lines:
-            lines = lines.replace(b"," + empty, b"").replace(empty + b",", b"").replace(empty, b"")
-    return lines
+    _drop_empty_rests(views)
+    merged = {
+        i: _sorted_encoder.encode(
+            {k: v for k, v in msgspec.structs.asdict(views[i]).items() if v is not None} | more
+        )
+        for i, more in enumerate(unknown)
+        if more
+    }
+    return _extra_encoder.encode_lines(views), merged
+
+
+# ----------------------------------------------------------------------------- decoding
+#: Typed records of one part (a list body, a single object) and, when some carry unknown
+#: top-level fields (payments only), those fields per record (else an empty list).
+Decoded = tuple[list[Any], list["dict[str, Any] | None"]]
 
 
 def _fast_envelope(kind: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
@@ -251,9 +301,6 @@ def _fast_envelope(kind: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
         gc=False,
     )  # fmt: skip
     return msgspec.json.Decoder(envelope)
-
-
-_fast_decoders = {r: _fast_envelope(kind) for r, kind in RECORD_SHAPES.items()}
 
 
 def _lenient(kind: type[msgspec.Struct]) -> type[msgspec.Struct]:
@@ -267,34 +314,17 @@ def _lenient(kind: type[msgspec.Struct]) -> type[msgspec.Struct]:
 
 
 LenientPayment = _lenient(FastPayment)
-_lenient_decoder = _fast_envelope(LenientPayment)
+_list_decoders = {r: _fast_envelope(kind) for r, kind in RECORD_SHAPES.items()}
+_lenient_list_decoder = _fast_envelope(LenientPayment)
+_object_decoders = {r: msgspec.json.Decoder(kind) for r, kind in RECORD_SHAPES.items()}
+_lenient_object_decoder = msgspec.json.Decoder(LenientPayment)
 #: Top-level payment fields the strict shape knows; any other goes to ``extra``.
 PAYMENT_FIELDS = frozenset(FastPayment.__struct_fields__)
 
 
-def decode_fast(
-    resource: str, body: bytes
-) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
-    """A body's variant, strictly typed records and, when some records carry unknown
-    top-level fields (payments only), those fields per record (else an empty list);
-    None when the body needs the tolerant path."""
-    unknown: list[dict[str, Any] | None] = []
-    try:
-        env = _fast_decoders[resource].decode(body)
-    except msgspec.ValidationError:
-        if resource != "payments":
-            return None
-        # New top-level fields are the likeliest difference of a real gateway: read the
-        # known ones fast and pick the others up separately.
-        try:
-            env = _lenient_decoder.decode(body)
-            unknown = unknown_fields(body)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-            return None  # (unknown_fields: e.g. a number out of range in an unknown field)
-    except (msgspec.DecodeError, UnicodeDecodeError):  # (a string that is not UTF-8)
-        return None
-    variant = envelope_variant(env.meta, env.has_more, env.object)
-    return None if variant is None else (variant, env.data, unknown)
+def _unknown_of(rec: Any) -> dict[str, Any] | None:
+    extra = {k: v for k, v in rec.items() if k not in PAYMENT_FIELDS and v is not None}
+    return extra or None
 
 
 class _DictEnvelope(msgspec.Struct, gc=False):
@@ -302,16 +332,45 @@ class _DictEnvelope(msgspec.Struct, gc=False):
 
 
 _dict_envelope_decoder = msgspec.json.Decoder(_DictEnvelope)
+_dict_decoder = msgspec.json.Decoder(dict[str, Any])
+_DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError)
 
 
-def _unknown_of(rec: dict[str, Any]) -> dict[str, Any] | None:
-    extra = {k: v for k, v in rec.items() if k not in PAYMENT_FIELDS and v is not None}
-    return extra or None
+def decode_fast(resource: str, body: bytes) -> tuple[Variant, list[Any], list[Any]] | None:
+    """A list body's variant and :data:`Decoded` records; None when the body needs the
+    tolerant path."""
+    unknown: list[dict[str, Any] | None] = []
+    try:
+        env = _list_decoders[resource].decode(body)
+    except msgspec.ValidationError:
+        if resource != "payments":
+            return None
+        # New top-level fields are the likeliest difference of a real gateway: read the
+        # known ones fast and pick the others up separately.
+        try:
+            env = _lenient_list_decoder.decode(body)
+            unknown = [_unknown_of(rec) for rec in _dict_envelope_decoder.decode(body).data]
+        except _DECODE_ERRORS:
+            return None  # (e.g. a number out of range in an unknown field)
+    except (msgspec.DecodeError, UnicodeDecodeError):  # (a string that is not UTF-8)
+        return None
+    variant = envelope_variant(env.meta, env.has_more, env.object)
+    return None if variant is None else (variant, env.data, unknown)
 
 
-def unknown_fields(body: bytes) -> list[dict[str, Any] | None]:
-    """Per record of a body decode_fast read leniently: its non-null unknown top-level fields."""
-    return [_unknown_of(rec) for rec in _dict_envelope_decoder.decode(body).data]
+def decode_object_body(resource: str, body: bytes) -> Decoded | None:
+    """One retrieved object's body as a :data:`Decoded` record; None: the tolerant path."""
+    try:
+        return [_object_decoders[resource].decode(body)], []
+    except msgspec.ValidationError:
+        if resource != "payments":
+            return None
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    try:
+        return [_lenient_object_decoder.decode(body)], [_unknown_of(_dict_decoder.decode(body))]
+    except _DECODE_ERRORS:
+        return None
 
 
 # ----------------------------------------------------------------------------- objects
@@ -337,24 +396,22 @@ def _object_shape(kind: type[msgspec.Struct], *, strict: bool) -> type[msgspec.S
 
 
 _object_shapes = {
-    (r, strict): list[_object_shape(kind, strict=strict)]  # type: ignore[misc]
+    (r, strict): _object_shape(kind, strict=strict)
     for r, kind in RECORD_SHAPES.items()
     for strict in (True, False)
 }
 
 
-def decode_objects(
-    resource: str, objects: list[Any]
-) -> tuple[list[Any], list[dict[str, Any] | None]] | None:
-    """Objects (dicts) as strictly typed records and their unknown top-level fields, as
-    :func:`decode_fast` gives them for a body; None when they need the tolerant path."""
+def decode_object(resource: str, obj: object) -> Decoded | None:
+    """An object (a dict) as a :data:`Decoded` record, as :func:`decode_object_body` gives
+    it for a body; None when it needs the tolerant path."""
     try:
-        return msgspec.convert(objects, _object_shapes[resource, True]), []
+        return [msgspec.convert(obj, _object_shapes[resource, True])], []
     except (msgspec.ValidationError, TypeError):
         if resource != "payments":
             return None
     try:
-        records = msgspec.convert(objects, _object_shapes[resource, False])
+        record = msgspec.convert(obj, _object_shapes[resource, False])
     except (msgspec.ValidationError, TypeError):
         return None
-    return records, [_unknown_of(obj) for obj in objects]
+    return [record], [_unknown_of(obj)]

@@ -80,12 +80,15 @@ from gwtools.http._wire import (
 )
 from gwtools.normalize._decode import (
     DROPPED,
-    FREE,
     RECORD_SHAPES,
+    Decoded,
+    Kind,
     Spec,
     column_spec,
     decode_fast,
-    decode_objects,
+    decode_object,
+    decode_object_body,
+    direct_columns,
     fields_with_role,
     payment_extras,
     raw_metadata,
@@ -274,7 +277,8 @@ class _Fields:
         return None  # the wrong type (a bool is no number here): left for extra
 
     def text(self, key: str) -> str | None:
-        return self._take(key, str)
+        v: str | None = self._take(key, str)
+        return v
 
     def integer(self, key: str) -> int | None:
         v: int | None = self._take(key, int)  # never a bool
@@ -284,7 +288,8 @@ class _Fields:
         return v
 
     def flag(self, key: str) -> bool | None:
-        return self._take(key, bool)
+        v: bool | None = self._take(key, bool)
+        return v
 
     def ts(self, key: str) -> Any:
         """A raw timestamp (parsed later, vectorised); the caller puts it back if unparsable."""
@@ -318,6 +323,20 @@ class _Fields:
 
     def remainder(self) -> dict[str, Any]:
         return {k: v for k, v in self.rest.items() if v is not None and k not in _DROPPED}
+
+    def read(self, key: str, kind: Kind, raw_meta: bytes | None) -> Any:
+        """The value of a field read as its declaration says (see :class:`Column`)."""
+        if kind == "s":
+            return self.text(key)
+        if kind == "i":
+            return self.integer(key)
+        if kind == "b":
+            return self.flag(key)
+        if kind == "t":
+            return self.ts(key)
+        if kind == "id":
+            return _id_of(self, key)
+        return self.metadata(raw_meta)
 
 
 def _id_of(f: _Fields, key: str) -> str | None:
@@ -377,16 +396,13 @@ def _method(f: _Fields) -> tuple[str | None, ...]:
     return method_type, pm_id, bank_code, bank, brand
 
 
-def _payment_row(
-    f: _Fields, variant: Variant, livemode: bool | None, meta_raw: bytes | None
-) -> tuple[tuple[Any, ...], str | None]:
-    """One payment object -> (intermediate row, name of its creation field); f keeps the rest."""
-    ident = f.text("id")
-    live = f.flag("livemode")
-    status = f.text("status")
-    amount = f.integer("amount")
-    currency = f.text("currency")
-    method = _method(f)
+# The rules: columns combined from several fields (the columns filled by one field as it is
+# are read from the declaration, :func:`gwtools.normalize._decode.direct_columns`).
+
+
+def _payment_rules(f: _Fields, row: dict[str, Any]) -> None:
+    """The method and failure columns of one payment object; f keeps the rest."""
+    method_type, pm_id, bank_code, bank, brand = _method(f)
     # A top-level code (variant A) wins; the error object's code then stays in extra.
     failure_code = f.text("failure_code")
     decline_code = f.text("decline_code")
@@ -396,78 +412,47 @@ def _payment_row(
             failure_code = failure_code or err.text("code")
             decline_code = decline_code or err.text("decline_code")
             f.put_back(key, err)
-    created_key, created = _creation(f, variant)
-    row = (
-        ident, variant, live if live is not None else livemode, status, amount, currency,
-        *method, failure_code, decline_code,
-        f.flag("captured"), f.ts("captured_at"), f.flag("refunded"), f.integer("refunded_amount"),
-        f.text("description"), _id_of(f, "customer"), f.text("receipt_email"),
-        f.metadata(meta_raw), created, f.ts("updated_at"), f.ts("expires_at"),
+    row.update(
+        method_type=method_type, payment_method_id=pm_id, fpx_bank_code=bank_code,
+        fpx_bank=bank, card_brand=brand, failure_code=failure_code, decline_code=decline_code,
     )  # fmt: skip
-    return row, created_key
 
 
-def _refund_row(
-    f: _Fields, variant: Variant, livemode: bool | None, meta_raw: bytes | None
-) -> tuple[tuple[Any, ...], str | None]:
-    """One refund object -> (intermediate row, name of its creation field); f keeps the rest."""
-    ident = f.text("id")
-    live = f.flag("livemode")
-    payment_id = _id_of(f, "payment_id") or _id_of(f, "payment")
-    status = f.text("status")
+def _refund_rules(f: _Fields, row: dict[str, Any]) -> None:
+    """The payment id of one refund object (``payment_id`` or its alias ``payment``)."""
+    row["payment_id"] = _id_of(f, "payment_id") or _id_of(f, "payment")
+    status = row["status_raw"]
     if status is not None and _canonical_refund_status(status) == "unknown":
         f.rest["status"] = status  # no status_raw column for refunds: keep it in extra
-    created_key, created = _creation(f, variant)
-    row = (
-        ident, variant, live if live is not None else livemode, payment_id, status,
-        f.text("reason"), f.integer("amount"), f.text("currency"), f.metadata(meta_raw), created,
-    )  # fmt: skip
-    return row, created_key
 
 
-_ARROW_TYPES: dict[object, pa.DataType] = {
-    _schema.STRING: _STR,
-    _schema.INT: pa.int64(),
-    _schema.BOOL: pa.bool_(),
-}
+_RULES = {"payments": _payment_rules, "refunds": _refund_rules}
 
 
-def _pre_columns(resource: Resource) -> dict[str, Any]:
-    """Intermediate columns, in row order, with their Arrow types ("ts": raw, parsed later;
-    "raw": JSON text as sent): the canonical columns less those computed at completion,
-    a raw status in place of the canonical one."""
-    out: dict[str, Any] = {}
-    for name, dtype in _schema.columns(resource).items():
-        if name == "status":
-            out["status_raw"] = _STR
-        elif name not in _schema.COMPUTED:
-            kinds = column_spec(RECORD_SHAPES[resource])
-            raw = kinds.get(name) == "r"  # (metadata: kept as sent)
-            out[name] = (
-                "raw" if raw else "ts" if dtype is _schema.TIMESTAMP else _ARROW_TYPES[dtype]
-            )
-    return out
-
-
-_PRE: dict[str, dict[str, Any]] = {r: _pre_columns(r) for r in ("payments", "refunds")}
-_ROW_READERS = {"payments": _payment_row, "refunds": _refund_row}
-
-
+@functools.cache
 def _pre_schema(resource: Resource) -> pa.Schema:
-    types = {"ts": _TS, "raw": _STR}
-    fields = [(k, types.get(v, v) if isinstance(v, str) else v) for k, v in _PRE[resource].items()]
-    return pa.schema([*fields, ("extra", _STR), ("_page", pa.int64())])
+    """The intermediate table both paths build: the canonical columns less those computed at
+    completion (a raw status in place of the canonical one), then ``extra`` and ``_page``."""
+    fields: dict[str, pa.Field] = {}
+    for f in _schema.arrow_schema(resource):
+        if f.name == "status":
+            f = f.with_name("status_raw")  # (payments have that column too: the same one)
+        elif f.name in _schema.COMPUTED:
+            continue
+        fields[f.name] = f
+    return pa.schema([*fields.values(), ("extra", _STR), ("_page", pa.int64())])
 
 
 class _Collector:
     """The tolerant path: reads any object one by one, collecting rows and rejects."""
 
-    def __init__(self, resource: Resource, livemode: bool | None, check_ids: bool = False) -> None:
+    def __init__(self, resource: Resource, check_ids: bool = False) -> None:
         self.resource = resource
-        self.livemode = livemode
         self.check_ids = check_ids
-        self.read = _ROW_READERS[resource]
-        self.rows: list[tuple[Any, ...]] = []
+        self.direct = direct_columns(resource)
+        self.raw_json = {c for c, (_, kind) in self.direct.items() if kind == "r"}
+        self.rules = _RULES[resource]
+        self.rows: list[dict[str, Any]] = []
         self.rests: list[_Fields] = []
         self.created_keys: list[str | None] = []
         self.sources: list[Any] = []
@@ -501,7 +486,11 @@ class _Collector:
             return
         f = _Fields(obj)
         meta_raw = raw_metadata(raw) if raw is not None else None
-        row, created_key = self.read(f, object_variant(obj, envelope), self.livemode, meta_raw)
+        row = {column: f.read(key, kind, meta_raw) for column, (key, kind) in self.direct.items()}
+        self.rules(f, row)
+        variant = object_variant(obj, envelope)
+        row["api_variant"] = variant
+        created_key, row["created_at"] = _creation(f, variant)
         if created_key is None:
             self.reject(
                 "record has no usable creation time (`created_at` ISO 8601 or `created` "
@@ -520,28 +509,30 @@ class _Collector:
         schema = _pre_schema(self.resource)
         if not self.rows:
             return schema.empty_table()
-        raw = dict(zip(_PRE[self.resource], zip(*self.rows, strict=True), strict=True))
         keep = [True] * len(self.rows)
         cols: dict[str, pa.Array] = {}
-        for name, kind in _PRE[self.resource].items():
-            if kind == "ts":
-                arr, bad = to_timestamps(raw[name])
+        for name, kind in zip(schema.names, schema.types, strict=True):
+            if name in ("extra", "_page"):
+                continue
+            values = [row[name] for row in self.rows]
+            if kind == _TS:
+                arr, bad = to_timestamps(values)
                 for i in bad:
                     if name == "created_at":
                         keep[i] = False
                         self.reject(
-                            f"creation time `{self.created_keys[i]}` = {raw[name][i]!r} is not "
+                            f"creation time `{self.created_keys[i]}` = {values[i]!r} is not "
                             "an ISO 8601 timestamp or Unix seconds",
                             self.sources[i],
                         )
                     else:  # unusable: a null column, the raw value kept in extra
-                        self.rests[i].rest[name] = raw[name][i]
+                        self.rests[i].rest[name] = values[i]
                 cols[name] = arr
-            elif kind == "raw":
-                cols[name], not_object = _metadata_texts(_raw_texts(raw[name]))
+            elif name in self.raw_json:
+                cols[name], not_object = _metadata_texts(_raw_texts(values))
                 assert not_object is None  # non-objects were left in extra by _Fields.metadata
             else:
-                cols[name] = pa.array(raw[name], kind)
+                cols[name] = pa.array(values, kind)
         cols["extra"] = pa.array(
             [_json_text(r) if r else None for r in (f.remainder() for f in self.rests)], _STR
         )
@@ -566,8 +557,6 @@ def _columns(records: Sequence[Any], kind: type[msgspec.Struct]) -> dict[str, tu
 _FAST_SPEC: dict[str, tuple[type[msgspec.Struct], Spec]] = {
     r: (kind, column_spec(kind)) for r, kind in RECORD_SHAPES.items()
 }
-#: Free-form payment fields, merged into ``extra`` like unknown fields.
-_FREE = sorted(fields_with_role(FREE))
 
 
 @functools.cache
@@ -608,7 +597,7 @@ class _FastColumns:
             col = _columns(self.pending, self.kind)
             self._convert(col, self.spec, "", n)
             if self.resource == "payments":
-                extra = _payment_extra(self.pending, self.unknown, {k: col[k] for k in _FREE})
+                extra = _payment_extra(self.pending, self.unknown)
                 self.arrays.setdefault("extra", []).append(extra)
             self.n += n
             self.pending = []
@@ -650,47 +639,27 @@ class _FastColumns:
                 arr = pa.array(values, _FAST_TYPES[kind])
             self.arrays.setdefault(prefix + name, []).append(arr)
 
-    def table(self, livemode: bool | None) -> tuple[pa.Table, set[int]]:
+    def table(self) -> tuple[pa.Table, set[int]]:
         """Stage 2: the intermediate table, and the pages to redo with the tolerant path."""
         self.flush()
         col = {k: pa.chunked_array(v) for k, v in self.arrays.items()}
-        return _fast_table(self.resource, self.variant, col, self, livemode)
+        return _fast_table(self.resource, self.variant, col, self)
 
 
-_FAST_TYPES = {"s": _STR, "i": pa.int64(), "b": pa.bool_()}
+_FAST_TYPES = {"s": _STR, "id": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
-def _payment_extra(
-    records: list[Any],
-    unknown: list[dict[str, Any] | None],
-    free: Mapping[str, Sequence[Any]],
-) -> pa.Array:
-    """The ``extra`` column of strictly decoded payments, given their unknown top-level
-    fields and the values of their free-form fields (``next_action``)."""
+def _payment_extra(records: list[Any], unknown: list[dict[str, Any] | None]) -> pa.Array:
+    """The ``extra`` column of strictly decoded payments, given their unknown top-level fields."""
     n = len(records)
-    lines = payment_extras(records)
-    more = unknown
-    for name, values in free.items():
-        if values.count(None) < n:
-            more = [
-                u if v is None else (u or {}) | {name: v} for u, v in zip(more, values, strict=True)
-            ]
-    extra = _with_unknown(lines, more) if more.count(None) < n else _lines_to_texts(lines, n)
+    lines, merged = payment_extras(records, unknown)
+    extra = _lines_to_texts(lines, n)
+    if merged:  # few records carry unknown fields: theirs are encoded on their own
+        mask = np.zeros(n, np.bool_)
+        mask[list(merged)] = True
+        texts = pa.array([t.decode() for t in merged.values()], _STR)
+        extra = pc.replace_with_mask(extra, pa.array(mask), texts)
     return pc.if_else(pc.equal(extra, "{}"), pa.scalar(None, _STR), extra)
-
-
-def _with_unknown(lines: bytes, unknown: list[dict[str, Any] | None]) -> pa.Array:
-    """Extra texts (one line each) merged with more fields per record, keys sorted.
-
-    Few records carry more fields (``next_action`` is set only while a payment waits for
-    its customer), so only theirs are decoded and re-encoded.
-    """
-    texts = _lines_to_texts(lines, len(unknown))
-    where = [i for i, fields in enumerate(unknown) if fields is not None]
-    merged = [_json_text(decode_value(texts[i].as_py()) | unknown[i]) for i in where]
-    mask = np.zeros(len(unknown), np.bool_)
-    mask[where] = True
-    return pc.replace_with_mask(texts, pa.array(mask), pa.array(merged, texts.type))
 
 
 def _fast_table(
@@ -698,7 +667,6 @@ def _fast_table(
     variant: Variant,
     col: dict[str, pa.ChunkedArray],
     acc: _FastColumns,
-    livemode: bool | None,
 ) -> tuple[pa.Table, set[int]]:
     """Stage 2 of the fast path: whole Arrow columns -> (intermediate table, pages to redo).
 
@@ -718,38 +686,29 @@ def _fast_table(
     def text(name: str) -> pa.ChunkedArray:
         return _nullify_empty(col[name])
 
-    cols["id"] = ids = text("id")
-    flag(pc.is_null(ids))
+    for column, (name, kind) in direct_columns(resource).items():
+        if kind == "r":  # (metadata)
+            cols[column], not_object = _metadata_texts(col[name])
+            flag(not_object)
+        else:
+            cols[column] = text(name) if col[name].type == _STR else col[name]
+    flag(pc.is_null(cols["id"]))
     cols["api_variant"] = pa.array(itertools.repeat(variant, n), _STR)
-    cols["livemode"] = pc.coalesce(col["livemode"], pa.scalar(livemode, pa.bool_()))
     used, other = CREATION_FIELDS[variant]
     flag(pc.is_valid(col[other]))
     cols["created_at"] = col[used]
     flag(pc.is_null(col[used]))
-    cols["amount"] = col["amount"]
-    cols["currency"] = text("currency")
-    metadata, not_object = _metadata_texts(col["metadata"])
-    cols["metadata"] = metadata
-    flag(not_object)
-    cols["status_raw"] = status = text("status")
 
     if resource == "refunds":
         flag(pc.and_(pc.is_valid(col["payment_id"]), pc.is_valid(col["payment"])))
         cols["payment_id"] = pc.coalesce(text("payment_id"), text("payment"))
-        cols["reason"] = text("reason")
         # No status_raw column for refunds: an unknown status is kept in extra.
         extra = [
             None if v is None or v in _REFUND_KNOWN else _json_text({"status": v})
-            for v in status.to_pylist()
+            for v in cols["status_raw"].to_pylist()
         ]
         cols["extra"] = pa.array(extra, _STR)
     else:
-        for name in ("captured_at", "updated_at", "expires_at", "captured", "refunded"):
-            cols[name] = col[name]
-        cols["refunded_amount"] = col["refunded_amount"]
-        cols["description"] = text("description")
-        cols["customer_id"] = text("customer")
-        cols["receipt_email"] = text("receipt_email")
         # The method: details (type, brand, bank), then the payment_method string.
         pm = text("payment_method")
         is_id = pc.starts_with(pm, "pm_")
@@ -796,8 +755,12 @@ def _fast_table(
 # --------------------------------------------------------------------------- completion
 
 
-def _complete(resource: Resource, tables: list[pa.Table]) -> tuple[pd.DataFrame, set[str]]:
-    """Intermediate tables -> the canonical frame, in page order; and the unknown statuses."""
+def _complete(
+    resource: Resource, tables: list[pa.Table], livemode: bool | None
+) -> tuple[pd.DataFrame, set[str]]:
+    """Intermediate tables -> the canonical frame, in page order; and the unknown statuses.
+
+    ``livemode`` fills the column where a record does not say (variant A)."""
     tables = [t for t in tables if t.num_rows] or tables[:1]
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     if table.num_rows == 0:
@@ -812,6 +775,7 @@ def _complete(resource: Resource, tables: list[pa.Table]) -> tuple[pd.DataFrame,
     exponent = _map_unique(currency, _exponent, pa.int64())
     scale = pc.power(pa.scalar(10.0), pc.cast(exponent, pa.float64()))
     cols.update(
+        livemode=pc.coalesce(cols["livemode"], pa.scalar(livemode, pa.bool_())),
         currency=currency,
         # unsafe: an amount beyond 2**53 becomes the nearest float rather than an error
         amount_major=pc.divide(pc.cast(amount, pa.float64(), safe=False), scale),
@@ -837,17 +801,19 @@ def _ascending(values: pa.ChunkedArray) -> bool:
     return len(flat) < 2 or bool(pc.all(pc.less_equal(flat[:-1], flat[1:])).as_py())
 
 
+#: Arrow -> pandas types of the canonical columns (timestamps and floats convert as they are).
 _PANDAS_TYPES = {
-    pa.large_string(): _schema.STRING,
-    pa.string(): _schema.STRING,
-    pa.int64(): _schema.INT,
-    pa.bool_(): _schema.BOOL,
+    field.type: dtype
+    for resource, columns in _schema.COLUMNS.items()
+    for field, dtype in zip(_schema.arrow_schema(resource), columns.values(), strict=True)
+    if isinstance(dtype, pd.StringDtype | pd.Int64Dtype | pd.BooleanDtype)
 }
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     # float64 nulls become NaN; timestamps keep their unit and zone.
-    return table.to_pandas(types_mapper=_PANDAS_TYPES.get, self_destruct=True)
+    frame: pd.DataFrame = table.to_pandas(types_mapper=_PANDAS_TYPES.get, self_destruct=True)
+    return frame
 
 
 # --------------------------------------------------------------------------- public functions
@@ -855,13 +821,15 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
 
 def normalize_bodies(
     resource: Resource,
-    bodies: Sequence[bytes],
+    bodies: Sequence[bytes | tuple[Variant, bytes]],
     *,
     livemode: bool | None = None,
     check_ids: bool = False,
 ) -> NormalizedBatch:
     """List response bodies, as received, of either variant -> one canonical frame.
 
+    A retrieved single object is given as ``(variant, body)``, as
+    :func:`gwtools.http._wire.read_object` reads it; it is decoded as the one record it is.
     Never raises for bad data: an unusable body or record becomes a :class:`Reject`
     with its reason; unknown statuses map to ``unknown`` and are listed in
     ``unknown_statuses`` for the caller to warn about once. ``check_ids`` also rejects
@@ -891,7 +859,7 @@ def _normalize_parts(
     fast: bool,
     check_ids: bool = False,
 ) -> NormalizedBatch:
-    """Parts (list bodies, or pages of objects) -> one canonical batch, in part order.
+    """Parts (list bodies, single objects) -> one canonical batch, in part order.
 
     Each part is read strictly (the fast path) unless ``fast`` is false; a part it cannot
     read, or that holds a record needing a judgement, is read by the tolerant path.
@@ -902,21 +870,27 @@ def _normalize_parts(
             tables: list[pa.Table] = []
             redo = list(range(parts))
         else:
-            tables, redo = _strict_share(resource, range(parts), strict, livemode)
+            tables, redo = _strict_share(resource, range(parts), strict)
             if check_ids:
                 tables, damaged = _without_malformed_ids(resource, tables)
                 redo = sorted(set(redo) | damaged)
-        collector = _Collector(resource, livemode, check_ids)
+        collector = _Collector(resource, check_ids)
         for i in sorted(redo):
             tolerant(i, collector)
         tables.append(collector.table())
-        frame, unknown = _complete(resource, tables)
+        frame, unknown = _complete(resource, tables, livemode)
     return NormalizedBatch(frame, collector.rejects, unknown)
+
+
+def _with_variant(
+    variant: Variant, got: Decoded | None
+) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
+    return None if got is None else (variant, *got)
 
 
 def _normalize_bodies(
     resource: Resource,
-    bodies: Sequence[bytes],
+    bodies: Sequence[bytes | tuple[Variant, bytes]],
     livemode: bool | None,
     *,
     fast: bool,
@@ -925,14 +899,22 @@ def _normalize_bodies(
     """normalize_bodies; ``fast=False`` reads every body with the tolerant path (tests compare)."""
 
     def strict(i: int) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
-        return decode_fast(resource, bodies[i])
+        part = bodies[i]
+        if isinstance(part, tuple):
+            return _with_variant(part[0], decode_object_body(resource, part[1]))
+        return decode_fast(resource, part)
 
     def tolerant(i: int, collector: _Collector) -> None:
-        try:
-            variant, raws = decode_raw_records(bodies[i])
-        except MalformedResponseError as exc:
-            collector.reject(exc.why, snippet(bodies[i], 1000))
-            return
+        part = bodies[i]
+        if isinstance(part, tuple):
+            variant, body = part
+            raws = [msgspec.Raw(body)]
+        else:
+            try:
+                variant, raws = decode_raw_records(part)
+            except MalformedResponseError as exc:
+                collector.reject(exc.why, snippet(part, 1000))
+                return
         for raw in raws:
             try:
                 obj = decode_value(raw)
@@ -964,7 +946,7 @@ def _without_malformed_ids(
 
 
 def _strict_share(
-    resource: Resource, share: Sequence[int], strict: _StrictReader, livemode: bool | None
+    resource: Resource, share: Sequence[int], strict: _StrictReader
 ) -> tuple[list[pa.Table], list[int]]:
     """The fast path over parts ``share``: tables, and the parts left to the tolerant path."""
     columns = {"A": _FastColumns(resource, "A"), "B": _FastColumns(resource, "B")}
@@ -979,49 +961,28 @@ def _strict_share(
             columns[variant].add(records, i, unknown)
     for acc in columns.values():
         if acc.pages:
-            table, redo = acc.table(livemode)
+            table, redo = acc.table()
             tables.append(table)
             tolerant.extend(redo)
     return tables, tolerant
 
 
-#: Objects per page when normalising objects: a page the fast path cannot read is redone
-#: record by record, so a page is the unit of that fallback (as a list body is).
-_OBJECT_PAGE = 100
-
-
-def _object_pages(records: list[Any]) -> list[tuple[Variant, list[Any]]]:
-    """Objects -> pages of one variant each: a run of objects carrying ``created`` is variant
-    B, others A (non-objects too: the tolerant path rejects them)."""
-    pages: list[tuple[Variant, list[Any]]] = []
-    for variant, run in itertools.groupby(records, key=_object_variant):
-        objects = list(run)
-        for start in range(0, len(objects), _OBJECT_PAGE):
-            pages.append((variant, objects[start : start + _OBJECT_PAGE]))
-    return pages
-
-
-def _object_variant(obj: Any) -> Variant:
-    return object_variant(obj) if isinstance(obj, Mapping) else "A"
-
-
-def _normalize_object_pages(
-    resource: Resource, records: list[Any], livemode: bool | None, *, fast: bool = True
+def _normalize_object_list(
+    resource: Resource, objects: Sequence[Any], livemode: bool | None, *, fast: bool = True
 ) -> NormalizedBatch:
-    """Objects -> a canonical batch: converted to the record shapes directly (no JSON text)."""
-    pages = _object_pages(records)
+    """Objects (dicts) -> a canonical batch: each converted to its record shape directly (no
+    JSON text), its variant told by :func:`gwtools.http._wire.object_variant`."""
 
     def strict(i: int) -> tuple[Variant, list[Any], list[dict[str, Any] | None]] | None:
-        variant, objects = pages[i]
-        got = decode_objects(resource, objects)
-        return None if got is None else (variant, *got)
+        obj = objects[i]
+        if not isinstance(obj, Mapping):
+            return None  # the tolerant path rejects it, saying what it is
+        return _with_variant(object_variant(obj), decode_object(resource, obj))
 
     def tolerant(i: int, collector: _Collector) -> None:
-        variant, objects = pages[i]
-        for obj in objects:
-            collector.add(obj, variant, i)
+        collector.add(objects[i], None, i)
 
-    return _normalize_parts(resource, len(pages), strict, tolerant, livemode, fast=fast)
+    return _normalize_parts(resource, len(objects), strict, tolerant, livemode, fast=fast)
 
 
 def _normalize_objects(
@@ -1037,8 +998,7 @@ def _normalize_objects(
             f"normalize_{resource} takes an iterable of API objects (e.g. a list of dicts), "
             f"not a single {type(records).__name__}; for list response bodies use normalize_bodies"
         )
-    records = list(records)
-    batch = _normalize_object_pages(resource, records, livemode)
+    batch = _normalize_object_list(resource, list(records), livemode)
     for status in sorted(batch.unknown_statuses):
         warnings.warn(
             f"unknown {resource[:-1]} status {status!r} mapped to 'unknown' "

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gwtools.normalize._normalize as normalize
+from gwtools.http._wire import read_object
 from gwtools.normalize._normalize import _normalize_bodies
 
 TEXT = st.one_of(
@@ -144,8 +146,8 @@ OBJECTS = st.lists(st.one_of(record("A"), record("B")), max_size=12)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(OBJECTS)
 def test_objects_fast_and_tolerant_paths_agree(objects: list[Any]) -> None:
-    fast = normalize._normalize_object_pages("payments", objects, False, fast=True)
-    tolerant = normalize._normalize_object_pages("payments", objects, False, fast=False)
+    fast = normalize._normalize_object_list("payments", objects, False, fast=True)
+    tolerant = normalize._normalize_object_list("payments", objects, False, fast=False)
     pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
     assert fast.rejects == tolerant.rejects
     assert fast.unknown_statuses == tolerant.unknown_statuses
@@ -166,6 +168,51 @@ def test_objects_are_converted_not_encoded_as_bodies(monkeypatch: pytest.MonkeyP
     assert frame["amount"].tolist() == [100, 101, 102]
     assert frame["metadata"].tolist() == ['{"order":0}', '{"order":1}', '{"order":2}']
     assert frame["extra"].tolist() == ['{"statement_descriptor":"SHOP"}'] * 3
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OBJECTS)
+def test_retrieved_object_bodies_read_as_the_records_they_are(objects: list[Any]) -> None:
+    # A retrieved object is given with the variant _wire.read_object tells; it is decoded as
+    # one record (no list envelope around it), alike on both paths and as its dict reads.
+    objects = [o for o in objects if isinstance(o, dict)]  # (read_object refuses the others)
+    # (compact JSON in the dict's order: the metadata text a dict gives, see _normalize)
+    parts = [read_object(msgspec.json.encode(o)) for o in objects]
+    fast = _normalize_bodies("payments", parts, False, fast=True)
+    tolerant = _normalize_bodies("payments", parts, False, fast=False)
+    pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
+    assert fast.rejects == tolerant.rejects
+    from_dicts = normalize._normalize_object_list("payments", objects, False)
+    pd.testing.assert_frame_equal(fast.frame, from_dicts.frame)
+    assert [r.reason for r in fast.rejects] == [r.reason for r in from_dicts.rejects]
+
+
+def test_retrieved_objects_and_list_bodies_mix_in_one_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listed = json.dumps({"object": "list", "data": [pay(id="pay_1")], "has_more": True}).encode()
+    got_a = json.dumps({"id": "pay_2", "amount": 5, "currency": "MYR", "status": "captured",
+                        "created_at": "2026-01-01T00:00:00Z", "surprise": 1}).encode()  # fmt: skip
+    got_b = json.dumps(pay(id="pay_3", amount=7)).encode()
+    decoded: list[bytes] = []
+    real = normalize.decode_fast
+    monkeypatch.setattr(
+        normalize, "decode_fast", lambda r, body: decoded.append(body) or real(r, body)
+    )
+    batch = normalize.normalize_bodies(
+        "payments", [("A", got_a), listed, ("B", got_b)], livemode=False, check_ids=True
+    )
+    assert decoded == [listed]  # the objects were never wrapped into list bodies
+    frame = batch.frame
+    assert frame["id"].tolist() == ["pay_2", "pay_1", "pay_3"]
+    assert frame["api_variant"].tolist() == ["A", "B", "B"]
+    assert frame["amount"].tolist() == [5, 1000, 7]
+    assert frame["extra"].fillna("").tolist() == ['{"surprise":1}', "", ""]
+    damaged = normalize.normalize_bodies("payments", [("B", b'{"id":"pay_x!","created":1}')],
+                                         check_ids=True)  # fmt: skip
+    assert [r.kind for r in damaged.rejects] == [normalize.MALFORMED_ID]
+    broken = normalize.normalize_bodies("payments", [("B", b'{"id":"pay_y",')])
+    assert broken.rejects[0].reason.startswith("record is not valid JSON")
 
 
 def test_pages_redone_across_chunks_keep_their_place(monkeypatch: pytest.MonkeyPatch) -> None:
