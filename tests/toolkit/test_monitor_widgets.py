@@ -278,7 +278,7 @@ def test_the_monitor_dashboard_never_loads_the_full_table(
 def test_the_quality_dashboard_never_loads_the_full_table(tmp_path: Path) -> None:
     import duckdb
 
-    from gwtools._scan import connection
+    from gwtools.cache._scan import connection
 
     payments, refunds = _broken()
     con = connection()
