@@ -445,13 +445,17 @@ def require(lf: nw.LazyFrame[Any], names: Sequence[str], what: str = "the table"
         raise ConfigurationError(f"cannot group by {missing}: not a column of {what}")
 
 
-def json_field(lf: nw.LazyFrame[Any], column: str, key: str, alias: str) -> nw.LazyFrame[Any]:
+def json_field(
+    lf: nw.LazyFrame[Any], column: str, key: str, alias: str, *, where: str | None = None
+) -> nw.LazyFrame[Any]:
     """``lf`` with ``alias``: top-level ``key`` of the JSON text in ``column``, as text.
 
     Narwhals has no JSON expression, so this dispatches on the engine to its own JSON reader
     (no SQL text): DuckDB's ``json_extract_string``, Spark's ``get_json_object``, orjson on
     pandas. A string value comes as is, a number or object as its compact JSON text; missing,
-    null, empty, or text that is not a JSON object gives null.
+    null, empty, or text that is not a JSON object gives null. ``where``: a boolean column;
+    only its true rows are parsed (the others get null), as parsing JSON costs more than
+    anything else a row goes through.
     """
     impl = lf.implementation
     if impl is nw.Implementation.DUCKDB:
@@ -462,18 +466,26 @@ def json_field(lf: nw.LazyFrame[Any], column: str, key: str, alias: str) -> nw.L
         value = duckdb.FunctionExpression("json_extract_string", col, path)
         value = duckdb.FunctionExpression("nullif", value, duckdb.ConstantExpression(""))
         valid = duckdb.FunctionExpression("json_valid", col)
-        rel = lf.to_native().project(
-            duckdb.StarExpression(), duckdb.CaseExpression(valid, value).alias(alias)
-        )
+        got = duckdb.CaseExpression(valid, value)
+        if where is not None:
+            # A CASE runs its branch on the selected rows only.
+            got = duckdb.CaseExpression(duckdb.ColumnExpression(where), got)
+        rel = lf.to_native().project(duckdb.StarExpression(), got.alias(alias))
         return nw.from_native(rel)
     if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
         from pyspark.sql import functions as F
 
         frame = lf.to_native()
         got = F.get_json_object(F.col(column), "$['" + key.replace("'", "\\'") + "']")
-        return nw.from_native(frame.withColumn(alias, F.when(got != "", got)))
+        value = F.when(got != "", got)
+        if where is not None:
+            value = F.when(F.col(where), value)
+        return nw.from_native(frame.withColumn(alias, value))
     frame = lf.collect().to_native().copy()
-    values = frame[column].map(lambda text: _json_value(text, key))
+    texts = frame[column]
+    if where is not None:
+        texts = texts.where(frame[where].fillna(False).astype(bool), None)
+    values = texts.map(lambda text: _json_value(text, key))
     frame[alias] = pd.array(values, dtype=_schema.STRING)
     return nw.from_native(frame).lazy()
 

@@ -191,12 +191,16 @@ def quality(
     # Duplicated ids first (on the raw rows), then every rule on one row per id.
     pay_rows, dup_pay, n_dup_pay = duplicated(lp)
     ref_rows, dup_ref, n_dup_ref = duplicated(lr)
-    pay = lp.unique(subset=["id"], keep="any")
-    ref = lr.unique(subset=["id"], keep="any")
+    # Without duplicates every row is one id already: no window over the whole table.
+    pay = lp.unique(subset=["id"], keep="any") if n_dup_pay else lp
+    ref = lr.unique(subset=["id"], keep="any") if n_dup_ref else lr
     live = ref.filter(E.truthy(nw.col("status").is_in(list(_LIVE_REFUND))))
     sums = live.group_by("payment_id").agg(nw.col("amount").sum().alias("_rsum"))
-    pj = E.json_field(pay, "extra", "amount_captured", "_ac")
-    pj = pj.join(sums, left_on="id", right_on="payment_id", how="left")
+    pj = pay.join(sums, left_on="id", right_on="payment_id", how="left")
+    # The captured amount matters only to payments with refunds (recorded or found): only
+    # their ``extra`` is parsed.
+    pj = pj.with_columns(_need=E.truthy(nw.col("refunded_amount") > 0) | ~nw.col("_rsum").is_null())
+    pj = E.json_field(pj, "extra", "amount_captured", "_ac", where="_need")
     pj = pj.with_columns(
         _total=nw.col("_rsum").fill_null(0),
         _recorded=nw.col("refunded_amount").fill_null(0),
