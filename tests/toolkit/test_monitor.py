@@ -112,7 +112,7 @@ def test_not_card_testing(history: pd.DataFrame) -> None:
 
 @pytest.mark.parametrize("engine", ["pandas", "duckdb"])
 def test_card_testing_counts_each_unknown_payment_method_as_its_own(engine: str) -> None:
-    from gwtools._scan import connection
+    from gwtools.cache._scan import connection
 
     def table(frame: pd.DataFrame) -> Any:
         return frame if engine == "pandas" else connection().from_df(frame)
