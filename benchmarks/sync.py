@@ -16,7 +16,8 @@ The ceiling is 100 requests/s x 100 rows = 10,000 rows/s; the target for gwtools
     python benchmarks/sync.py --contenders incremental --variants A   # only the incremental
                                                        #   sync after 1% changed, variant A
 
-Prints a table and writes benchmarks/results/sync.json. To add a contender, write a
+Prints a table and writes benchmarks/results/sync.json, keeping the runs it replaces under
+``previous`` (so the file shows a change's figures before and after). To add a contender, write a
 ``def run_<name>(base_url, key, workdir) -> dict`` returning the fields of :class:`Row` it
 measured and add it to ``CONTENDERS``.
 """
@@ -311,6 +312,10 @@ def main() -> None:
         )
         print_table(memory)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    previous = None
+    with contextlib.suppress(OSError, ValueError):
+        old = json.loads(RESULTS.read_text())
+        previous = {k: old.get(k) for k in ("command", "runs", "memory_runs")}
     RESULTS.write_text(
         json.dumps(
             {
@@ -325,6 +330,7 @@ def main() -> None:
                 },
                 "runs": [asdict(r) for r in rows],
                 "memory_runs": [asdict(r) for r in memory],
+                "previous": previous,
             },
             indent=2,
         )

@@ -8,10 +8,14 @@ strategy:
   at the newest row seen (``to``), so rows inserted during the sync cannot shift pages;
   every page is then requested concurrently.
 - :class:`TimeWindows` (variant B, ``has_more`` cursors, newest first): the creation range is
-  split into windows (``from``/``to``, both inclusive, so adjacent windows overlap by a second
-  and duplicates are dropped later by id), each paged by its own cursor, all concurrently.
-  A window whose remaining range is still large splits itself when fewer windows than the
-  client's concurrency are running, so the tail of a sync stays busy.
+  split into windows, each paged by its own cursor from its upper bound (``to``), all
+  concurrently. Only the listing's own lower bound is sent as ``from``; a window stops on the
+  first page that reaches into the window below (those few rows, like the second adjacent
+  windows share, are read twice and dropped later by id), which costs less than ending each
+  window on a part-filled page and an empty one. While pages come slower than the rate limit
+  allows (long round trips, windows done), the window with most left splits off its lower
+  half, so that the tail of a sync stays busy; pages are handed to the sink without holding
+  the cursor back.
   If a window returns rows outside its range, the server ignores ``from``/``to``: the windows
   stop and one plain cursor (:class:`Cursor`) pages through instead.
 
@@ -35,10 +39,12 @@ What stays wrong is written to :attr:`ListOutcome.problems` and makes the listin
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import itertools
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,10 +62,16 @@ PAGE_LIMIT = 100
 PageSink = Callable[[bytes, PageInfo], Awaitable[None]]
 OnMalformed = Callable[[MalformedBodyError], None]
 _SECOND = dt.timedelta(seconds=1)
-# Variant B full syncs: windows reaching 1, 2, 4 ... 4096 days back, then one open-ended.
-_WINDOW_DAYS = tuple(2**k for k in range(13))
+# Variant B full syncs: windows reaching 1, 2, 4 ... 128 days back, then one open-ended (older
+# data is rare, and a window that finds some splits itself).
+_WINDOW_DAYS = tuple(2**k for k in range(8))
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MAX_WINDOWS = 12
+_MAX_WINDOWS = 12  # in list_cost's pricing of variant B
+#: A window with fewer pages left than this does not split.
+_SPLIT_PAGES = 4
+#: Windows split only while the pages of the last this many seconds came slower than the
+#: rate limit allows.
+_RATE_HORIZON = 1.0
 #: Times a page that came back short is fetched again before the listing is called incomplete.
 MAX_REFETCHES = 2
 
@@ -68,14 +80,16 @@ def list_cost(rows: Any, variant: str | None, page_limit: int = PAGE_LIMIT) -> A
     """Requests :func:`list_pages` needs for ``rows`` rows (a number or a numpy array).
 
     Every list costs its first page. Variant A (and unknown) re-reads page 1 under the frozen
-    upper bound when there is more than one page; variant B ends each time window on a partly
-    filled page, about one window per four pages.
+    upper bound when there is more than one page. Variant B is priced with about one time
+    window per four pages, each ending on a part-filled page and an empty one: an upper bound
+    (windows now meet on a page that reaches into the next, about half a request each), kept
+    so that incremental plans choose as before.
     """
     pages = np.maximum(1, np.ceil(np.asarray(rows, dtype=float) / page_limit))
     if variant != "B":
         return pages + np.where(pages > 1, 1, 0)
-    # Each window ends on a part-filled page, and a cursor ends on an empty page (a short
-    # last page could be one cut short), so each window costs two more requests.
+    # A window ending on a part-filled page, then an empty page (a short last page could be
+    # one cut short), costs two more requests: what a window costs at most.
     windows = np.where(pages > 1, np.minimum(_MAX_WINDOWS, np.ceil(pages / 4)), 0)
     return pages + 2 * windows + np.where(pages > 1, 0, 1)
 
@@ -371,9 +385,22 @@ class Cursor:
 
 @dataclass
 class _Window:
-    lo: dt.datetime  # the filter sent (from/to), fixed for the window's cursor
+    """One cursor's share of the creation range: from ``hi`` (sent as ``to``) down to ``lo``.
+
+    Only the listing's own lower bound is sent as ``from`` (``hard``). Elsewhere the window
+    below covers what is older, so the cursor stops on the first page that reaches below
+    ``stop_below``: the few rows of that page the window below reads too cost less than a
+    ``from`` bound would (a part-filled last page, and the empty page that confirms it).
+    """
+
+    lo: dt.datetime
     hi: dt.datetime
-    stop_below: dt.datetime | None = None  # set when the lower part was split off
+    hard: bool = False
+    stop_below: dt.datetime | None = None  # lo when soft; set when the lower part is split off
+
+    def __post_init__(self) -> None:
+        if not self.hard and self.stop_below is None:
+            self.stop_below = self.lo
 
 
 @dataclass
@@ -387,6 +414,11 @@ class TimeWindows:
     since: dt.datetime | None
     windows_target: int
     active: int = 0
+    #: when the windows' pages arrived (monotonic seconds): the rate they come at
+    arrivals: collections.deque[float] = field(default_factory=collections.deque)
+    #: pages each running window has left, as its last page suggests (by the window's id)
+    pages_left: dict[int, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def __call__(self) -> None:
@@ -406,15 +438,16 @@ class TimeWindows:
             edges = [self.since + (lo - self.since) * i / n for i in range(n + 1)]
             edges = [e.replace(microsecond=0) for e in edges[:-1]] + [lo]
         else:
-            # Full: the oldest row is unknown. Windows of 1, 2, 4 ... 4096 days back from the
+            # Full: the oldest row is unknown. Windows of 1, 2, 4 ... 128 days back from the
             # first page, the last one open-ended; windows that turn out big split themselves.
             edges = [_EPOCH] + [lo - dt.timedelta(days=d) for d in reversed(_WINDOW_DAYS)] + [lo]
             edges = [e.replace(microsecond=0) for e in edges[:-1]] + [lo]
         try:
             async with asyncio.TaskGroup() as tg:
                 self.tg = tg
-                for a, b in itertools.pairwise(edges):
-                    self._spawn(_Window(a, max(a, b)))
+                for i, (a, b) in enumerate(itertools.pairwise(edges)):
+                    # Only an incremental listing's lowest window has a bound to keep to.
+                    self._spawn(_Window(a, max(a, b), hard=i == 0 and self.since is not None))
         except* _TimeFiltersIgnored:
             self.run.outcome.time_filters_ignored = True
             log.warning(
@@ -434,7 +467,7 @@ class TimeWindows:
         try:
             params = {
                 **self.base,
-                "from": int(w.lo.timestamp()),
+                **({"from": int(w.lo.timestamp())} if w.hard else {}),
                 "to": math.ceil(w.hi.timestamp()) + 1,
             }
             cursor: str | None = None
@@ -449,10 +482,13 @@ class TimeWindows:
                 if (
                     lo is not None
                     and hi is not None
-                    and (lo < w.lo - _SECOND or hi > w.hi + _SECOND)
+                    and ((w.hard and lo < w.lo - _SECOND) or hi > w.hi + _SECOND)
                 ):
                     raise _TimeFiltersIgnored
-                await self.run.sink(body, info)
+                self.arrivals.append(time.monotonic())
+                # The cursor goes on while the page is handed over: a sink that writes a batch
+                # would otherwise hold this window's next request back.
+                self.tg.create_task(self._hand_over(body, info))
                 self.run.outcome.listed += info.count
                 if not _more(info) or lo is None or hi is None:
                     return
@@ -462,19 +498,51 @@ class TimeWindows:
                 self._maybe_split(w, lo, hi, info.count)
         finally:
             self.active -= 1
+            self.pages_left.pop(id(w), None)
+
+    async def _hand_over(self, body: bytes, info: PageInfo) -> None:
+        await self.run.sink(body, info)
 
     def _maybe_split(self, w: _Window, lo: dt.datetime, hi: dt.datetime, count: int) -> None:
         """Hand the lower half of what is left to a new window when there is spare capacity."""
-        if self.active >= self.windows_target:
-            return
         bottom = w.stop_below or w.lo
         left = (lo - bottom).total_seconds()
         span = max((hi - lo).total_seconds(), 1.0)
-        if left / span < 8 or left < 8:
+        pages = self.pages_left[id(w)] = left / span
+        if self.active >= self.windows_target or self._at_rate_limit():
             return
-        mid = (bottom + (lo - bottom) / 2).replace(microsecond=0)
+        # A few pages left are not worth a window (each split costs part of a page). The
+        # window with most left splits: halves of a short one would soon end and split again.
+        if pages < max(_SPLIT_PAGES, 0.8 * max(self.pages_left.values())) or left < 8:
+            return
+        mid = bottom + (lo - bottom) / 2
+        if bottom == _EPOCH:
+            # The open-ended window: where its rows end is unknown, so hand over what lies
+            # further back than it has read so far, not half of everything since 1970.
+            mid = max(mid, lo - max(w.hi - lo, dt.timedelta(seconds=span * _SPLIT_PAGES)))
+        mid = mid.replace(microsecond=0)
+        # The part below goes to the new window: a hard bound stays with it.
+        below = _Window(bottom, mid, hard=w.hard and w.stop_below is None)
         w.stop_below = mid
-        self._spawn(_Window(bottom, mid))
+        self.pages_left[id(w)] = (lo - mid).total_seconds() / span
+        self.pages_left[id(below)] = (mid - bottom).total_seconds() / span
+        self._spawn(below)
+
+    def _at_rate_limit(self) -> bool:
+        """Whether the pages of the last second came at the client's rate limit already: then
+        more windows would only wait for the rate limit, and each costs part of a page.
+        Slower (long round trips, windows finished), another window adds a request in flight.
+        """
+        now = time.monotonic()
+        if now - self.started < _RATE_HORIZON:
+            return False  # the rate limiter's burst: requests may go faster than its rate
+        while self.arrivals and now - self.arrivals[0] > _RATE_HORIZON:
+            self.arrivals.popleft()
+        pacer = self.run.client._pacer  # the rate it paces at (none when pacing is off)
+        if pacer.max_rps is None or not self.arrivals:
+            return False
+        seconds = max(now - self.arrivals[0], _RATE_HORIZON / 4)
+        return len(self.arrivals) / seconds >= 0.95 * pacer._rate("*")
 
 
 def _params(
@@ -557,9 +625,10 @@ async def list_pages(
         outcome.strategy = "cursor"
         await Cursor(run, body, info, base, since)()
         return outcome
-    # Enough windows to keep the rate limit busy (about rate x round trip requests in flight)
-    # without many more: every window and every split costs a partly filled page.
-    target = windows or max(1, min(client.concurrency, _MAX_WINDOWS))
+    # Each window is one cursor, one request in flight: as many windows as the client lets
+    # requests fly keeps the rate limit busy however long the round trips (a window and a
+    # split cost about half a page, the rows read twice where two windows meet).
+    target = windows or max(1, client.concurrency)
     await TimeWindows(run, body, info, base, since, windows_target=target)()
     if outcome.time_filters_ignored:
         outcome.strategy = "cursor (server ignores from/to)"
