@@ -184,7 +184,7 @@ def _start(history: DemoHistory) -> Any:
         atexit.register(sandbox.close)
         REGISTRY.running[key] = sandbox
         log.warning(
-            "gwtools: no GW_API_KEY/GW_BASE_URL, so using the embedded sandbox (variant %s, "
+            "gwtools: using the embedded sandbox (variant %s, "
             "%d demo payments over %d days ending %s, %s) at %s: this is sandbox data, not "
             "a real gateway's",
             history.variant,

@@ -42,7 +42,7 @@ from gwtools._config import (
     check_resource,
     resolve_settings,
 )
-from gwtools._errors import GatewayError
+from gwtools._errors import ConfigurationError, GatewayError
 from gwtools._schema import Resource
 from gwtools.cache._dataset import Dataset
 from gwtools.http._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
@@ -470,6 +470,7 @@ def connect(
     overlap: dt.timedelta = DEFAULT_OVERLAP,
     pages_per_batch: int = PAGES_PER_BATCH,
     progress: bool | None = None,
+    embedded: bool = False,
 ) -> Gateway:
     """Connect to a gateway, or, with neither key nor base URL, to the embedded sandbox.
 
@@ -484,7 +485,9 @@ def connect(
     - ``overlap``: how far before the last sync's newest row an incremental sync lists
       again; ``pages_per_batch``: pages normalised and written together;
     - ``progress``: a bar (``None``: only for big interactive syncs);
-    - ``transport`` is passed to httpx (e.g. ``httpx.ASGITransport(app)``).
+    - ``transport`` is passed to httpx (e.g. ``httpx.ASGITransport(app)``);
+    - ``embedded=True``: the embedded sandbox even when ``GW_API_KEY``/``GW_BASE_URL`` are
+      set (``gwtools demo`` uses it); give no key or base URL with it.
 
     The embedded sandbox needs the ``sandbox`` extra: without it, connecting with no key
     raises :class:`~gwtools.ConfigurationError` naming ``pip install "gwtools[sandbox]"``.
@@ -493,8 +496,18 @@ def connect(
         gw = gwtools.connect()                         # embedded sandbox, seeded demo data
         gw = gwtools.connect(account="shop-my")        # GW_API_KEY and GW_BASE_URL from env
     """
-    settings = resolve_settings(
-        api_key, base_url, cache_dir=cache_dir, service_version=service_version, account=account
+    if embedded and (api_key is not None or base_url is not None):
+        raise ConfigurationError(
+            "embedded=True connects to the embedded sandbox, which needs no key or base URL: "
+            "leave api_key and base_url out, or drop embedded=True to use that gateway",
+            param="embedded",
+        )
+    settings = (
+        None
+        if embedded
+        else resolve_settings(
+            api_key, base_url, cache_dir=cache_dir, service_version=service_version, account=account
+        )
     )
     if settings is None:
         from gwtools._embedded import embedded_settings

@@ -23,11 +23,11 @@ from gwtools.report._html import LONG_TEXT, TABLE_CSS, export_html, sandbox_bann
 from gwtools.report._run import NOTEBOOKS, TITLES, Report, ReportError, notebooks_dir, run_report
 from gwtools.report._tables import (
     Tables,
-    _quiet_embedded_notice,  # noqa: F401  (the CLI's demo holds the notice back with it)
     count_rows,
     describe_source,
     load_tables,
     notebook_display,
+    quiet_embedded_notice,
     refunds_of,
     save_tables,
 )
@@ -46,6 +46,7 @@ __all__ = [
     "load_tables",
     "notebook_display",
     "notebooks_dir",
+    "quiet_embedded_notice",
     "refunds_of",
     "run_report",
     "sandbox_banner",

@@ -20,9 +20,9 @@ from gwtools.report._html import export_html, sandbox_banner
 from gwtools.report._tables import (
     SPARK,
     _as_of,
-    _quiet_embedded_notice,
     describe_source,
     load_tables,
+    quiet_embedded_notice,
 )
 
 #: The analyst notebooks, in reading order (package data under ``gwtools/notebooks``).
@@ -201,10 +201,10 @@ def run_report(
     source_name = None  # a cache folder, URL or Spark path: as load_tables describes it
     if chosen in (None, "gateway") or (chosen == SPARK and spark_path is None):
         if gateway is None:
-            with _quiet_embedded_notice():
+            with quiet_embedded_notice():
                 gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
         settings = gateway.settings
-        with _quiet_embedded_notice():
+        with quiet_embedded_notice():
             gateway.sync()
         embedded = settings.embedded
         source_name = describe_source(settings.base_url, embedded=embedded)

@@ -100,9 +100,14 @@ def describe_source(base_url: str | None, *, embedded: bool) -> str:
 
 
 @contextlib.contextmanager
-def _quiet_embedded_notice() -> Iterator[None]:
-    """Hold back the library's one-time 'using the embedded sandbox at <url>' notice: it
-    names a loopback port, and notebook outputs must not (Tables.source says it instead)."""
+def quiet_embedded_notice() -> Iterator[None]:
+    """Hold back the library's one-time 'using the embedded sandbox at <url>' notice, where a
+    report or notebook says "sandbox data" itself: the notice names a loopback port, which
+    outputs must not. Example::
+
+        with gwtools.report.quiet_embedded_notice():
+            gw = gwtools.connect()
+    """
     logger = logging.getLogger("gwtools")
 
     def drop(record: logging.LogRecord) -> bool:
@@ -253,7 +258,7 @@ def load_tables(
     )
     if gateway_cache and cache_dir is None and _is_embedded(base_url):
         cache_dir = _private_cache_dir()
-    with _quiet_embedded_notice():
+    with quiet_embedded_notice():
         src = open_source(
             source,
             base_url=base_url,

@@ -45,6 +45,24 @@ def test_embedded_sandbox_when_nothing_is_configured(
     again.close()
 
 
+def test_embedded_true_ignores_a_configured_gateway(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`gwtools demo` connects with embedded=True: a configured real gateway is not used."""
+    monkeypatch.setenv("GW_API_KEY", "sk_test_" + "q" * 24)
+    monkeypatch.setenv("GW_BASE_URL", "https://gateway.invalid")
+    monkeypatch.setenv("GW_SANDBOX_PAYMENTS", "120")
+    monkeypatch.setenv("GW_SANDBOX_DAYS", "5")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "none")
+    assert not gateway.connect(cache_dir=tmp_path).settings.embedded  # the environment wins
+    gw = gateway.connect(cache_dir=tmp_path, embedded=True)
+    assert gw.settings.embedded and gw.settings.base_url.startswith("http://127.0.0.1")
+    gw.close()
+    with pytest.raises(ConfigurationError, match="leave api_key and base_url out") as err:
+        gateway.connect(base_url="https://gateway.invalid", embedded=True)
+    assert err.value.param == "embedded"
+
+
 def test_sync_works_under_a_running_event_loop(shop: Shop, tmp_path: Path) -> None:
     """As in Jupyter, where the kernel's loop is already running."""
     shop.card()
