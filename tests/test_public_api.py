@@ -1,6 +1,7 @@
 """The public surface: ``gwtools.__all__`` is explicit, sorted and complete (httpx's rule)."""
 
 import types
+from pathlib import Path
 
 import gwtools
 
@@ -74,3 +75,35 @@ def test_no_module_level_mutable_state_in_the_library() -> None:
 
     assert not hasattr(gateway, "_embedded_synced")
     assert not hasattr(writer, "_warned_statuses")
+
+
+def _private_imports(path: Path) -> list[str]:
+    """Modules (and names) ``path`` imports from gwtools whose dotted path has a private part."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gwtools"):
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.startswith("gwtools")]
+        else:
+            continue
+        found += [n for n in names if any(p.startswith("_") for p in n.split(".")[1:])]
+    return found
+
+
+def test_the_cli_uses_the_public_api_only() -> None:
+    """sqlite-utils' rule: the library first, a thin CLI on top of its public names (the CLI's
+    own private modules aside)."""
+    import gwtools.cli
+
+    folder = Path(gwtools.cli.__file__).parent
+    private = {
+        f"{path.name}: {name}"
+        for path in folder.glob("*.py")
+        for name in _private_imports(path)
+        if not name.startswith("gwtools.cli.")
+    }
+    assert len(list(folder.glob("*.py"))) >= 3
+    assert private == set()

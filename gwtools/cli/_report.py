@@ -30,12 +30,13 @@ def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from gwtools.analysis._time import to_timestamp
+    from gwtools import check_filters
 
     if value is None:
         return None
     try:
-        to_timestamp(value)
+        bound = "until" if param.name == "until" else "since"
+        check_filters("payments", **{bound: value})  # the library's one check of a date
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     return value

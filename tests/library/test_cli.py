@@ -222,3 +222,12 @@ def test_export_streams_batches_equal_to_the_eager_table(
     assert result.exit_code == 0, result.output
     pd.testing.assert_frame_equal(pd.read_parquet(pq), gwtools.read_cache(SAMPLE, "refunds"))
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+def test_report_refuses_a_day_that_is_not_a_date_before_doing_anything(option: str) -> None:
+    result = CliRunner().invoke(main, ["report", option, "last tuesday"])
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}'" in result.output
+    assert f"{option[2:]}='last tuesday' is not a date" in result.output
+    assert "2024-05-01" in result.output
