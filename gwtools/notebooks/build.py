@@ -71,14 +71,15 @@ payments, refunds = data.payments, data.refunds"""
 
 
 def md(text: str) -> nbformat.NotebookNode:
-    return new_markdown_cell(textwrap.dedent(text).strip())
+    cell: nbformat.NotebookNode = new_markdown_cell(textwrap.dedent(text).strip())
+    return cell
 
 
 def code(text: str, *, check: bool = False, tags: tuple[str, ...] = ()) -> nbformat.NotebookNode:
     source = textwrap.dedent(text).strip()
     if check:
         source = f"{CHECK}\n{source}"
-    cell = new_code_cell(source)
+    cell: nbformat.NotebookNode = new_code_cell(source)
     if tags:
         cell.metadata["tags"] = list(tags)
     return cell
