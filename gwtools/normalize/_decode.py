@@ -255,21 +255,25 @@ _sorted_encoder = msgspec.json.Encoder(order="sorted", enc_hook=str)
 
 def _drop_empty_rests(views: list[Any]) -> None:
     """Put None in place of the partly mapped sub-objects whose unmapped rest is empty."""
+    holders_of: dict[tuple[str, ...], list[Any]] = {(): views}
     for path, empty in _PARTLY_MAPPED:
-        holders = views
-        for name in path[:-1]:
-            holders = [h for h in map(attrgetter(name), holders) if h is not None]
-        last = path[-1]
-        values = map(attrgetter(last), holders)
-        for i in compress(range(len(holders)), map(eq, values, repeat(empty))):
-            setattr(holders[i], last, None)
+        parent = path[:-1]
+        if parent not in holders_of:  # (the sub-objects at ``parent``, where present)
+            above = holders_of[parent[:-1]]
+            holders_of[parent] = list(filter(None, map(attrgetter(parent[-1]), above)))
+        holders = holders_of[parent]
+        name = path[-1]
+        for i in compress(
+            range(len(holders)), map(eq, map(attrgetter(name), holders), repeat(empty))
+        ):
+            setattr(holders[i], name, None)
 
 
 def payment_extras(
-    records: list[FastPayment], unknown: list[dict[str, Any] | None]
+    records: list[FastPayment], unknown: dict[int, dict[str, Any]]
 ) -> tuple[bytes, dict[int, bytes]]:
     """The ``extra`` JSON text of strictly decoded payments, one line each (``{}``: none),
-    and, by position, the texts of the records that also carry ``unknown`` fields.
+    and the texts of the records at the positions of ``unknown``, with their unknown fields.
 
     The records are converted (in C) to the views above, which keep only the fields
     without a column; encoded with sorted keys and without nulls they are exactly what
@@ -281,8 +285,7 @@ def payment_extras(
         i: _sorted_encoder.encode(
             {k: v for k, v in msgspec.structs.asdict(views[i]).items() if v is not None} | more
         )
-        for i, more in enumerate(unknown)
-        if more
+        for i, more in sorted(unknown.items())
     }
     return _extra_encoder.encode_lines(views), merged
 

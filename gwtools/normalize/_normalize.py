@@ -581,12 +581,15 @@ class _FastColumns:
         self.pages: list[int] = []
         self.bad_rows: list[int] = []
         self.pending: list[Any] = []
-        self.unknown: list[dict[str, Any] | None] = []  # unknown fields of pending records
+        #: unknown top-level fields of pending records, by position (few records have any)
+        self.unknown: dict[int, dict[str, Any]] = {}
         self.n = 0
 
     def add(self, records: list[Any], page: int, unknown: list[dict[str, Any] | None]) -> None:
+        start = len(self.pending)
         self.pending.extend(records)
-        self.unknown.extend(unknown or itertools.repeat(None, len(records)))
+        if unknown:
+            self.unknown.update((start + i, u) for i, u in enumerate(unknown) if u)
         self.pages.extend(itertools.repeat(page, len(records)))
         if len(self.pending) >= _CHUNK:
             self.flush()
@@ -601,7 +604,7 @@ class _FastColumns:
                 self.arrays.setdefault("extra", []).append(extra)
             self.n += n
             self.pending = []
-            self.unknown = []
+            self.unknown = {}
 
     def _convert(
         self, col: dict[str, tuple[Any, ...]] | None, spec: Spec, prefix: str, n: int
@@ -616,7 +619,8 @@ class _FastColumns:
                 if absent or values is None:
                     self._convert(None, sub_spec, f"{prefix}{name}.", n)
                 else:
-                    subs = [v or _empty(sub_kind) for v in values]
+                    empty = _empty(sub_kind)
+                    subs = [v or empty for v in values]
                     self._convert(_columns(subs, sub_kind), sub_spec, f"{prefix}{name}.", n)
                 continue
             if kind == "p":
@@ -649,7 +653,7 @@ class _FastColumns:
 _FAST_TYPES = {"s": _STR, "id": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
-def _payment_extra(records: list[Any], unknown: list[dict[str, Any] | None]) -> pa.Array:
+def _payment_extra(records: list[Any], unknown: dict[int, dict[str, Any]]) -> pa.Array:
     """The ``extra`` column of strictly decoded payments, given their unknown top-level fields."""
     n = len(records)
     lines, merged = payment_extras(records, unknown)
