@@ -244,3 +244,49 @@ def test_cli_exits_non_zero_and_reports_json_when_incomplete(shop: Shop, tmp_pat
     assert code == 0, out
     code, out = _cli(shop, tmp_path, "--json")
     assert code == 0 and json.loads(out)["complete"] is True
+
+
+@B_ONLY
+def test_b_windows_meet_without_a_from_bound_or_an_empty_page_each(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """Variant B's time windows of a full listing send no ``from``: each stops on the page
+    that reaches into the window below, so only the windows past the oldest row and the
+    oldest row's own window end on an empty page (a ``from`` bound would end each window on
+    a part-filled page and an empty one)."""
+    import asyncio
+
+    from gwtools.http._client import Client
+    from gwtools.http._paging import list_pages
+    from gwtools.http._wire import PageInfo
+
+    shop.history(1500, days=20, seed=4)
+    sent: list[httpx.QueryParams] = []
+
+    class Recording(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            sent.append(request.url.params)
+            return await super().handle_async_request(request)
+
+    pages: list[PageInfo] = []
+
+    async def sink(_body: bytes, info: PageInfo) -> None:
+        pages.append(info)
+
+    async def listing() -> Any:
+        with shop.connect(tmp_path) as gw:
+            client = Client(gw.settings, transport=Recording())
+        try:
+            # One window in flight at most: no window splits, so the windows are the first
+            # page's 1, 2, 4 ... 128 days back and one open-ended.
+            return await list_pages(client, "payments", sink, on_malformed=print, windows=1)
+        finally:
+            await client.aclose()
+
+    outcome = asyncio.run(listing())
+    assert outcome.complete and outcome.strategy == "time windows"
+    assert len({i for p in pages for i in p.ids}) == 1500
+    assert not [p for p in sent if "from" in p]
+    # The 20 days of history end in the window reaching 32 days back: its short last page is
+    # followed by an empty one; the windows to 64 and 128 days and the open one are empty.
+    assert [p.count for p in pages].count(0) == 4
