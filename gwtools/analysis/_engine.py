@@ -464,14 +464,17 @@ def json_field(
         col = duckdb.ColumnExpression(column)
         path = duckdb.ConstantExpression('$."' + key.replace('"', '\\"') + '"')
         value = duckdb.FunctionExpression("json_extract_string", col, path)
-        value = duckdb.FunctionExpression("nullif", value, duckdb.ConstantExpression(""))
         valid = duckdb.FunctionExpression("json_valid", col)
         got = duckdb.CaseExpression(valid, value)
         if where is not None:
             # A CASE runs its branch on the selected rows only.
             got = duckdb.CaseExpression(duckdb.ColumnExpression(where), got)
-        rel = lf.to_native().project(duckdb.StarExpression(), got.alias(alias))
-        return nw.from_native(rel)
+        raw = f"_{alias}_raw"
+        rel = lf.to_native().project(duckdb.StarExpression(), got.alias(raw))
+        # Empty text is null, in a step of its own: nullif() would parse the JSON twice.
+        text = nw.col(raw)
+        out = nw.from_native(rel).with_columns(nw.when(text != "").then(text).alias(alias))
+        return out.drop(raw)
     if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
         from pyspark.sql import functions as F
 

@@ -94,20 +94,30 @@ def with_order(
     """``table``'s ``columns`` as a LazyFrame with ``order`` (see :func:`order_key`),
     ``_first`` and ``_last`` (the order's first and last attempt in creation order), on its
     engine."""
+    return _ends(_keyed(table, key, window, columns))
+
+
+def _keyed(
+    table: E.Table, key: str, window: pd.Timedelta | str, columns: Sequence[str]
+) -> nw.LazyFrame[Any]:
+    """``table``'s ``columns`` with ``order`` (no ``_first``/``_last`` yet)."""
     lf = E.json_field(E.lazy(table), "metadata", key, "_oid")
     # Only the columns an order needs travel through the windows' sorts (not the JSON texts).
     lf = lf.select(*dict.fromkeys([*_NEEDED[:6], "customer_id", *columns]), "_oid")
     oid = nw.col("_oid")
-    cand = oid.is_null() & ~nw.col("customer_id").is_null()
+    # Never null (is_null tests only); the customer first, so the engine reads the order id
+    # (parses the JSON again, in the filter) only for payments of a known customer.
+    customer = nw.col("customer_id")
+    cand = ~customer.is_null() & oid.is_null()
     if isinstance(table, pd.DataFrame):
         # pandas keeps its rows where they are: chains computed over the whole frame.
         chained = _chains(lf.with_columns(_cand=E.flag(cand)), window)
     else:
         # Engines: the chain windows sort only the payments without an order id.
-        alone = lf.filter(~E.truthy(cand)).with_columns(
+        alone = lf.filter(customer.is_null() | ~oid.is_null()).with_columns(
             _cand=nw.lit(0, dtype=nw.Int64), _first_id=nw.lit(None, dtype=nw.String)
         )
-        chains = _chains(lf.filter(E.truthy(cand)).with_columns(_cand=E.flag(cand)), window)
+        chains = _chains(lf.filter(cand).with_columns(_cand=E.flag(cand)), window)
         chained = nw.concat([chains, alone.select(chains.collect_schema().names())])
     order = (
         nw.when(~oid.is_null())
@@ -116,8 +126,12 @@ def with_order(
         .then(nw.concat_str(nw.lit("customer:"), nw.col("_first_id")))
         .otherwise(nw.concat_str(nw.lit("payment:"), nw.col("id")))
     )
-    out = chained.with_columns(order=order).drop("_oid", "_cand", "_first_id")
-    return out.with_columns(
+    return chained.with_columns(order=order).drop("_oid", "_cand", "_first_id")
+
+
+def _ends(rows: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+    """``_first`` and ``_last``: whether a row is its order's first or last attempt."""
+    return rows.with_columns(
         _first=nw.col("id").shift(1).over("order", order_by=_ORDER_BY).is_null(),
         _last=nw.col("id").shift(-1).over("order", order_by=_ORDER_BY).is_null(),
     )
@@ -276,7 +290,12 @@ def recovery(
             f"cannot group recovery by {missing}: use decline_reason, decline_type or a column "
             "of the first attempt (method_type, card_brand, fpx_bank_code, currency)"
         )
-    per_order = _per_order(with_order(payments, key=key, window=window))
+    # An order whose first attempt failed holds a failed payment: only those orders' payments
+    # go through the windows and the per-order group-by (a tenth of the table, not all of it).
+    rows = _keyed(payments, key, window, _NEEDED)
+    failed = rows.filter(E.truthy(nw.col("outcome") == "failed"))
+    with_failure = failed.group_by("order").agg(nw.len().alias("_n")).select("order")
+    per_order = _per_order(_ends(rows.join(with_failure, on="order", how="semi")))
     declined = per_order.filter(E.truthy(nw.col("first_outcome") == "failed")).rename(
         {"first_decline_reason": "decline_reason", "first_decline_type": "decline_type"}
     )
