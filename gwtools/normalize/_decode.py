@@ -6,12 +6,14 @@ The envelopes around them (both variants) are :mod:`gwtools.http._wire`'s.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import attrgetter, eq
+from operator import eq, is_
 from typing import Annotated, Any, Final, Literal, get_args, get_origin, get_type_hints
 
 import msgspec
+from msgspec.structs import astuple
 
 from gwtools.http._wire import EnvelopeMeta, Variant, envelope_variant
 
@@ -217,70 +219,116 @@ def raw_metadata(raw: bytes | msgspec.Raw) -> bytes:
     return bytes(_metadata_decoder.decode(raw).metadata)
 
 
+# ----------------------------------------------------------------------------- columns
+#: The values of one chunk of records, one sequence per field; a nested shape's fields
+#: under dotted names (``payment_method_details.card.brand``), left out where the
+#: sub-object is absent from every record of the chunk.
+Columns = dict[str, Sequence[Any]]
+
+
+@functools.cache
+def _nested(kind: type[msgspec.Struct]) -> list[tuple[str, type[msgspec.Struct]]]:
+    return [(name, nested) for name, _, _, nested in _fields(kind) if nested is not None]
+
+
+@functools.cache
+def _empty(kind: type[msgspec.Struct]) -> msgspec.Struct:
+    return kind()
+
+
+def transpose(records: Sequence[Any], kind: type[msgspec.Struct], prefix: str = "") -> Columns:
+    """Records of one shape -> :data:`Columns` (the transposition is done in C)."""
+    names = kind.__struct_fields__
+    n = len(records)
+    if not n:
+        return {prefix + name: () for name in names}
+    rows = zip(*map(astuple, records), strict=True)
+    out: Columns = {prefix + name: values for name, values in zip(names, rows, strict=True)}
+    for name, nested in _nested(kind):
+        values = out[prefix + name]
+        if values[0] is None and values.count(None) == n:  # (values[0] first: cheap when set)
+            continue
+        empty = _empty(nested)
+        out |= transpose([v or empty for v in values], nested, f"{prefix}{name}.")
+    return out
+
+
 # ----------------------------------------------------------------------------- extra
-# Views of the same records holding only the fields without a role: encoded with
-# omit_defaults and sorted keys they are the ``extra`` JSON text (a null value is omitted).
-# A sub-object with columns keeps only its unmapped rest; when that rest is empty the view
-# holds None in its place, so it is omitted like a null.
+# Views of the records holding only the fields without a role: encoded with omit_defaults
+# and sorted keys they are the ``extra`` JSON text (a null value is omitted). They are built
+# from the columns of a chunk, bottom up; a sub-object with columns keeps only its unmapped
+# rest, and when that rest is empty the view holds None in its place, so it is omitted.
 
 
-def _extra_view(
-    kind: type[msgspec.Struct], path: tuple[str, ...], partly_mapped: list[Any]
-) -> type[msgspec.Struct] | None:
-    """The view of a shape keeping its fields without a role (None when there are none);
-    ``(path, empty view)`` of each partly mapped sub-object is added to ``partly_mapped``,
-    inner ones first."""
+@dataclass(frozen=True)
+class _View:
+    """How the view of one shape is built: its struct, and per field the sub-view (or None)."""
+
+    struct: type[msgspec.Struct]
+    #: a field of the shape: in the chunk's columns when the sub-object is in the chunk
+    probe: str
+    fields: tuple[tuple[str, _View | None], ...]
+    #: the empty view, for a partly mapped shape (an empty rest is left out)
+    empty: msgspec.Struct | None
+
+
+def _view_of(kind: type[msgspec.Struct]) -> _View | None:
+    """The view of a shape keeping its fields without a role (None when there are none)."""
     fields: list[tuple[str, Any, Any]] = []
+    plan: list[tuple[str, _View | None]] = []
     for name, hint, role, nested in _fields(kind):
-        if nested is not None:
-            view = _extra_view(nested, (*path, name), partly_mapped)
-            if view is not None:
-                fields.append((name, view | None, None))
-                if column_spec(nested):
-                    partly_mapped.append(((*path, name), view()))
-        elif role is None:
+        sub = _view_of(nested) if nested is not None else None
+        if sub is not None:
+            fields.append((name, sub.struct | None, None))
+            plan.append((name, sub))
+        elif nested is None and role is None:
             fields.append((name, hint, None))
+            plan.append((name, None))
     if not fields:
         return None
-    return msgspec.defstruct(f"_Extra{kind.__name__}", fields, omit_defaults=True, gc=False)
+    struct = msgspec.defstruct(f"_Extra{kind.__name__}", fields, omit_defaults=True, gc=False)
+    empty = struct() if column_spec(kind) else None
+    return _View(struct, kind.__struct_fields__[0], tuple(plan), empty)
 
 
-#: (path, empty view) of the partly mapped sub-objects, inner ones first (a details object
-#: whose card rest was empty can become empty).
-_PARTLY_MAPPED: list[tuple[tuple[str, ...], msgspec.Struct]] = []
-_ExtraPayment = _extra_view(FastPayment, (), _PARTLY_MAPPED)
+_PAYMENT_VIEW = _view_of(FastPayment)
 _extra_encoder = msgspec.json.Encoder(order="sorted")
 _sorted_encoder = msgspec.json.Encoder(order="sorted", enc_hook=str)
 
 
-def _drop_empty_rests(views: list[Any]) -> None:
-    """Put None in place of the partly mapped sub-objects whose unmapped rest is empty."""
-    holders_of: dict[tuple[str, ...], list[Any]] = {(): views}
-    for path, empty in _PARTLY_MAPPED:
-        parent = path[:-1]
-        if parent not in holders_of:  # (the sub-objects at ``parent``, where present)
-            above = holders_of[parent[:-1]]
-            holders_of[parent] = list(filter(None, map(attrgetter(parent[-1]), above)))
-        holders = holders_of[parent]
-        name = path[-1]
-        for i in compress(
-            range(len(holders)), map(eq, map(attrgetter(name), holders), repeat(empty))
-        ):
-            setattr(holders[i], name, None)
+def _views(view: _View, cols: Columns, prefix: str, n: int) -> list[Any]:
+    """The views of ``n`` records (or sub-objects at ``prefix``) from their columns."""
+    args: list[Iterable[Any]] = []
+    for name, sub in view.fields:
+        key = prefix + name
+        if sub is None:
+            args.append(cols[key])
+        elif f"{key}.{sub.probe}" not in cols:  # absent from the whole chunk
+            args.append(repeat(None, n))
+        else:
+            values = _views(sub, cols, key + ".", n)
+            if sub.empty is not None:  # an empty rest is left out, like an absent sub-object
+                gone = map(eq, values, repeat(sub.empty))
+            else:  # (a sub-object without columns: kept even if empty, unless absent)
+                gone = map(is_, cols[key], repeat(None))
+            for i in compress(range(n), gone):
+                values[i] = None
+            args.append(values)
+    return list(map(view.struct, *args))
 
 
 def payment_extras(
-    records: list[FastPayment], unknown: dict[int, dict[str, Any]]
+    cols: Columns, n: int, unknown: dict[int, dict[str, Any]]
 ) -> tuple[bytes, dict[int, bytes]]:
-    """The ``extra`` JSON text of strictly decoded payments, one line each (``{}``: none),
-    and the texts of the records at the positions of ``unknown``, with their unknown fields.
+    """The ``extra`` JSON text of ``n`` strictly decoded payments given as :data:`Columns`, one
+    line each (``{}``: none), and the texts of the records at the positions of ``unknown``,
+    with their unknown fields.
 
-    The records are converted (in C) to the views above, which keep only the fields
-    without a column; encoded with sorted keys and without nulls they are exactly what
-    the tolerant path writes for the same record.
+    The views keep only the fields without a column; encoded with sorted keys and without
+    nulls they are exactly what the tolerant path writes for the same record.
     """
-    views = msgspec.convert(records, list[_ExtraPayment], from_attributes=True)  # type: ignore[valid-type]
-    _drop_empty_rests(views)
+    assert _PAYMENT_VIEW is not None
+    views = _views(_PAYMENT_VIEW, cols, "", n)
     merged = {
         i: _sorted_encoder.encode(
             {k: v for k, v in msgspec.structs.asdict(views[i]).items() if v is not None} | more

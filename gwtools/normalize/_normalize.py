@@ -59,7 +59,6 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from msgspec.structs import astuple
 
 from gwtools import _schema
 from gwtools._errors import ConfigurationError, InvalidRecordError
@@ -81,6 +80,7 @@ from gwtools.http._wire import (
 from gwtools.normalize._decode import (
     DROPPED,
     RECORD_SHAPES,
+    Columns,
     Decoded,
     Kind,
     Spec,
@@ -92,6 +92,7 @@ from gwtools.normalize._decode import (
     fields_with_role,
     payment_extras,
     raw_metadata,
+    transpose,
 )
 
 __all__ = [
@@ -544,24 +545,12 @@ class _Collector:
 # --------------------------------------------------------------------------- fast path
 
 
-def _columns(records: Sequence[Any], kind: type[msgspec.Struct]) -> dict[str, tuple[Any, ...]]:
-    """Structs -> one tuple of values per field (a transposition done in C)."""
-    if not records:
-        return {name: () for name in kind.__struct_fields__}
-    return dict(zip(kind.__struct_fields__, zip(*map(astuple, records), strict=True), strict=True))
-
-
 # How each field of the strict shapes becomes an Arrow column in stage 1 of the fast path,
 # derived from the shapes' declarations (gwtools.normalize._decode.column_spec). Fields without a
 # column are rendered into ``extra`` separately.
 _FAST_SPEC: dict[str, tuple[type[msgspec.Struct], Spec]] = {
     r: (kind, column_spec(kind)) for r, kind in RECORD_SHAPES.items()
 }
-
-
-@functools.cache
-def _empty(kind: type[msgspec.Struct]) -> msgspec.Struct:
-    return kind()
 
 
 #: Records turned into Arrow per step: small enough that the Python objects of one step
@@ -597,32 +586,24 @@ class _FastColumns:
     def flush(self) -> None:
         if self.pending:
             n = len(self.pending)
-            col = _columns(self.pending, self.kind)
-            self._convert(col, self.spec, "", n)
+            cols = transpose(self.pending, self.kind)
+            self._convert(cols, self.spec, "", n)
             if self.resource == "payments":
-                extra = _payment_extra(self.pending, self.unknown)
+                extra = _payment_extra(cols, n, self.unknown)
                 self.arrays.setdefault("extra", []).append(extra)
             self.n += n
             self.pending = []
             self.unknown = {}
 
-    def _convert(
-        self, col: dict[str, tuple[Any, ...]] | None, spec: Spec, prefix: str, n: int
-    ) -> None:
-        """Append one chunk's arrays; ``col`` None: the (sub-)object is absent in the chunk."""
+    def _convert(self, cols: Columns, spec: Spec, prefix: str, n: int) -> None:
+        """Append one chunk's arrays of the fields in ``spec``."""
         for name, kind in spec.items():
-            values = col[name.rstrip("?")] if col is not None else None
+            if isinstance(kind, tuple):
+                self._convert(cols, kind[1], f"{prefix}{name}.", n)
+                continue
+            values = cols.get(prefix + name.rstrip("?"))  # None: its sub-object is absent
             # values[0] first: a column that is usually there is rarely counted
             absent = values is None or (values[0] is None and values.count(None) == n)
-            if isinstance(kind, tuple):
-                sub_kind, sub_spec = kind
-                if absent or values is None:
-                    self._convert(None, sub_spec, f"{prefix}{name}.", n)
-                else:
-                    empty = _empty(sub_kind)
-                    subs = [v or empty for v in values]
-                    self._convert(_columns(subs, sub_kind), sub_spec, f"{prefix}{name}.", n)
-                continue
             if kind == "p":
                 arr = (
                     pa.nulls(n, pa.bool_()).fill_null(False)
@@ -653,10 +634,9 @@ class _FastColumns:
 _FAST_TYPES = {"s": _STR, "id": _STR, "i": pa.int64(), "b": pa.bool_()}
 
 
-def _payment_extra(records: list[Any], unknown: dict[int, dict[str, Any]]) -> pa.Array:
+def _payment_extra(cols: Columns, n: int, unknown: dict[int, dict[str, Any]]) -> pa.Array:
     """The ``extra`` column of strictly decoded payments, given their unknown top-level fields."""
-    n = len(records)
-    lines, merged = payment_extras(records, unknown)
+    lines, merged = payment_extras(cols, n, unknown)
     extra = _lines_to_texts(lines, n)
     if merged:  # few records carry unknown fields: theirs are encoded on their own
         mask = np.zeros(n, np.bool_)
