@@ -131,7 +131,8 @@ class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
     failure_code: _SR = None
     failure_message: _S = None
     decline_code: _SR = None
-    last_payment_error: FastError | None = None
+    last_payment_error: FastError | None = None  # variant B's
+    error: FastError | None = None  # variant A's, when given
     receipt_email: _SC = None
     receipt_url: _S = None
     # decoded as raw so the secret never becomes a str

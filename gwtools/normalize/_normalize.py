@@ -719,11 +719,14 @@ def _fast_table(
             fpx_bank=flat_or_nested["bank"],
             card_brand=brand,
         )
-        # Failure codes: top level (variant A) or the error object (variant B).
-        e = "last_payment_error."
+        # Failure codes: top level (variant A), or an error object (B's last_payment_error,
+        # A's error); given more than once, the tolerant path decides.
         for name, sub in (("failure_code", "code"), ("decline_code", "decline_code")):
-            flag(pc.and_(pc.is_valid(col[name]), pc.is_valid(col[e + sub])))
-            cols[name] = pc.coalesce(text(name), text(e + sub))
+            sources = (name, f"last_payment_error.{sub}", f"error.{sub}")
+            given = [pc.is_valid(col[s]) for s in sources]
+            for i, j in itertools.combinations(range(len(given)), 2):
+                flag(pc.and_(given[i], given[j]))
+            cols[name] = pc.coalesce(*map(text, sources))
         cols["extra"] = col["extra"]
     cols["_page"] = pa.array(acc.pages, pa.int64())
     table = pa.Table.from_pydict(cols, schema=_pre_schema(resource))

@@ -263,6 +263,25 @@ def test_unknown_top_level_fields_stay_on_the_fast_path(monkeypatch: pytest.Monk
     }
 
 
+def test_an_error_object_gives_the_failure_codes_on_the_fast_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    records = [{"id": "pay_1", "status": "failed", "created_at": "2026-01-01T00:00:00Z",
+                "error": {"code": "card_declined", "decline_code": "lost_card", "message": "m"}}]  # fmt: skip
+    page = json.dumps({"data": records, "meta": {"totalPages": 1}}).encode()
+    tolerant = _normalize_bodies("payments", [page], None, fast=False)
+
+    def no_tolerant_path(body: bytes) -> Any:
+        raise AssertionError("the page went to the tolerant path")
+
+    monkeypatch.setattr(normalize, "decode_raw_records", no_tolerant_path)
+    fast = _normalize_bodies("payments", [page], None, fast=True)
+    pd.testing.assert_frame_equal(fast.frame, tolerant.frame)
+    row = fast.frame.iloc[0]
+    assert (row["failure_code"], row["decline_code"]) == ("card_declined", "lost_card")
+    assert row["extra"] == '{"error":{"message":"m"}}'
+
+
 # --------------------------------------------------------------------------- edge cases by hand
 # (kept from the retired C scanner's tests: escapes, free-form and unknown fields, damaged
 # bodies, invalid UTF-8, 1e400, ints beyond int64; both paths must read them alike)
@@ -297,6 +316,9 @@ ACCEPTED = [
     pay(payment_method_details={"fpx": {"bank_code": "X", "bank": None}, "exp_month": -0}),
     pay(last_payment_error={"code": "c", "message": "m", "doc_url": None}),
     pay(last_payment_error={}),
+    pay(error={"code": "c", "decline_code": "d", "message": "m"}),  # variant A's error object
+    pay(failure_code="f", error={"code": "c"}),  # two sources: the top level wins
+    pay(error={}, last_payment_error={"decline_code": "d"}),
     pay(metadata={"b": 1, "a": [1.5, {"x": None}], "": True}),
     pay(metadata=None),
     pay(metadata={}),
