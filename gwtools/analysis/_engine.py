@@ -47,7 +47,7 @@ import datetime as dt
 import functools
 import zoneinfo
 from collections.abc import Callable, Sequence
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar, cast
 
 import narwhals as nw
 import numpy as np
@@ -87,7 +87,7 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
     if isinstance(frame, nw.DataFrame):
         return frame.lazy()
     _check_spark(frame)
-    return frame
+    return cast(nw.LazyFrame[Any], frame)
 
 
 def _check_spark(lf: nw.LazyFrame[Any]) -> None:
@@ -154,7 +154,7 @@ def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:
             out[name] = col.astype(_schema.STRING)
         if _fits(out[name], _CANONICAL.get(name)):
             out[name] = out[name].astype(_CANONICAL[name])
-    return out
+    return cast(pd.DataFrame, out)
 
 
 def _fits(col: pd.Series, canonical: Any) -> bool:
@@ -434,13 +434,14 @@ def distinct(lf: nw.LazyFrame[Any], expr: nw.Expr) -> list[Any]:
 
 
 def columns_of(lf: nw.LazyFrame[Any]) -> list[str]:
-    """Column names (no data read)."""
-    return list(lf.collect_schema().names())
+    """Column names (no data read; nor the types, which on DuckDB cost a settings query)."""
+    return list(lf.columns)
 
 
 def require(lf: nw.LazyFrame[Any], names: Sequence[str], what: str = "the table") -> None:
     """Raise a clear error when ``names`` are not columns of ``lf``."""
-    missing = [n for n in names if n not in columns_of(lf)]
+    present = columns_of(lf)
+    missing = [n for n in names if n not in present]
     if missing:
         raise ConfigurationError(f"cannot group by {missing}: not a column of {what}")
 
@@ -474,23 +475,23 @@ def json_field(
         # Empty text is null, in a step of its own: nullif() would parse the JSON twice.
         text = nw.col(raw)
         out = nw.from_native(rel).with_columns(nw.when(text != "").then(text).alias(alias))
-        return out.drop(raw)
+        return cast(nw.LazyFrame[Any], out.drop(raw))
     if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
         from pyspark.sql import functions as F
 
         frame = lf.to_native()
-        got = F.get_json_object(F.col(column), "$['" + key.replace("'", "\\'") + "']")
-        value = F.when(got != "", got)
+        found = F.get_json_object(F.col(column), "$['" + key.replace("'", "\\'") + "']")
+        kept = F.when(found != "", found)
         if where is not None:
-            value = F.when(F.col(where), value)
-        return nw.from_native(frame.withColumn(alias, value))
+            kept = F.when(F.col(where), kept)
+        return cast(nw.LazyFrame[Any], nw.from_native(frame.withColumn(alias, kept)))
     frame = lf.collect().to_native().copy()
     texts = frame[column]
     if where is not None:
         texts = texts.where(frame[where].fillna(False).astype(bool), None)
     values = texts.map(lambda text: _json_value(text, key))
     frame[alias] = pd.array(values, dtype=_schema.STRING)
-    return nw.from_native(frame).lazy()
+    return cast(nw.LazyFrame[Any], nw.from_native(frame).lazy())
 
 
 def _json_value(text: Any, key: str) -> str | None:

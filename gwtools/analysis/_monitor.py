@@ -88,9 +88,9 @@ _lgamma = np.frompyfunc(math.lgamma, 1, 1)
 def _binom_pmf(n: int, p: float) -> np.ndarray:
     k = np.arange(n + 1, dtype="float64")
     if p <= 0:
-        return (k == 0).astype("float64")
+        return cast(np.ndarray, (k == 0).astype("float64"))
     if p >= 1:
-        return (k == n).astype("float64")
+        return cast(np.ndarray, (k == n).astype("float64"))
     log = (
         math.lgamma(n + 1)
         - _lgamma(k + 1).astype("float64")
@@ -98,7 +98,7 @@ def _binom_pmf(n: int, p: float) -> np.ndarray:
         + k * math.log(p)
         + (n - k) * math.log1p(-p)
     )
-    return np.exp(log)
+    return cast(np.ndarray, np.exp(log))
 
 
 def binom_upper(k: int, n: int, p: float) -> float:
@@ -178,12 +178,19 @@ class _Window:
         """Rows created from the baseline's start to the window's end."""
         return _created(self.base_start, self.until, hi_open=False)
 
+    def cut(self) -> list[nw.Expr]:
+        """:meth:`span` as plain comparisons, to filter the whole table by: an engine pushes
+        them into the Parquet scan and skips the row groups outside (a null-safe wrapper
+        makes it read them all). A null time compares null (dropped) or False (pandas)."""
+        ts = nw.col("created_at")
+        return [ts >= _utc(self.base_start), ts <= _utc(self.until)]
+
     def baseline_hours(self, first: Any) -> float:
         """Hours of baseline actually covered by data (``first``: the span's first row)."""
         if first is None or pd.isna(first):
             return 0.0
         start = max(self.base_start, first)
-        return max(0.0, (self.since - start).total_seconds() / 3600)
+        return float(max(0.0, (self.since - start).total_seconds() / 3600))
 
 
 def _bounds(table: Any) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
@@ -656,12 +663,13 @@ def monitor(
         # on every engine.
         lf = E.lazy(payments)
         present = E.columns_of(lf)
-        lf = lf.filter(w.span()).select([c for c in PAYMENT_COLUMNS if c in present])
+        lf = lf.filter(*w.cut()).select([c for c in PAYMENT_COLUMNS if c in present])
         refund_lf = None
         if refunds is not None:
             refund_lf = E.lazy(refunds)
-            kept = [c for c in REFUND_COLUMNS if c in E.columns_of(refund_lf)]
-            refund_lf = refund_lf.filter(w.span()).select(kept)
+            refund_names = E.columns_of(refund_lf)
+            kept = [c for c in REFUND_COLUMNS if c in refund_names]
+            refund_lf = refund_lf.filter(*w.cut()).select(kept)
         testing = []
         if "card_testing" in kinds:
             testing = _card_testing(lf, _min_max(lf)[0], w, s)

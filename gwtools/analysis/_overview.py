@@ -76,9 +76,10 @@ def overview(
         ("(none)" if pd.isna(c) else str(c), int(n), int(n) / total)
         for c, n in zip(reasons["decline_reason"].head(top), reasons["n"].head(top), strict=True)
     ]
+    # The success rate's totals already counted the payments: one scan less.
     sizes = {
-        name: int(E.to_pandas(lf.select(nw.len().alias("n")))["n"].iloc[0])
-        for name, lf in (("payments", lp), ("refunds", lr))
+        "payments": int(rate["attempts"]),
+        "refunds": int(E.to_pandas(lr.select(nw.len().alias("n")))["n"].iloc[0]),
     }
     refund = refund_rate(lp, lr)
     succeeded = int(refund["payments"].sum())

@@ -91,7 +91,7 @@ def add_rate(
     else:
         out[f"{prefix}ci_low"] = np.nan
         out[f"{prefix}ci_high"] = np.nan
-    return out
+    return cast(pd.DataFrame, out)
 
 
 def as_list(by: By) -> list[str]:

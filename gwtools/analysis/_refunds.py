@@ -217,10 +217,17 @@ def partial_vs_full(
     per_payment = refunded.group_by("payment_id").agg(
         nw.col("kind").max(), nw.col("amount").sum(), nw.col("currency").max()
     )
-    counts = E.to_pandas(per_payment.group_by("kind").agg(nw.len().alias("payments")))
-    out = counts.astype({"payments": "int64"}).set_index("kind")
+    # One query: payments and amounts per kind and currency (a payment has one currency), so
+    # the join with the payments runs once; counts and totals are finished from it in pandas.
+    small = E.to_pandas(
+        per_payment.group_by("kind", "currency").agg(
+            nw.len().alias("payments"), nw.col("amount").sum()
+        )
+    )
+    counts = small.groupby("kind", dropna=False)["payments"].sum().to_frame()
+    out = counts.astype({"payments": "int64"})
     out = out.reindex([k for k in ("full", "partial") if k in out.index])
-    out = out.join(totals_by_currency(per_payment, ["kind"], locale=locale))
+    out = out.join(totals_by_currency(small, ["kind"], locale=locale))
     total = int(out["payments"].sum())
     out.insert(1, "share", out["payments"] / total if total else 0.0)
     out.index.name = "kind"

@@ -71,7 +71,8 @@ def check_aware(table: Any, column: str) -> None:
 
 def local_time(ts: pd.Series, tz: str | None = None) -> pd.Series:
     """``ts`` converted to the analysis time zone."""
-    return _aware(ts).dt.tz_convert(resolve_tz(tz))
+    out: pd.Series = _aware(ts).dt.tz_convert(resolve_tz(tz))
+    return out
 
 
 def period_code(freq: str) -> str:
@@ -93,7 +94,7 @@ def bucket(ts: pd.Series, freq: str, tz: str | None = None) -> pd.Series:
     start = wall.dt.to_period(code).dt.start_time.astype("datetime64[us]")
     # A local midnight can be ambiguous or missing on a DST change: take the first.
     ambiguous = np.ones(len(start), dtype=bool)
-    out = start.dt.tz_localize(zone, ambiguous=ambiguous, nonexistent="shift_forward")
+    out: pd.Series = start.dt.tz_localize(zone, ambiguous=ambiguous, nonexistent="shift_forward")
     return out.rename("period")
 
 
