@@ -220,6 +220,12 @@ class Client:
             follow_redirects=False,
         )
 
+    @property
+    def pace(self) -> float | None:
+        """The requests per second this client paces at now (``None``: pacing is off); the
+        gateway's rate limit headers can lower it."""
+        return None if self._pacer.max_rps is None else self._pacer._rate("*")
+
     def __repr__(self) -> str:
         return f"Client({self.settings.base_url!r}, key={self.settings.masked_key!r})"
 

@@ -538,11 +538,11 @@ class TimeWindows:
             return False  # the rate limiter's burst: requests may go faster than its rate
         while self.arrivals and now - self.arrivals[0] > _RATE_HORIZON:
             self.arrivals.popleft()
-        pacer = self.run.client._pacer  # the rate it paces at (none when pacing is off)
-        if pacer.max_rps is None or not self.arrivals:
+        pace = self.run.client.pace
+        if pace is None or not self.arrivals:
             return False
         seconds = max(now - self.arrivals[0], _RATE_HORIZON / 4)
-        return len(self.arrivals) / seconds >= 0.95 * pacer._rate("*")
+        return len(self.arrivals) / seconds >= 0.95 * pace
 
 
 def _params(
