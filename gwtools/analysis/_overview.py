@@ -8,9 +8,9 @@ import narwhals as nw
 import pandas as pd
 
 from gwtools.analysis import _engine as E
-from gwtools.analysis._declines import classified
+from gwtools.analysis._declines import reason_expr
 from gwtools.analysis._fpx import fpx_banks
-from gwtools.analysis._rates import success_rate
+from gwtools.analysis._rates import OUTCOMES, add_rate
 from gwtools.analysis._refunds import refund_rate
 
 
@@ -65,8 +65,24 @@ def overview(
     its interval, so it is worst even at its best, among banks with at least
     ``min_attempts`` finished payments; test banks never)."""
     lp, lr = E.lazy_pair(payments, refunds)
-    rate = success_rate(lp).iloc[0]
-    reasons = E.to_pandas(classified(lp).group_by("decline_reason").agg(nw.len().alias("n")))
+    # One scan for the success rate and the decline reasons: payments per outcome and (failed
+    # ones) reason, finished in pandas as success_rate and a group-by of classified() would.
+    outcome = nw.col("outcome")
+    failed = E.truthy(outcome == "failed")
+    per = E.to_pandas(
+        lp.with_columns(decline_reason=nw.when(failed).then(reason_expr()))
+        .group_by("outcome", "decline_reason")
+        .agg(nw.len().alias("n"))
+    )
+    per["n"] = per["n"].astype("int64")
+    by_outcome = per.groupby("outcome")["n"].sum()
+    counts = pd.DataFrame({o: [int(by_outcome.get(o, 0))] for o in OUTCOMES})
+    counts.insert(0, "attempts", int(per["n"].sum()))
+    counts["n"] = counts["succeeded"] + counts["failed"]
+    rate = add_rate(counts, "succeeded", "n").iloc[0]
+    is_failed = per["outcome"].eq("failed").fillna(False).astype(bool)
+    reasons = per[is_failed].groupby("decline_reason", dropna=False)["n"].sum()
+    reasons = reasons.reset_index()
     # Most frequent first; ties by code, so every engine names the same ones.
     reasons = reasons.sort_values(
         ["n", "decline_reason"], ascending=[False, True], na_position="last"
