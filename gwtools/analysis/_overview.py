@@ -81,8 +81,7 @@ def overview(
     counts["n"] = counts["succeeded"] + counts["failed"]
     rate = add_rate(counts, "succeeded", "n").iloc[0]
     is_failed = per["outcome"].eq("failed").fillna(False).astype(bool)
-    reasons = per[is_failed].groupby("decline_reason", dropna=False)["n"].sum()
-    reasons = reasons.reset_index()
+    reasons = per[is_failed].groupby("decline_reason", dropna=False)["n"].sum().reset_index()
     # Most frequent first; ties by code, so every engine names the same ones.
     reasons = reasons.sort_values(
         ["n", "decline_reason"], ascending=[False, True], na_position="last"
