@@ -530,6 +530,9 @@ def _write(
         except json.JSONDecodeError:
             old = {}
     key = lambda r: (r["analysis"], r["size"], r["path"])  # noqa: E731
+    # A path skipped this time (--skip-pandas, --skip-spark) keeps its earlier measurement.
+    earlier = {key(r): r for r in old.get("runs", []) if "skipped" not in r}
+    runs = [earlier.get(key(r), r) if "skipped" in r else r for r in runs]
     fresh = {key(r) for r in runs}
     kept = [r for r in old.get("runs", []) if key(r) not in fresh]
     sizes_info = {**old.get("sizes", {})}
