@@ -2,7 +2,7 @@
 
 Use :func:`normalize_payments` / :func:`normalize_refunds` on objects you already
 hold (parsed JSON, webhook payloads), and :func:`normalize_bodies` on list response
-bodies exactly as received. Envelopes, variants and ids are :mod:`gwtools.http._wire`'s;
+bodies exactly as received (a retrieved single object as ``(variant, body)``). Envelopes, variants and ids are :mod:`gwtools.http._wire`'s;
 columns, order and dtypes are those of :mod:`gwtools._schema`.
 
 Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
