@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
@@ -56,10 +57,28 @@ __all__ = ["connection", "scan_cache"]
 _FILE = "__gw_file"
 _lock = threading.Lock()
 
+#: DuckDB's working memory for lazy tables unless ``GW_DUCKDB_MEMORY_LIMIT`` says otherwise
+#: (DuckDB's own default is 80% of the machine). Past it, the large group-bys and sorts of the
+#: order-based analyses spill to disk instead of taking the notebook's memory with them.
+DEFAULT_MEMORY_LIMIT = "3GB"
+MEMORY_ENV = "GW_DUCKDB_MEMORY_LIMIT"
+
 
 @functools.cache
 def _connection() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(":memory:")
+    limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
+    # Spilled files go to the system's temporary folder, not to a .tmp in the working folder.
+    spill = Path(tempfile.gettempdir()) / "gwtools-duckdb"
+    try:
+        con = duckdb.connect(
+            ":memory:", config={"memory_limit": limit, "temp_directory": str(spill)}
+        )
+    except duckdb.Error as exc:
+        raise ConfigurationError(
+            f"{MEMORY_ENV}={limit!r} is not a memory size DuckDB understands ({exc}); "
+            "use e.g. '3GB' or '16GB', or unset it for the default of "
+            f"{DEFAULT_MEMORY_LIMIT}"
+        ) from None
     # Timestamps come back in the connection's zone: UTC, as every canonical timestamp.
     con.execute("SET TimeZone = 'UTC'")
     return con

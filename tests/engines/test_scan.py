@@ -219,3 +219,44 @@ def test_weeks_and_half_hour_offsets() -> None:
     assert (
         got["duckdb"] == got["pandas"] == ["2024-01-01 00:00:00+00:00", "2024-04-01 00:00:00+01:00"]
     )
+
+
+def _scan_settings(env: dict[str, str]) -> Any:
+    """Scan the sample cache in a fresh process (the connection is made once per process)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import gwtools\n"
+        "from gwtools.cache._scan import connection\n"
+        "try:\n"
+        "    gwtools.scan_cache('data/sample-cache', 'payments')\n"
+        "except gwtools.ConfigurationError as exc:\n"
+        "    print('refused:', exc)\n"
+        "else:\n"
+        "    print(connection().sql(\"select current_setting('memory_limit'), "
+        "current_setting('temp_directory')\").fetchall()[0])\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+    )
+
+
+def test_lazy_tables_spill_past_a_bounded_memory(tmp_path: Path) -> None:
+    """DuckDB's working memory is bounded (3 GB, or GW_DUCKDB_MEMORY_LIMIT) and it spills to
+    the system's temporary folder, never to a .tmp in the analyst's working folder."""
+    default = _scan_settings({"GW_DUCKDB_MEMORY_LIMIT": ""})
+    assert default.returncode == 0, default.stderr
+    assert "('2.7 GiB'," in default.stdout  # DuckDB counts 3 GB (10^9) in GiB
+    assert "gwtools-duckdb" in default.stdout and "'.tmp'" not in default.stdout
+    raised = _scan_settings({"GW_DUCKDB_MEMORY_LIMIT": "12GB"})
+    assert "('11.1 GiB'," in raised.stdout, raised.stderr
+    bad = _scan_settings({"GW_DUCKDB_MEMORY_LIMIT": "lots"})
+    assert "refused: GW_DUCKDB_MEMORY_LIMIT='lots' is not a memory size" in bad.stdout
+    assert "e.g. '3GB'" in bad.stdout
