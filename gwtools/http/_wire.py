@@ -221,21 +221,6 @@ def read_object(body: bytes) -> tuple[Variant, bytes]:
     return ("A" if head.created is msgspec.UNSET else "B"), body
 
 
-def list_bodies(objects: Iterable[tuple[Variant, bytes]]) -> list[bytes]:
-    """Retrieved single objects -> list bodies, one per variant, as a list request returns them
-    (so that objects and pages are normalised alike)."""
-    by_variant: dict[Variant, list[bytes]] = {"A": [], "B": []}
-    for variant, body in objects:
-        by_variant[variant].append(body)
-    out = []
-    if a := by_variant["A"]:
-        meta = b'"meta":{"total":%d,"page":1,"limit":%d,"totalPages":1}' % (len(a), len(a))
-        out.append(b'{"data":[' + b",".join(a) + b"]," + meta + b"}")
-    if b := by_variant["B"]:
-        out.append(b'{"object":"list","data":[' + b",".join(b) + b'],"has_more":false}')
-    return out
-
-
 # --------------------------------------------------------------------------- times
 
 

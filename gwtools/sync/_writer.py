@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from gwtools._schema import Resource
 from gwtools.cache._dataset import Dataset
-from gwtools.http._wire import PageInfo, Variant, list_bodies
+from gwtools.http._wire import PageInfo, Variant
 from gwtools.normalize._normalize import Reject, normalize_bodies
 from gwtools.sync._result import GatewayDataWarning
 
@@ -70,9 +70,14 @@ def _count_kinds(rejects: Iterable[Reject], into: dict[str, int]) -> None:
 
 
 def write_batch(
-    path: str, resource: Resource, livemode: bool, sync_id: str, bodies: list[bytes]
+    path: str,
+    resource: Resource,
+    livemode: bool,
+    sync_id: str,
+    bodies: list[bytes | tuple[Variant, bytes]],
 ) -> BatchOutcome:
-    """Normalise raw bodies and write them as part files (runs in the writer thread)."""
+    """Normalise raw list bodies and retrieved objects (``(variant, body)``) and write them
+    as part files (runs in the writer thread)."""
     ds = Dataset(path, resource)
     batch = normalize_bodies(resource, bodies, livemode=livemode, check_ids=True)
     del bodies
@@ -127,7 +132,8 @@ class BatchWriter:
         self.on_rows = on_rows
         #: (resource, unknown status) pairs already warned about, shared across syncs
         self.warned: set[tuple[str, str]] = set() if warned is None else warned
-        self.bodies: list[bytes] = []
+        #: list bodies, and retrieved objects as ``(variant, body)``, waiting to be written
+        self.bodies: list[bytes | tuple[Variant, bytes]] = []
         # One batch written at a time: fetching waits when the writer falls behind, so
         # pages never pile up in memory (backpressure).
         self.writing = asyncio.Lock()
@@ -157,7 +163,7 @@ class BatchWriter:
     async def add_objects(self, objects: Sequence[tuple[Variant, bytes]]) -> None:
         self.fetched += len(objects)
         self.on_rows(len(objects))
-        self.bodies.extend(list_bodies(objects))
+        self.bodies.extend(objects)
         await self.flush()
 
     def add_rejects(self, rejects: Sequence[Reject]) -> None:
@@ -174,7 +180,7 @@ class BatchWriter:
             if bodies:
                 await self._write(bodies)
 
-    async def _write(self, bodies: list[bytes]) -> None:
+    async def _write(self, bodies: list[bytes | tuple[Variant, bytes]]) -> None:
         out: BatchOutcome = await asyncio.get_running_loop().run_in_executor(
             self.workers.pick(),
             write_batch,

@@ -10,7 +10,6 @@ import pytest
 from gwtools.http._wire import (
     MalformedResponseError,
     has_damaged_id,
-    list_bodies,
     malformed_id_reason,
     malformed_ids,
     object_path,
@@ -89,18 +88,6 @@ def test_read_object_tells_the_variant_by_created() -> None:
     for bad in (b"[1]", b"<html>", b'"pay_1"'):
         with pytest.raises(ValueError, match="not a JSON object"):
             read_object(bad)
-
-
-def test_list_bodies_wrap_objects_in_the_envelope_of_their_variant() -> None:
-    a1, b1, a2 = b'{"id":"pay_1"}', b'{"id":"pay_2","created":1}', b'{"id":"pay_3"}'
-    bodies = list_bodies([("A", a1), ("B", b1), ("A", a2)])
-    assert [json.loads(x) for x in bodies] == [
-        {"data": [{"id": "pay_1"}, {"id": "pay_3"}],
-         "meta": {"total": 2, "page": 1, "limit": 2, "totalPages": 1}},
-        {"object": "list", "data": [{"id": "pay_2", "created": 1}], "has_more": False},
-    ]  # fmt: skip
-    assert [page_info(x).variant for x in bodies] == ["A", "B"]
-    assert list_bodies([]) == []
 
 
 def test_object_path_and_ids() -> None:
