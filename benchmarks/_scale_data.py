@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gwtools import _schema
-from gwtools.cache._dataset import _ROW_GROUP, PARTITION, Dataset
+from gwtools.cache._dataset import _ROW_GROUP, CODEC, PARTITION, Dataset
 from gwtools.sandbox import history
 from gwtools.sandbox.cards import DECLINE_MESSAGES, TEST_CARDS
 from gwtools.sandbox.cards import brand as card_brand
@@ -467,7 +467,7 @@ class _Writer:
         directory.mkdir(parents=True, exist_ok=True)
         seq = time.time_ns()
         name = f"part-{seq:020d}-{int(self.rng.integers(2**32)):08x}.parquet"
-        with pq.ParquetWriter(directory / name, self.schema, compression="lz4") as writer:
+        with pq.ParquetWriter(directory / name, self.schema, compression=CODEC) as writer:
             for chunk in chunks:
                 for start in range(0, chunk.num_rows, _ROW_GROUP):
                     writer.write_table(chunk.slice(start, _ROW_GROUP))

@@ -73,6 +73,10 @@ _seq_lock = threading.Lock()
 _last_seq = 0
 
 
+#: The part files' compression: zstd, which every engine reading the cache decodes. (Parquet's
+#: old Hadoop-framed LZ4, pyarrow's "lz4", broke Spark 4.3's reader on our files.)
+CODEC = "zstd"
+
 #: A reader racing a compaction re-lists this many times before giving up.
 READ_ATTEMPTS = 8
 
@@ -1000,7 +1004,7 @@ class Dataset:
         self.staging_path.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_path / f".tmp-{uuid.uuid4().hex[:8]}-{final.name}"
         try:
-            with pq.ParquetWriter(tmp, self.schema, compression="lz4") as writer:
+            with pq.ParquetWriter(tmp, self.schema, compression=CODEC) as writer:
                 for i, chunk in enumerate(chunks):
                     writer.write_table(chunk)
                     if i == 0:

@@ -424,3 +424,18 @@ def test_a_status_filter_sees_only_the_newest_version_in_a_crowded_month(ds: Dat
     assert ds.read(status="succeeded")["id"].tolist() == ["pay_1"]
     assert ds.read(since="2024-05-03")["id"].tolist() == ["pay_2"]
     assert ds.read(until="2024-05-03")["status"].tolist() == ["succeeded"]
+
+
+def test_part_files_use_a_codec_every_engine_reads(ds: Dataset) -> None:
+    """zstd: pyarrow's "lz4" (Parquet's old Hadoop-framed LZ4) broke Spark 4.3's reader."""
+    with ds.lock():
+        ds.write_batch(
+            frame([("pay_1", "pending", "2024-05-02"), ("pay_2", "failed", "2024-06-03")])
+        )
+        synced(ds)
+    files = sorted(ds.path.glob("created_month=*/*.parquet"))
+    assert len(files) == 2
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        codecs = {meta.row_group(0).column(i).compression for i in range(meta.num_columns)}
+        assert codecs == {"ZSTD"}, f
