@@ -30,6 +30,8 @@ import atexit
 import datetime as dt
 import logging
 import os
+import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,13 +79,32 @@ DEMO = DemoHistory()
 
 @dataclass
 class _Registry:
-    """The embedded sandboxes this process started, and the caches each has fully filled."""
+    """The process's embedded state, in one place: the sandboxes it started, the caches each has
+    fully filled, and the report's private cache of their data."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: history parameters -> the running Sandbox
     running: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     #: (sandbox base URL, cache dir, account) synced completely from that sandbox
     synced: set[tuple[str, str, str]] = field(default_factory=set)
+    #: the report's cache of the embedded sandbox's data, for this process only
+    private_cache: tempfile.TemporaryDirectory[str] | None = None
+
+    def private_cache_dir(self) -> str:
+        """A cache directory for this process only, removed at exit.
+
+        The embedded sandbox's demo history is re-synced in full by every new process anyway,
+        so keeping it in the shared cache (the user's, or ``GW_CACHE_DIR``) buys nothing, and
+        notebooks run side by side (nbval under xdist) would sync into one dataset at once,
+        racing a reader against the other's compaction.
+        """
+        with self.lock:
+            if self.private_cache is None:
+                _remove_orphaned_private_caches()
+                self.private_cache = tempfile.TemporaryDirectory(
+                    prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"
+                )
+            return self.private_cache.name
 
     def filled(self, settings: Settings) -> bool:
         """Whether this cache was already synced in full from this very sandbox."""
@@ -101,6 +122,31 @@ def _synced_key(settings: Settings) -> tuple[str, str, str]:
 
 #: The process's one registry of embedded sandboxes (see the module docstring).
 REGISTRY = _Registry()
+
+PRIVATE_PREFIX = "gwtools-embedded-"
+
+
+def _remove_orphaned_private_caches() -> None:
+    """Remove the private caches of processes that are gone.
+
+    A kernel that is killed (a notebook's "restart", nbval's teardown) never runs the
+    clean-up at exit, so its cache would stay in the temporary directory for good.
+    """
+    for path in Path(tempfile.gettempdir()).glob(f"{PRIVATE_PREFIX}*-*"):
+        owner = path.name.removeprefix(PRIVATE_PREFIX).split("-", 1)[0]
+        if not owner.isdigit() or _alive(int(owner)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def demo_history() -> DemoHistory:

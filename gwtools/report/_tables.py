@@ -7,8 +7,6 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ import narwhals as nw
 import pandas as pd
 
 from gwtools import open_source, write_table
+from gwtools._embedded import REGISTRY
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
 from gwtools.plots import SANDBOX_NOTE
@@ -165,54 +164,10 @@ def _select_pandas(
     return payments.reset_index(drop=True), refunds.reset_index(drop=True)
 
 
-_private_cache: tempfile.TemporaryDirectory[str] | None = None
-
-
 def _is_embedded(base_url: str | None) -> bool:
     from gwtools._config import resolve_settings
 
     return resolve_settings(None, base_url) is None
-
-
-def _private_cache_dir() -> str:
-    """A cache directory for this process only, removed at exit.
-
-    The embedded sandbox's demo history is re-synced in full by every new process anyway,
-    so keeping it in the shared cache (the user's, or ``GW_CACHE_DIR``) buys nothing, and
-    notebooks run side by side (nbval under xdist) would sync into one dataset at once,
-    racing a reader against the other's compaction.
-    """
-    global _private_cache
-    if _private_cache is None:
-        _remove_orphaned_private_caches()
-        _private_cache = tempfile.TemporaryDirectory(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-")
-    return _private_cache.name
-
-
-_PRIVATE_PREFIX = "gwtools-embedded-"
-
-
-def _remove_orphaned_private_caches() -> None:
-    """Remove the private caches of processes that are gone.
-
-    A kernel that is killed (a notebook's "restart", nbval's teardown) never runs the
-    clean-up at exit, so its cache would stay in the temporary directory for good.
-    """
-    for path in Path(tempfile.gettempdir()).glob(f"{_PRIVATE_PREFIX}*-*"):
-        owner = path.name.removeprefix(_PRIVATE_PREFIX).split("-", 1)[0]
-        if not owner.isdigit() or _alive(int(owner)):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def load_tables(
@@ -257,7 +212,7 @@ def load_tables(
         source == SPARK and spark_path is None
     )
     if gateway_cache and cache_dir is None and _is_embedded(base_url):
-        cache_dir = _private_cache_dir()
+        cache_dir = REGISTRY.private_cache_dir()
     with quiet_embedded_notice():
         src = open_source(
             source,

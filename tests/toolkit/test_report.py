@@ -349,9 +349,10 @@ def test_private_caches_of_dead_processes_are_removed(
     import subprocess
     import sys
 
-    private = report._tables  # where the embedded sandbox's private caches are kept
-    monkeypatch.setattr(private.tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(private, "_private_cache", None)
+    from gwtools import _embedded
+
+    registry = _embedded._Registry()  # a fresh one: this process's may already hold a cache
+    monkeypatch.setattr(_embedded.tempfile, "tempdir", str(tmp_path))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     orphan = tmp_path / f"gwtools-embedded-{int(gone.stdout)}-abc"
@@ -360,14 +361,14 @@ def test_private_caches_of_dead_processes_are_removed(
     for path in (orphan, living, unrelated):
         (path / "sandbox").mkdir(parents=True)
 
-    mine = Path(private._private_cache_dir())
+    mine = Path(registry.private_cache_dir())
 
     assert mine.parent == tmp_path and mine.name.startswith(f"gwtools-embedded-{os.getpid()}-")
     assert not orphan.exists()
     assert living.exists() and unrelated.exists()
-    assert private._private_cache_dir() == str(mine)  # one per process
-    assert private._private_cache is not None
-    private._private_cache.cleanup()
+    assert registry.private_cache_dir() == str(mine)  # one per process
+    assert registry.private_cache is not None
+    registry.private_cache.cleanup()
 
 
 def test_tidy_tables_drops_the_unnamed_index_and_wraps_only_long_text() -> None:
