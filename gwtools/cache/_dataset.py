@@ -823,7 +823,11 @@ class Dataset:
         self, where: Filters, columns: Sequence[str] | None, skip_damaged: bool
     ) -> tuple[pa.Table, dict[Path, str]]:
         cols = list(columns) if columns is not None else list(_schema.columns(self.resource))
-        need = list(dict.fromkeys([*cols, "id", "created_at", "status"]))
+        filtered = [
+            *(["created_at"] if where.since is not None or where.until is not None else []),
+            *(["status"] if where.status is not None else []),
+        ]
+        need = list(dict.fromkeys([*cols, "id", *filtered]))
         # One listing decides both the files and whether they need deduplicating: a batch
         # written after it is simply not part of this read.
         listed = [self._files_in(p) for p in self._partitions()]
@@ -851,8 +855,10 @@ class Dataset:
                         f"{self.quarantine_path} and fetches its month again"
                     ) from exc
                 listed = [[f for f in m if f not in damaged] for m in listed]
-        # After the newest version of each id is chosen: an older file may hold an old status.
-        return where.apply(table).select(cols), damaged
+        # The time bounds were pushed into the scan; the statuses apply after the newest
+        # version of each id is chosen (an older file may hold an old status).
+        statuses = Filters(None, None, where.status)
+        return statuses.apply(table).select(cols), damaged
 
     def _read_files(
         self, listed: list[list[Path]], need: list[str], time_filter: ds.Expression | None
