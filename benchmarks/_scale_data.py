@@ -39,7 +39,7 @@ from gwtools.sandbox.cards import brand as card_brand
 from gwtools.sandbox.fpx import BANKS
 
 #: Bump when the rows made for the same parameters change (a cached folder is rebuilt).
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 ACCOUNT, MODE = "bench", "test"
 #: Five years of data, whole months; END is exclusive.
 START = dt.datetime(2021, 11, 1, tzinfo=dt.UTC)
@@ -425,8 +425,12 @@ def _refunds(
     m = len(payment)
     status = _choose(rng, _weights(REFUND_STATUS)[1], m)
     status[when >= end_us - PENDING_DAYS * _DAY_US] = 2  # FPX/card refunds take days to settle
+    # As the gateway keeps it: a refund counts from its creation and is given back only if
+    # it fails, so pending refunds are in the payment's refunded_amount too (version 1 left
+    # them out, which the quality rule refunded_amount_matches_refunds flagged).
+    live = status != 1
     refunded_amount = np.zeros(n, dtype=np.int64)
-    np.add.at(refunded_amount, payment[status == 0], refund_amount[status == 0])
+    np.add.at(refunded_amount, payment[live], refund_amount[live])
     table = pa.table(
         {
             "id": pa.nulls(m, _STRING),  # ids are numbered when the month is written
