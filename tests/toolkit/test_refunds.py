@@ -58,6 +58,26 @@ def test_refund_rate_payment_cohort(frames: tuple[pd.DataFrame, pd.DataFrame]) -
     assert 0 < total["ci_low"] < 0.5 < total["ci_high"] < 1
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        {"pay_1": 10000, "pay_2": 1000},  # the gateway's refunded_amount agrees with the refunds
+        {"pay_1": 10000},  # pay_2's lags (its pending refund is not in it yet)
+        {"pay_1": 10000, "pay_2": 1000, "pay_5": 500},  # pay_5's says more than its refunds
+    ],
+)
+def test_refund_rate_counts_the_refunds_not_refunded_amount(
+    frames: tuple[pd.DataFrame, pd.DataFrame], said: dict[str, int]
+) -> None:
+    # refund_rate narrows its join with each payment's refunded_amount; the refunds still
+    # decide: the same 2 of 4 and 110 of 210 as above, whatever refunded_amount says.
+    payments, refunds = frames
+    payments = payments.assign(refunded_amount=payments["id"].map(said).fillna(0).astype("Int64"))
+    total = a.refund_rate(payments, refunds).iloc[0]
+    assert (total["payments"], total["refunded_payments"]) == (4, 2)
+    assert total["refunded_amount"] == 110.0 and total["captured_amount"] == 210.0
+
+
 def test_refund_rate_cohorts_differ_by_week(frames: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     payments, refunds = frames
     tz = "Asia/Kuala_Lumpur"
