@@ -94,22 +94,33 @@ def fpx_banks(
 
     Example: ``fpx_banks(payments).head(3)``: the banks to talk to.
     """
+    return bank_table(payments, freq, tz, min_attempts=min_attempts)
+
+
+def bank_table(
+    payments: E.Table,
+    freq: str | None = None,
+    tz: str | None = None,
+    *,
+    min_attempts: int = MIN_RANKED_ATTEMPTS,
+    medians: bool = True,
+) -> pd.DataFrame:
+    """:func:`fpx_banks`; ``medians=False`` leaves ``median_minutes`` empty (NaN) and reads
+    no times: a median keeps every value it is taken of, the costliest part at scale, and
+    the overview's worst bank does not show it."""
     fpx, keys = lazy_keys(fpx_only(payments), "fpx_bank_code", freq, tz)
     columns = ["fpx_bank_code", "fpx_bank", "period"] if freq else ["fpx_bank_code", "fpx_bank"]
-    won = E.truthy(nw.col("fpx_outcome") == "succeeded")
-    finish = nw.coalesce(nw.col("captured_at"), nw.col("updated_at"))
-    minutes = E.seconds_between(fpx, finish, nw.col("created_at")) / 60
-    fpx = fpx.with_columns(
-        **{o: E.flag(nw.col("fpx_outcome") == o) for o in FPX_OUTCOMES},
-        _minutes=nw.when(won).then(minutes),
-    )
-    grouped = E.to_pandas(
-        fpx.group_by(keys).agg(
-            *(nw.col(o).sum() for o in FPX_OUTCOMES),
-            nw.col("_minutes").median().alias("median_minutes"),
-            nw.col("fpx_bank").max().alias("_name"),
-        )
-    )
+    fpx = fpx.with_columns(**{o: E.flag(nw.col("fpx_outcome") == o) for o in FPX_OUTCOMES})
+    aggs = [*(nw.col(o).sum() for o in FPX_OUTCOMES), nw.col("fpx_bank").max().alias("_name")]
+    if medians:
+        won = E.truthy(nw.col("fpx_outcome") == "succeeded")
+        finish = nw.coalesce(nw.col("captured_at"), nw.col("updated_at"))
+        minutes = E.seconds_between(fpx, finish, nw.col("created_at")) / 60
+        fpx = fpx.with_columns(_minutes=nw.when(won).then(minutes))
+        aggs.append(nw.col("_minutes").median().alias("median_minutes"))
+    grouped = E.to_pandas(fpx.group_by(keys).agg(*aggs))
+    if not medians:
+        grouped["median_minutes"] = np.nan
     if grouped.empty:
         empty = pd.DataFrame({c: pd.Series(dtype="string") for c in columns})
         empty.insert(2, "test_bank", pd.Series(dtype=bool))

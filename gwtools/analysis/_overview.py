@@ -9,7 +9,7 @@ import pandas as pd
 
 from gwtools.analysis import _engine as E
 from gwtools.analysis._declines import reason_expr
-from gwtools.analysis._fpx import fpx_banks
+from gwtools.analysis._fpx import bank_table
 from gwtools.analysis._rates import OUTCOMES, add_rate
 from gwtools.analysis._refunds import refund_rate
 
@@ -104,7 +104,8 @@ def overview(
         for cur, rate in zip(refund["currency"], refund["amount_rate"], strict=True)
         if rate == rate  # not NaN
     }
-    banks = fpx_banks(lp, min_attempts=min_attempts)  # ranked worst first, by one rule
+    # Ranked worst first, by fpx_banks' one rule (its medians are not shown here).
+    banks = bank_table(lp, min_attempts=min_attempts, medians=False)
     banks = banks[banks["ranked"]]
     worst = None
     if len(banks):
