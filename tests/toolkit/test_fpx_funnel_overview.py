@@ -115,6 +115,30 @@ def test_fpx_on_frames_without_fpx(make_payments: Build) -> None:
     assert a.fpx_outcome_shares(cards).empty
 
 
+@pytest.mark.parametrize("freq", [None, "day"])
+def test_overview_bank_counts_are_fpx_banks(
+    fpx: pd.DataFrame, make_payments: Build, freq: str | None
+) -> None:
+    # The overview counts banks per raw status/outcome/failure code and applies the outcome
+    # rule to those groups: the same table as fpx_banks but the medians, on pandas and DuckDB,
+    # a bank with no code and a table without FPX included.
+    from gwtools.analysis._fpx import bank_table
+    from gwtools.cache._scan import connection
+
+    nocode = make_payments(
+        [{"method_type": "fpx", "status": "failed", "failure_code": "timeout", "amount": 5}]
+    )
+    frames = [fpx, pd.concat([fpx, nocode], ignore_index=True), fpx[fpx["method_type"] != "fpx"]]
+    for frame in frames:
+        for table in (frame, connection().from_df(frame)):
+            want = a.fpx_banks(frame, freq=freq, tz="Asia/Kuala_Lumpur")
+            got = bank_table(table, freq=freq, tz="Asia/Kuala_Lumpur", medians=False)
+            assert got["median_minutes"].isna().all()
+            pd.testing.assert_frame_equal(
+                got.drop(columns="median_minutes"), want.drop(columns="median_minutes")
+            )
+
+
 def test_funnel_reached_is_cumulative(make_payments: Build) -> None:
     p = make_payments(
         [
