@@ -89,54 +89,6 @@ def refund_details(payments: E.Table, refunds: E.Table) -> pd.DataFrame:
     return _rows(details(payments, refunds), refunds)
 
 
-def _payment_cohort(
-    sp: nw.LazyFrame[Any], per_payment: nw.LazyFrame[Any], keys: list[str], tz: str | None
-) -> pd.DataFrame:
-    """Per ``keys``: succeeded ``payments`` and ``captured_minor``, and of them the
-    ``refunded_payments`` (live refunds above 0) and ``refunded_minor`` (their sum).
-
-    Joining every succeeded payment with the refunds is the cost at scale (85M payment ids
-    probed at 100M). The gateway's own ``refunded_amount`` says which payments have live
-    refunds, so the join runs on those first; refunds it did not account for (a payment
-    whose ``refunded_amount`` lags, or one outside the table) are then looked up among the
-    other payments. Exact either way: the second join runs only when such refunds exist.
-    """
-    totals = E.to_pandas(
-        sp.group_by(keys).agg(
-            nw.len().alias("payments"), nw.col("amount").sum().alias("captured_minor")
-        )
-    )
-    totals = finish_keys(totals, keys, tz).set_index(keys)
-
-    def refunded(joined: nw.LazyFrame[Any], keys: list[str]) -> pd.DataFrame:
-        joined = joined.with_columns(_was=E.flag(nw.col("refund_minor") > 0))
-        return E.to_pandas(
-            joined.group_by(keys).agg(
-                nw.col("_was").sum().alias("refunded_payments"),
-                nw.col("refund_minor").sum().alias("refunded_minor"),
-            )
-        )
-
-    if "refunded_amount" not in E.columns_of(sp):
-        parts = [refunded(sp.join(per_payment, left_on="id", right_on="payment_id"), keys)]
-    else:
-        said = E.truthy(nw.col("refunded_amount") > 0)
-        found = sp.filter(said).select(nw.col("id").alias("payment_id"), *keys)
-        # One query: refunds of said-refunded payments per key, and (``_p`` null) how many
-        # refunds no such payment took.
-        first = per_payment.join(found.with_columns(_p=nw.lit(1)), on="payment_id", how="left")
-        got = refunded(first, [*keys, "_p"])
-        lost = got["_p"].isna()
-        parts = [got[~lost].drop(columns="_p")]
-        if lost.any():
-            rest = first.filter(nw.col("_p").is_null()).select("payment_id", "refund_minor")
-            others = sp.filter(~said).rename({"id": "payment_id"})
-            parts.append(refunded(others.join(rest, on="payment_id"), keys))
-    parts = [finish_keys(part, keys, tz).set_index(keys) for part in parts]
-    numerators = pd.concat(parts).astype("float64").groupby(level=keys, dropna=False).sum()
-    return totals.join(numerators, how="left")
-
-
 def refund_rate(
     payments: E.Table,
     refunds: E.Table,
@@ -171,7 +123,17 @@ def refund_rate(
     )
     sp, keys = lazy_keys(succeeded, ["currency", *by_keys], freq, tz)
     if cohort == "payment":
-        table = _payment_cohort(sp, per_payment, keys, tz)
+        sp = sp.join(per_payment, left_on="id", right_on="payment_id", how="left")
+        sp = sp.with_columns(was_refunded=E.flag(nw.col("refund_minor").fill_null(0) > 0))
+        table = E.to_pandas(
+            sp.group_by(keys).agg(
+                nw.len().alias("payments"),
+                nw.col("amount").sum().alias("captured_minor"),
+                nw.col("was_refunded").sum().alias("refunded_payments"),
+                nw.col("refund_minor").sum().alias("refunded_minor"),
+            )
+        )
+        table = finish_keys(table, keys, tz).set_index(keys)
         count_col = "refunded_payments"
     else:
         table = E.to_pandas(
