@@ -65,14 +65,20 @@ def overview(
     its interval, so it is worst even at its best, among banks with at least
     ``min_attempts`` finished payments; test banks never)."""
     lp, lr = E.lazy_pair(payments, refunds)
-    # One scan for the success rate and the decline reasons: payments per outcome and (failed
-    # ones) reason, finished in pandas as success_rate and a group-by of classified() would.
+    # One scan for the success rate and the decline reasons: payments per outcome and the raw
+    # codes, finished in pandas as success_rate and a group-by of classified() would (the
+    # reason rule runs on those few groups, not on every payment).
     outcome = nw.col("outcome")
     failed = E.truthy(outcome == "failed")
-    per = E.to_pandas(
-        lp.with_columns(decline_reason=nw.when(failed).then(reason_expr()))
-        .group_by("outcome", "decline_reason")
-        .agg(nw.len().alias("n"))
+    raw = E.to_pandas(
+        lp.group_by("outcome", "decline_code", "failure_code").agg(nw.len().alias("n"))
+    )
+    per = (
+        nw.from_native(raw)
+        .with_columns(decline_reason=nw.when(failed).then(reason_expr()))
+        .to_native()
+        .groupby(["outcome", "decline_reason"], dropna=False, as_index=False)["n"]
+        .sum()
     )
     per["n"] = per["n"].astype("int64")
     by_outcome = per.groupby("outcome")["n"].sum()

@@ -191,6 +191,27 @@ def test_overview_headlines(fpx: pd.DataFrame, make_refunds: Build) -> None:
     assert "worst FPX bank   Maybank2u (MB2U0227): 75.0% of 8 finished" in text
 
 
+def test_overview_top_declines_use_the_reason_rule(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    p = make_payments(
+        [
+            # reason = decline_code when there is one, else failure_code; failed ones only
+            {"amount": 100, "status": "failed", "failure_code": "card_declined", "decline_code": "do_not_honor"},
+            {"amount": 100, "status": "failed", "failure_code": "card_declined", "decline_code": "do_not_honor"},
+            {"amount": 100, "status": "failed", "failure_code": "card_declined"},
+            {"amount": 100, "status": "failed"},
+            {"amount": 100, "status": "canceled", "failure_code": "card_declined"},  # not a decline
+            {"amount": 100, "status": "succeeded"},
+        ]
+    )  # fmt: skip
+    o = a.overview(p, make_refunds([]))
+    # 4 declines: do_not_honor 2, then card_declined 1 and (none) 1 (ties: by code, none last)
+    assert o.top_declines == [
+        ("do_not_honor", 2, 0.5), ("card_declined", 1, 0.25), ("(none)", 1, 0.25),
+    ]  # fmt: skip
+
+
 def test_overview_never_names_a_test_bank_as_the_worst(
     fpx: pd.DataFrame, make_refunds: Build
 ) -> None:
