@@ -65,6 +65,11 @@ def _captured_expr() -> nw.Expr:
     return nw.when(whole).then(number).otherwise(fallback).cast(nw.Int64)
 
 
+def _upper(column: str) -> nw.Expr:
+    """Text in capitals, null as empty (a currency code compared across the two tables)."""
+    return nw.col(column).str.to_uppercase().fill_null("")
+
+
 def _hourly_holes(counts: pd.Series) -> tuple[int, list[str]]:
     """Holes in per-hour payment counts (index: naive local hour starts, only non-empty hours)."""
     if counts.empty:
@@ -194,19 +199,46 @@ def quality(
     # Without duplicates every row is one id already: no window over the whole table.
     pay = lp.unique(subset=["id"], keep="any") if n_dup_pay else lp
     ref = lr.unique(subset=["id"], keep="any") if n_dup_ref else lr
-    live = ref.filter(E.truthy(nw.col("status").is_in(list(_LIVE_REFUND))))
-    sums = live.group_by("payment_id").agg(nw.col("amount").sum().alias("_rsum"))
-    pj = pay.join(sums, left_on="id", right_on="payment_id", how="left")
+
+    # Each payment's refunds in one row: how many, the live ones' count and sum, and the
+    # range of their currencies (all equal to the payment's exactly when min and max are).
+    live = E.truthy(nw.col("status").is_in(list(_LIVE_REFUND)))
+    per_payment = ref.with_columns(
+        _live=E.flag(live),
+        _lamt=nw.when(live).then(nw.col("amount")),
+        _rcur=_upper("currency"),
+    )
+    refs = per_payment.group_by("payment_id").agg(
+        nw.len().alias("_nref"),
+        nw.col("_live").sum().alias("_nlive"),
+        nw.col("_lamt").sum().alias("_rsum"),
+        nw.col("_rcur").min().alias("_cmin"),
+        nw.col("_rcur").max().alias("_cmax"),
+    )
+    # One pass over the payments serves every rule: a full join keeps the refunds whose
+    # payment is missing (``_pay`` 0), and the local hour is taken before the join (a zone
+    # with daylight saving asks the payments, not the join, for its time range).
+    marked = pay.with_columns(_p=nw.lit(1))
+    marked = E.with_period(marked, "created_at", tz, "h", "_hour")
+    pj = marked.join(refs, left_on="id", right_on="payment_id", how="full")
+    pj = pj.with_columns(
+        _pay=nw.col("_p").fill_null(0),
+        _nref=nw.col("_nref").fill_null(0),
+        # (a CASE: only the payments with refunds pay for the capitals)
+        _pcur=nw.when(E.truthy(nw.col("_nref") > 0)).then(_upper("currency")),
+    )
     # The captured amount matters only to payments with refunds (recorded or found): only
     # their ``extra`` is parsed.
-    pj = pj.with_columns(_need=E.truthy(nw.col("refunded_amount") > 0) | ~nw.col("_rsum").is_null())
+    has = E.truthy(nw.col("_nlive") > 0)
+    pj = pj.with_columns(_need=E.truthy(nw.col("refunded_amount") > 0) | has)
     pj = E.json_field(pj, "extra", "amount_captured", "_ac", where="_need")
+    paid = nw.col("_pay") == 1
     pj = pj.with_columns(
         _total=nw.col("_rsum").fill_null(0),
         _recorded=nw.col("refunded_amount").fill_null(0),
         _capt=_captured_expr().fill_null(0),
-        _has=E.flag(~nw.col("_rsum").is_null()),
-        _known=E.flag(nw.col("status") != "unknown"),
+        _has=E.flag(paid & has),
+        _known=E.flag(paid & (nw.col("status") != "unknown")),
     )
     should = (
         (nw.col("_recorded") > 0) & (nw.col("_recorded") >= nw.col("_capt")) & (nw.col("_capt") > 0)
@@ -214,68 +246,63 @@ def quality(
     cap = nw.col("captured")
     succeeded = E.truthy(nw.col("status") == "succeeded")
     known = nw.col("_known") == 1
+    differs = (nw.col("_cmin") != nw.col("_pcur")) | (nw.col("_cmax") != nw.col("_pcur"))
     pj = pj.with_columns(
-        _r1=E.flag(nw.col("_recorded") != nw.col("_total")),
-        _r2=E.flag(E.truthy(nw.col("refunded")) != E.truthy(should)),
+        _r1=E.flag(paid & (nw.col("_recorded") != nw.col("_total"))),
+        _r2=E.flag(paid & (E.truthy(nw.col("refunded")) != E.truthy(should))),
         _r4=E.flag(known & ((E.truthy(cap) != succeeded) | cap.is_null())),
         _r6=E.flag((nw.col("_total") > nw.col("_capt")) & (nw.col("_has") == 1)),
+        # refunds whose payment is not cached; payments with a refund in another currency
+        _orphan=nw.when(paid).then(nw.lit(0)).otherwise(nw.col("_nref")),
+        _odd=E.flag(paid & (nw.col("_nref") > 0) & differs),
     )
-    # One pass counts every payment rule; examples are looked up only for broken rules.
-    flags = ("_r1", "_r2", "_r4", "_r6")
-    totals = scalar(
-        pj,
-        n=nw.len(),
-        known=nw.col("_known").sum(),
-        has=nw.col("_has").sum(),
-        **{f: nw.col(f).sum() for f in flags},
+    # One group-by counts every rule per local hour (the hourly holes' input); the totals
+    # are summed here, from at most one row per hour.
+    sums = ("_pay", "_known", "_has", "_r1", "_r2", "_r4", "_r6", "_nref", "_orphan", "_odd")
+    per_hour = E.to_pandas(
+        pj.group_by("_hour").agg(
+            *(nw.col(c).sum() for c in sums),
+            nw.col("created_at").min().alias("_lo"),
+            nw.col("created_at").max().alias("_hi"),
+        )
     )
-    n_pay = int(totals["n"])
+    totals = {c: int(per_hour[c].fillna(0).sum()) for c in sums}
+    n_pay = totals["_pay"]
 
     def pay_rule(flag: str) -> tuple[list[str], int]:
-        return broken(pj, flag, int(totals[flag]))
+        return broken(pj, flag, totals[flag])
 
     add("refunded_amount_matches_refunds", n_pay, *pay_rule("_r1"))
     add("refunded_flag_matches_amounts", n_pay, *pay_rule("_r2"))
 
+    # Refund ids as examples need the refunds next to their payment: only when a rule broke.
     ids = pay.select(nw.col("id").alias("payment_id"), nw.col("currency").alias("_pcur"))
     rj = ref.join(ids.with_columns(_p=nw.lit(1)), on="payment_id", how="left")
     rj = rj.with_columns(
         _orphan=E.flag(nw.col("_p").is_null()),
         _wrong=E.flag(
             ~nw.col("_p").is_null()
-            & (
-                nw.col("currency").str.to_uppercase().fill_null("")
-                != nw.col("_pcur").str.to_uppercase().fill_null("")
-            )
+            & (_upper("currency") != nw.col("_pcur").str.to_uppercase().fill_null(""))
         ),
     )
-    ref_totals = scalar(
-        rj,
-        n=nw.len(),
-        matched=(1 - nw.col("_orphan")).sum(),
-        orphan=nw.col("_orphan").sum(),
-        wrong=nw.col("_wrong").sum(),
-    )
-    orphans = broken(rj, "_orphan", int(ref_totals["orphan"]))
-    add("refund_payment_cached", int(ref_totals["n"]), *orphans)
-    add("captured_flag_matches_status", int(totals["known"]), *pay_rule("_r4"))
-    wrong = broken(rj, "_wrong", int(ref_totals["wrong"]))
-    add("refund_currency_matches_payment", int(ref_totals["matched"]), *wrong)
-    add("refunds_within_captured_amount", int(totals["has"]), *pay_rule("_r6"))
+    n_ref, n_orphan = totals["_nref"], totals["_orphan"]
+    add("refund_payment_cached", n_ref, *broken(rj, "_orphan", n_orphan))
+    add("captured_flag_matches_status", totals["_known"], *pay_rule("_r4"))
+    # No payment with a refund in another currency: none of its refunds is wrong; otherwise
+    # the refunds themselves are counted.
+    wrong = broken(rj, "_wrong") if totals["_odd"] else ([], 0)
+    add("refund_currency_matches_payment", n_ref - n_orphan, *wrong)
+    add("refunds_within_captured_amount", totals["_has"], *pay_rule("_r6"))
     add("payment_ids_unique", pay_rows, dup_pay, n_dup_pay)
     add("refund_ids_unique", ref_rows, dup_ref, n_dup_ref)
 
-    hourly = E.with_period(
-        pay.filter(~nw.col("created_at").is_null()), "created_at", tz, "h", "_hour"
-    )
-    per_hour = E.to_pandas(hourly.group_by("_hour").agg(nw.len().alias("n")))
+    hourly = per_hour[per_hour["_hour"].notna()]
     counts = pd.Series(
-        per_hour["n"].to_numpy(),
-        index=pd.DatetimeIndex(E.wall_time(per_hour["_hour"])),
+        hourly["_pay"].to_numpy(),
+        index=pd.DatetimeIndex(E.wall_time(hourly["_hour"])),
     ).sort_index()
     count, holes = _hourly_holes(counts)
-    span = E.to_pandas(pay.select(lo=nw.col("created_at").min(), hi=nw.col("created_at").max()))
-    lo, hi = span["lo"].iloc[0], span["hi"].iloc[0]
+    lo, hi = per_hour["_lo"].min(), per_hour["_hi"].max()
     hours = 0 if pd.isna(lo) else int((hi - lo).total_seconds() // 3600 + 1)
     add("no_hourly_holes", hours, holes, count)
 

@@ -1,11 +1,31 @@
-"""Data-quality rules: each one broken once, by hand, in a small frame."""
+"""Data-quality rules: each one broken once, by hand, in a small frame.
+
+Every case runs on pandas and on a lazy DuckDB table (the engines' paths differ: the lazy one
+counts every rule in one pass and looks refunds up again only for a broken rule's examples).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
+import pytest
 
 from gwtools import analysis
+from gwtools.cache._scan import connection
 from tests.toolkit.conftest import build_payments, build_refunds
+
+
+@pytest.fixture(params=["pandas", "duckdb"])
+def engine(request: pytest.FixtureRequest) -> Any:
+    """Turns a pandas table into the parametrised engine's table."""
+    if request.param == "pandas":
+        return lambda frame: frame
+    return lambda frame: connection().from_df(frame)
+
+
+def _quality(engine: Any, payments: pd.DataFrame, refunds: pd.DataFrame, **kw: Any) -> Any:
+    return analysis.quality(engine(payments), engine(refunds), **kw).set_index("rule")
 
 
 def _tables() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -41,10 +61,10 @@ def _tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     return payments, refunds
 
 
-def test_each_rule_finds_its_row() -> None:
+def test_each_rule_finds_its_row(engine: Any) -> None:
     payments, refunds = _tables()
     state = {"payments": {"complete": False}, "refunds": {"complete": True}}
-    table = analysis.quality(payments, refunds, completeness=state).set_index("rule")
+    table = _quality(engine, payments, refunds, completeness=state)
     assert list(table.index) == list(analysis.QUALITY_RULES)
     found = table["examples"].to_dict()
     assert found == {
@@ -62,18 +82,115 @@ def test_each_rule_finds_its_row() -> None:
     assert table["count"].sum() == 9
     assert table.loc["refunds_within_captured_amount", "checked"] == 5  # pay_1, 2, 3, 5, 7
     assert not table.loc["payment_ids_unique", "ok"] and table.loc["no_hourly_holes", "ok"]
+    # rows looked at: one per id (8 payment rows, 7 ids; 9 refund rows, 8 ids, 7 with a
+    # cached payment); the ids rules count rows; every payment in one hour
+    assert table["checked"].to_dict() == {
+        "refunded_amount_matches_refunds": 7,
+        "refunded_flag_matches_amounts": 7,
+        "refund_payment_cached": 8,
+        "captured_flag_matches_status": 7,
+        "refund_currency_matches_payment": 7,
+        "refunds_within_captured_amount": 5,
+        "payment_ids_unique": 8,
+        "refund_ids_unique": 9,
+        "no_hourly_holes": 1,
+        "last_sync_complete": 2,
+    }
 
 
-def test_clean_tables_pass_and_completeness_is_optional() -> None:
+def test_clean_tables_pass_and_completeness_is_optional(engine: Any) -> None:
     payments, refunds = _tables()
     payments = payments[payments["id"].isin(["pay_1", "pay_6", "pay_7"])].drop_duplicates("id")
     refunds = refunds[refunds["payment_id"].isin(["pay_1", "pay_7"])].drop_duplicates("id")
-    table = analysis.quality(payments, refunds)
-    assert table["ok"].all() and "last_sync_complete" not in set(table["rule"])
-    assert analysis.quality(payments, refunds, completeness=True)["ok"].all()
+    table = _quality(engine, payments, refunds)
+    assert table["ok"].all() and "last_sync_complete" not in set(table.index)
+    assert _quality(engine, payments, refunds, completeness=True)["ok"].all()
 
 
-def test_hourly_holes() -> None:
+# A payment's refunds in two currencies: the wrong one sorts after the payment's currency
+# (MYR < USD), or before it; each case on its own, as the other would reveal it anyway.
+@pytest.mark.parametrize(("currency", "wrong"), [("MYR", "USD"), ("USD", "EUR")])
+def test_a_refund_in_another_currency_among_right_ones(
+    engine: Any, currency: str, wrong: str
+) -> None:
+    ok = {"status": "succeeded", "captured": True, "amount": 1000, "currency": currency}
+    payments = build_payments(
+        [
+            {**ok, "id": "pay_1", "refunded_amount": 300, "refunded": False},
+            {**ok, "id": "pay_2", "refunded_amount": 100, "refunded": False},
+            {**ok, "id": "pay_3", "refunded_amount": 0, "refunded": False},
+        ]
+    )
+    refunds = build_refunds(
+        [
+            {"id": "rfnd_1", "payment_id": "pay_1", "amount": 100, "currency": currency},
+            {"id": "rfnd_2", "payment_id": "pay_1", "amount": 200, "currency": wrong},
+            # the code's letter case does not matter
+            {"id": "rfnd_3", "payment_id": "pay_2", "amount": 100, "currency": currency.lower()},
+        ]
+    )
+    table = _quality(engine, payments, refunds)
+    rule = table.loc["refund_currency_matches_payment"]
+    assert (rule["checked"], rule["count"], rule["examples"]) == (3, 1, ["rfnd_2"])
+    assert table.drop(index="refund_currency_matches_payment")["ok"].all()
+    assert table.loc["refunds_within_captured_amount", "checked"] == 2  # pay_1, pay_2
+
+
+def test_refunds_of_payments_not_cached(engine: Any) -> None:
+    payments = build_payments(
+        [{"id": "pay_1", "status": "succeeded", "captured": True, "amount": 1000,
+          "refunded_amount": 100, "refunded": False}]
+    )  # fmt: skip
+    refunds = build_refunds(
+        [
+            {"id": "rfnd_1", "payment_id": "pay_1", "amount": 100},
+            {"id": "rfnd_9", "payment_id": "pay_8", "amount": 50},
+            {"id": "rfnd_8", "payment_id": "pay_8", "amount": 20, "status": "failed"},
+            {"id": "rfnd_7", "payment_id": "pay_9", "amount": 70, "currency": "USD"},
+        ]
+    )
+    table = _quality(engine, payments, refunds)
+    missing = table.loc["refund_payment_cached"]
+    assert (missing["checked"], missing["count"]) == (4, 3)
+    assert missing["examples"] == ["rfnd_7", "rfnd_8", "rfnd_9"]  # smallest first
+    # only refunds with a cached payment are held to its currency
+    currency = table.loc["refund_currency_matches_payment"]
+    assert (currency["checked"], currency["count"]) == (1, 0)
+    assert table.drop(index="refund_payment_cached")["ok"].all()
+
+
+def test_payment_rules_count_every_broken_payment(engine: Any) -> None:
+    ok = {"status": "succeeded", "captured": True, "amount": 1000, "refunded": False}
+    payments = build_payments(
+        [
+            # refunds sum to more than recorded, and more than captured (partial capture)
+            {**ok, "id": "pay_1", "refunded_amount": 200, "extra": '{"amount_captured": 300}'},
+            # refunded_amount 0, yet a live refund: captured amount read all the same
+            {**ok, "id": "pay_2", "refunded_amount": 0, "extra": '{"amount_captured": 50}'},
+            # fully refunded by amount, flag not set; a pending payment marked captured
+            {**ok, "id": "pay_3", "refunded_amount": 1000},
+            {**ok, "id": "pay_4", "status": "pending", "refunded_amount": 0},
+            # unknown status: not held to the captured flag
+            {**ok, "id": "pay_5", "status": "unknown", "refunded_amount": 0},
+            {**ok, "id": "pay_6", "captured": None, "refunded_amount": 0},
+        ]
+    )
+    refunds = build_refunds(
+        [
+            {"id": "rfnd_1", "payment_id": "pay_1", "amount": 400},
+            {"id": "rfnd_2", "payment_id": "pay_2", "amount": 60, "status": "pending"},
+            {"id": "rfnd_3", "payment_id": "pay_3", "amount": 1000},
+        ]
+    )
+    table = _quality(engine, payments, refunds)
+    got = {rule: (row["checked"], row["count"], row["examples"]) for rule, row in table.iterrows()}
+    assert got["refunded_amount_matches_refunds"] == (6, 2, ["pay_1", "pay_2"])
+    assert got["refunded_flag_matches_amounts"] == (6, 1, ["pay_3"])
+    assert got["captured_flag_matches_status"] == (5, 2, ["pay_4", "pay_6"])
+    assert got["refunds_within_captured_amount"] == (3, 2, ["pay_1", "pay_2"])
+
+
+def test_hourly_holes(engine: Any) -> None:
     rows = []
     for day in (2, 3, 4):
         for hour in range(24):
@@ -89,6 +206,24 @@ def test_hourly_holes() -> None:
                         "created_at": f"2026-11-0{day}T{hour:02d}:{minute:02d}:00Z",
                     }
                 )
-    table = analysis.quality(build_payments(rows), build_refunds([])).set_index("rule")
+    rows.append({"status": "succeeded", "amount": 100, "created_at": None})  # no time: no hour
+    table = _quality(engine, build_payments(rows), build_refunds([]))
     assert table.loc["no_hourly_holes", "count"] == 1
     assert table.loc["no_hourly_holes", "examples"] == ["2026-11-03 10:00 to 12:00"]
+    # hours from the first payment's (2 Nov 00:00) to the last one's (4 Nov 23:56)
+    assert table.loc["no_hourly_holes", "checked"] == 72
+    assert table.loc["refunded_amount_matches_refunds", "checked"] == len(rows)
+
+
+def test_hourly_holes_in_local_time(engine: Any) -> None:
+    # 15 payments an hour over three UTC days but 16:00-18:00 UTC on the first: midnight to
+    # 02:00 on 3 Nov in Kuala Lumpur (UTC+8), where 10 an hour are usual at that time
+    rows = [
+        {"status": "succeeded", "amount": 100, "created_at": f"2026-11-0{day}T{h:02d}:{m:02d}:00Z"}
+        for day in (2, 3, 4)
+        for h in range(24)
+        if not (day == 2 and h in (16, 17))
+        for m in range(0, 60, 4)
+    ]
+    table = _quality(engine, build_payments(rows), build_refunds([]), tz="Asia/Kuala_Lumpur")
+    assert table.loc["no_hourly_holes", "examples"] == ["2026-11-03 00:00 to 02:00"]
