@@ -509,6 +509,98 @@ def _json_value(text: Any, key: str) -> str | None:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
+#: Plain aggregations :func:`first_last` computes beside the ends: name -> engine function.
+_PLAIN: Final = ("len", "sum", "min", "max")
+
+
+def first_last(
+    lf: nw.LazyFrame[Any],
+    by: str,
+    order_by: Sequence[str],
+    *,
+    first: dict[str, str],
+    last: dict[str, str] | None = None,
+    aggs: dict[str, tuple[str, str | None]] | None = None,
+) -> nw.LazyFrame[Any]:
+    """One row per ``by`` group: the values of its first row (``first``: output name ->
+    column) and of its last row (``last``) in ``order_by`` order (ascending, nulls first, as
+    the window functions sort), and plain aggregations (``aggs``: name -> (``len``, ``sum``,
+    ``min`` or ``max``, column)), in one group-by on the table's engine.
+
+    Use it instead of window functions that mark each group's first/last row: the windows
+    sort every row; this is one hash aggregation. A null field of the first row stays null
+    (never another row's value). Order keys should not tie (``created_at`` then ``id``).
+
+    DuckDB: ``arg_min_null``/``arg_max_null`` of the packed values, keyed by a sort key of
+    ``order_by`` (``create_sort_key``: one comparison for the whole key, nulls first).
+    Spark: ``min_by``/``max_by`` of a struct over a struct key (structs sort nulls first).
+    pandas: a sort and the n-th row of each group (Narwhals' ordered ``first``/``last``).
+    """
+    last = last or {}
+    aggs = aggs or {}
+    bad = [fn for fn, _ in aggs.values() if fn not in _PLAIN]
+    if bad:
+        raise ConfigurationError(f"first_last() aggregations are {_PLAIN}, got {bad}")
+    impl = lf.implementation
+    if impl is nw.Implementation.DUCKDB:
+        import duckdb
+
+        col, fun, const = (
+            duckdb.ColumnExpression,
+            duckdb.FunctionExpression,
+            duckdb.ConstantExpression,
+        )
+        key_parts: list[Any] = []
+        for c in order_by:
+            key_parts += [col(c), const("ASC NULLS FIRST")]
+        key = fun("create_sort_key", *key_parts)
+        exprs: list[Any] = [col(by)]
+        ends = {"_first": ("arg_min_null", first), "_last": ("arg_max_null", last)}
+        for packed, (fn, cols) in ends.items():
+            if cols:
+                values = fun("row", *(col(c) for c in cols.values()))
+                exprs.append(fun(fn, values, key).alias(packed))
+        for name, (fn, on) in aggs.items():
+            agg = fun("count_star") if fn == "len" else fun(fn, col(str(on)))
+            exprs.append(agg.alias(name))
+        rel = lf.to_native().aggregate(exprs, col(by))
+        unpacked: list[Any] = [col(by)]
+        for packed, (_, cols) in ends.items():
+            for i, name in enumerate(cols, start=1):
+                unpacked.append(fun("struct_extract", col(packed), const(i)).alias(name))
+        unpacked += [col(name) for name in aggs]
+        return cast(nw.LazyFrame[Any], nw.from_native(rel.project(*unpacked)))
+    if _is_spark(lf):
+        from pyspark.sql import functions as F
+
+        skey = F.struct(*order_by)
+        sexprs: list[Any] = []
+        for side, pick, picks in (("_first", F.min_by, first), ("_last", F.max_by, last)):
+            if picks:
+                packs = F.struct(*(F.col(c).alias(name) for name, c in picks.items()))
+                sexprs.append(pick(packs, skey).alias(side))
+        for name, (op, on) in aggs.items():
+            sexprs.append(
+                (F.count(F.lit(1)) if op == "len" else getattr(F, op)(F.col(str(on)))).alias(name)
+            )
+        frame = lf.to_native().groupBy(by).agg(*sexprs)
+        picked = [F.col(by)]
+        for packed, cols in (("_first", first), ("_last", last)):
+            picked += [F.col(f"{packed}.{name}").alias(name) for name in cols]
+        picked += [F.col(name) for name in aggs]
+        return cast(nw.LazyFrame[Any], nw.from_native(frame.select(*picked)))
+    order = list(order_by)
+    plain = [
+        (nw.len() if fn == "len" else getattr(nw.col(cast(str, c)), fn)()).alias(name)
+        for name, (fn, c) in aggs.items()
+    ]
+    return lf.group_by(by).agg(
+        *(nw.col(c).first(order_by=order).alias(name) for name, c in first.items()),
+        *(nw.col(c).last(order_by=order).alias(name) for name, c in last.items()),
+        *plain,
+    )
+
+
 def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn "no such column" from any engine into a :class:`ConfigurationError` that says which
     column is missing and where canonical tables come from (every public analysis is wrapped)."""

@@ -94,39 +94,40 @@ def with_order(
     """``table``'s ``columns`` as a LazyFrame with ``order`` (see :func:`order_key`),
     ``_first`` and ``_last`` (the order's first and last attempt in creation order), on its
     engine."""
-    return _ends(_keyed(table, key, window, columns))
+    return _ends(_keyed(table, key, window, columns).drop("_oid", "_first_id"))
 
 
 def _keyed(
     table: E.Table, key: str, window: pd.Timedelta | str, columns: Sequence[str]
 ) -> nw.LazyFrame[Any]:
-    """``table``'s ``columns`` with ``order`` (no ``_first``/``_last`` yet)."""
+    """``table``'s ``columns`` with ``order``, ``_oid`` (the order id, or null) and
+    ``_first_id`` (the first payment of a customer chain, null off chains)."""
     lf = E.json_field(E.lazy(table), "metadata", key, "_oid")
-    # Only the columns an order needs travel through the windows' sorts (not the JSON texts).
+    # Only the columns an order needs travel on (not the JSON texts).
     lf = lf.select(*dict.fromkeys([*_NEEDED[:6], "customer_id", *columns]), "_oid")
     oid = nw.col("_oid")
     # Never null (is_null tests only); the customer first, so the engine reads the order id
     # (parses the JSON again, in the filter) only for payments of a known customer.
-    customer = nw.col("customer_id")
-    cand = ~customer.is_null() & oid.is_null()
+    cand = ~nw.col("customer_id").is_null() & oid.is_null()
     if isinstance(table, pd.DataFrame):
         # pandas keeps its rows where they are: chains computed over the whole frame.
         chained = _chains(lf.with_columns(_cand=E.flag(cand)), window)
+        first_id = nw.when(nw.col("_cand") == 1).then(nw.col("_first_id"))
+        chained = chained.with_columns(_first_id=first_id).drop("_cand")
     else:
-        # Engines: the chain windows sort only the payments without an order id.
-        alone = lf.filter(customer.is_null() | ~oid.is_null()).with_columns(
-            _cand=nw.lit(0, dtype=nw.Int64), _first_id=nw.lit(None, dtype=nw.String)
-        )
+        # Engines: the chain windows sort only the payments without an order id; the others
+        # pass by once (no filter re-reading their order id) and pick up their chain's first
+        # payment by id (no match off chains: null).
         chains = _chains(lf.filter(cand).with_columns(_cand=E.flag(cand)), window)
-        chained = nw.concat([chains, alone.select(chains.collect_schema().names())])
+        chained = lf.join(chains.select("id", "_first_id"), on="id", how="left")
     order = (
         nw.when(~oid.is_null())
         .then(nw.concat_str(nw.lit("order:"), oid))
-        .when(nw.col("_cand") == 1)
+        .when(~nw.col("_first_id").is_null())
         .then(nw.concat_str(nw.lit("customer:"), nw.col("_first_id")))
         .otherwise(nw.concat_str(nw.lit("payment:"), nw.col("id")))
     )
-    return chained.with_columns(order=order).drop("_oid", "_cand", "_first_id")
+    return chained.with_columns(order=order)
 
 
 def _ends(rows: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
@@ -159,7 +160,7 @@ def order_key(
     """Each payment's order, as a string: ``order:<id>``, ``customer:<first payment id>`` or
     ``payment:<id>`` (see the module docstring for the rule). A pandas table keeps its order
     and index; other engines give rows in creation order."""
-    lf = with_order(payments, key=key, window=window)
+    lf = _keyed(payments, key, window, _NEEDED[:6])
     if isinstance(payments, pd.DataFrame):
         # pandas keeps its rows where they were (windows included).
         out = E.to_pandas(lf.select("order"))["order"]
@@ -168,44 +169,41 @@ def order_key(
     return out.astype("string")
 
 
-def _per_order(lf: nw.LazyFrame[Any], keys: Sequence[str] = ()) -> nw.LazyFrame[Any]:
-    """One row per order of a :func:`with_order` frame: first-attempt fields, counts, flags."""
-    first = nw.col("_first")
-    fields = dict.fromkeys(
-        [
-            "created_at",
-            "amount",
-            "currency",
-            "method_type",
-            "card_brand",
-            "fpx_bank_code",
-            "customer_id",
-            *keys,
-        ]
-    )
+#: An order's first-attempt fields in :func:`orders` (besides ``id``, ``outcome``, reason).
+_FIELDS: Final = ("created_at", "amount", "currency", "method_type", "card_brand",
+                  "fpx_bank_code", "customer_id")  # fmt: skip
+
+
+def _per_order(
+    lf: nw.LazyFrame[Any], fields: Sequence[str] = _FIELDS, *, ids: bool = True
+) -> nw.LazyFrame[Any]:
+    """One row per order of a :func:`_keyed` frame: first-attempt ``fields`` (and
+    ``first_payment_id`` with ``ids``), counts, flags; one group-by, no windows."""
     outcome = nw.col("outcome")
-    # Masks are columns first, then plain aggregations: pandas mis-evaluates a when/then
-    # inside a group-by aggregation (narwhals 2.29 ignores the condition there).
-    masked = {
-        "first_payment_id": nw.col("id"),
-        **{c: nw.col(c) for c in fields},
-        "first_outcome": outcome,
-        "_reason": reason_expr(),
-    }
     lf = lf.with_columns(
-        **{f"_f_{name}": nw.when(first).then(expr) for name, expr in masked.items()},
-        _last_outcome=nw.when(nw.col("_last")).then(outcome),
+        _reason=reason_expr(),
         _decided=E.flag(outcome.is_in(list(_DECIDED))),
         _won=E.flag(outcome == "succeeded"),
         _won_at=nw.when(E.truthy(outcome == "succeeded")).then(nw.col("created_at")),
     )
-    agg = lf.group_by("order").agg(
-        *(nw.col(f"_f_{name}").max().alias(name) for name in masked),
-        nw.len().alias("attempts"),
-        nw.col("_decided").sum().alias("decided_attempts"),
-        nw.col("_last_outcome").max(),
-        nw.col("_won").sum().alias("_wins"),
-        nw.col("_won_at").min(),
+    first = {
+        **({"first_payment_id": "id"} if ids else {}),
+        **{c: c for c in dict.fromkeys(["created_at", *fields])},
+        "first_outcome": "outcome",
+        "_reason": "_reason",
+    }
+    agg = E.first_last(
+        lf,
+        "order",
+        _ORDER_BY,
+        first=first,
+        last={"_last_outcome": "outcome"},
+        aggs={
+            "attempts": ("len", None),
+            "decided_attempts": ("sum", "_decided"),
+            "_wins": ("sum", "_won"),
+            "_won_at": ("min", "_won_at"),
+        },
     )
     failed_first = E.truthy(nw.col("first_outcome") == "failed")
     won = nw.col("_wins") > 0
@@ -245,7 +243,7 @@ def orders(
 
     Example: ``orders(payments).query("recovered")``: the orders retries won back.
     """
-    per_order = _per_order(with_order(payments, key=key, window=window))
+    per_order = _per_order(_keyed(payments, key, window, _NEEDED))
     out = E.to_pandas(per_order.select(_ORDER_OUT).sort("order"))
     text = ["order", "first_payment_id", "first_outcome", "first_decline_reason",
             "first_decline_type", "final_outcome"]  # fmt: skip
@@ -291,11 +289,22 @@ def recovery(
             "of the first attempt (method_type, card_brand, fpx_bank_code, currency)"
         )
     # An order whose first attempt failed holds a failed payment: only those orders' payments
-    # go through the windows and the per-order group-by (a tenth of the table, not all of it).
+    # go to the per-order group-by (a tenth of the table). A semi join on the order id against
+    # the failed payments' ids (no second keying of the table: no windows, no chains); rows
+    # without an order id (customer chains, payments alone) join on "" (never an order id),
+    # which every failed payment without an order id brings. Extra rows are harmless (the
+    # per-order filter below decides); none that matters is left out.
     rows = _keyed(payments, key, window, _NEEDED)
-    failed = rows.filter(E.truthy(nw.col("outcome") == "failed"))
-    with_failure = failed.group_by("order").agg(nw.len().alias("_n")).select("order")
-    per_order = _per_order(_ends(rows.join(with_failure, on="order", how="semi")))
+    failed = E.truthy(nw.col("outcome") == "failed")
+    probe = nw.coalesce(nw.col("_oid"), nw.lit(""))
+    failed_keys = E.json_field(E.lazy(payments).filter(failed), "metadata", key, "_oid")
+    failed_keys = failed_keys.group_by(probe.alias("_probe")).agg(nw.len().alias("_n"))
+    chained_or_failed = ~nw.col("_first_id").is_null() | failed
+    rows = rows.with_columns(
+        _probe=nw.when(~nw.col("_oid").is_null() | chained_or_failed).then(probe)
+    ).join(failed_keys.select("_probe"), on="_probe", how="semi")
+    fields = [k for k in keys if k not in ("decline_reason", "decline_type")]
+    per_order = _per_order(rows, fields, ids=False)
     declined = per_order.filter(E.truthy(nw.col("first_outcome") == "failed")).rename(
         {"first_decline_reason": "decline_reason", "first_decline_type": "decline_type"}
     )
@@ -338,6 +347,75 @@ def recovery(
     return table.drop(columns=["_rank"], errors="ignore").reset_index(drop=True)
 
 
+_FLAGS: Final = ("won", "decided", "finished", "_ambiguous")
+
+
+def _order_flags(rows: nw.LazyFrame[Any], keys: Sequence[str], *, exact: bool) -> nw.LazyFrame[Any]:
+    """One row per order of a :func:`_keyed` frame: its first attempt's ``keys`` and 0/1
+    ``won`` (an attempt succeeded), ``decided`` (one succeeded or failed), ``finished`` (won,
+    or the last attempt finished) and ``_ambiguous``.
+
+    Not ``exact``, and ``keys`` at most ``period``, the ends are read without ids (one cheap
+    group-by of integers): the first attempt's period is the least (a period never decreases
+    with time); of the attempts at the order's last instant ``t``, ``max(2·t + finished)``
+    and ``max(2·t + 1 - finished)`` say whether some finished and some did not. Only then
+    (or without a time) would the ids decide: ``_ambiguous`` is 1, the caller runs ``exact``.
+    """
+    outcome = nw.col("outcome")
+    rows = rows.with_columns(
+        _won=E.flag(outcome == "succeeded"),
+        _decided=E.flag(outcome.is_in(list(_DECIDED))),
+        _fin=E.flag(outcome.is_in(list(_FINISHED))),
+    )
+    won = nw.col("_won") > 0
+    if exact or any(k != "period" for k in keys):
+        per = E.first_last(
+            rows,
+            "order",
+            _ORDER_BY,
+            first={k: k for k in keys},
+            last={"_last_fin": "_fin"},
+            aggs={"_won": ("max", "_won"), "_decided": ("max", "_decided")},
+        )
+        finished, ambiguous = won | (nw.col("_last_fin") == 1), nw.lit(False)
+    else:
+        twice = E.epoch_us(rows, nw.col("created_at")) * 2
+        rows = rows.with_columns(
+            _end_fin=twice + nw.col("_fin"),
+            _end_open=twice + 1 - nw.col("_fin"),
+            _undated=E.flag(nw.col("created_at").is_null()),
+        )
+        per = rows.group_by("order").agg(
+            *(nw.col(k).min() for k in keys),
+            nw.col("_won").max(),
+            nw.col("_decided").max(),
+            nw.col("_end_fin").max(),
+            nw.col("_end_open").max(),
+            nw.col("_undated").max(),
+        )
+        last_fin = E.truthy(nw.col("_end_fin") > nw.col("_end_open"))
+        tied = ~E.truthy(nw.col("_end_fin") != nw.col("_end_open"))
+        finished = won | last_fin
+        ambiguous = (~won & tied) | (nw.col("_undated") > 0)
+    return per.with_columns(
+        won=E.flag(won),
+        decided=E.flag(nw.col("_decided") > 0),
+        finished=E.flag(finished),
+        _ambiguous=E.flag(ambiguous),
+    )
+
+
+def _collect_counts(per: nw.LazyFrame[Any], keys: Sequence[str], tz: str | None) -> pd.DataFrame:
+    """Sums of :func:`_order_flags` per group (all orders without ``keys``), collected."""
+    sums = [nw.col(c).sum() for c in _FLAGS]
+    if keys:
+        out = finish_keys(E.to_pandas(per.group_by(list(keys)).agg(*sums)), list(keys), tz)
+    else:
+        out = E.to_pandas(per.select(*sums))
+    out[list(_FLAGS)] = out[list(_FLAGS)].fillna(0).astype("int64")
+    return out
+
+
 def acceptance(
     payments: E.Table,
     by: By = None,
@@ -368,20 +446,12 @@ def acceptance(
     """
     counts = outcome_counts(payments, by, freq, tz)
     lf, keys = lazy_keys(payments, by, freq, tz)
-    ordered = with_order(lf, key=key, window=window, columns=[*_NEEDED, *keys])
-    per_order = _per_order(ordered, keys).with_columns(
-        won=E.flag(nw.col("_wins") > 0),
-        decided=E.flag(nw.col("_decided_any")),
-        finished=E.flag(nw.col("_finished")),
-    )
-    sums = [nw.col(c).sum() for c in ("won", "decided", "finished")]
-    if keys:
-        order_counts = finish_keys(E.to_pandas(per_order.group_by(keys).agg(*sums)), keys, tz)
-    else:
-        order_counts = E.to_pandas(per_order.select(*sums))
-    order_counts[["won", "decided", "finished"]] = (
-        order_counts[["won", "decided", "finished"]].fillna(0).astype("int64")
-    )
+    keyed = _keyed(lf, key, window, ["id", "created_at", "outcome", *keys])
+    order_counts = _collect_counts(_order_flags(keyed, keys, exact=False), keys, tz)
+    if order_counts["_ambiguous"].sum() > 0:
+        # Attempts of one order at one instant that disagree: only ids tell the last one.
+        order_counts = _collect_counts(_order_flags(keyed, keys, exact=True), keys, tz)
+    order_counts = order_counts.drop(columns="_ambiguous")
     rows: list[pd.DataFrame] = []
 
     def part(table: pd.DataFrame, metric: str, unit: str, num: str, den: str) -> None:
