@@ -121,3 +121,63 @@ def test_acceptance_by_group(chains: pd.DataFrame) -> None:
     ]
     card = table[(table["method_type"] == "card") & (table["unit"] == "order")]
     assert card[["successes", "n"]].to_numpy().tolist() == [[5, 8], [5, 9]]
+
+
+def _engines(frame: pd.DataFrame) -> dict[str, object]:
+    """The frame on pandas and as a lazy DuckDB table (the order rules run in each engine)."""
+    from gwtools.cache._scan import connection
+
+    return {"pandas": frame, "duckdb": connection().from_df(frame)}
+
+
+@pytest.fixture
+def ties() -> pd.DataFrame:
+    t = "2026-11-02T10:00:00Z"
+    fail = {"status": "failed", "failure_code": "card_declined"}
+    return build_payments(
+        [
+            # order T: two attempts at one instant; ids decide (pay_1 first, pay_2 last)
+            {**fail, "decline_code": "do_not_honor", "metadata": _meta("T"), "created_at": t, "card_brand": None, "amount": 100},  # pay_1
+            {"status": "requires_action", "metadata": _meta("T"), "created_at": t, "card_brand": "visa", "amount": 100},  # pay_2
+            # order U: the same instant, the other way round: the open attempt comes first
+            {"status": "requires_action", "metadata": _meta("U"), "created_at": t, "amount": 100},  # pay_3
+            {**fail, "decline_code": "do_not_honor", "metadata": _meta("U"), "created_at": t, "amount": 100},  # pay_4
+        ]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_orders_tie_at_one_instant_broken_by_id(ties: pd.DataFrame, engine: str) -> None:
+    orders = analysis.orders(_engines(ties)[engine]).set_index("order")
+    t, u = orders.loc["order:T"], orders.loc["order:U"]
+    assert (t["first_payment_id"], t["first_outcome"], t["final_outcome"]) == (
+        "pay_1",
+        "failed",
+        "open",
+    )
+    assert (u["first_payment_id"], u["first_outcome"], u["final_outcome"]) == (
+        "pay_3",
+        "open",
+        "failed",
+    )
+    # the first attempt's brand is null: it stays null (not the later attempt's visa)
+    assert pd.isna(t["card_brand"])
+    assert t["first_decline_reason"] == "do_not_honor" and pd.isna(u["first_decline_reason"])
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_acceptance_last_attempt_at_a_tie(ties: pd.DataFrame, engine: str) -> None:
+    table = analysis.acceptance(_engines(ties)[engine], freq="day", tz="UTC")
+    got = {(r.metric, r.unit): (r.successes, r.n) for r in table.itertuples()}
+    # T's last attempt (pay_2) is open: T is not finished; U's (pay_4) failed: U is.
+    # Both orders had a decided attempt.
+    assert got[("conversion", "order")] == (0, 1)
+    assert got[("authorization_rate", "order")] == (0, 2)
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_recovery_first_attempt_at_a_tie(ties: pd.DataFrame, engine: str) -> None:
+    table = analysis.recovery(_engines(ties)[engine], by="card_brand")
+    # only T's first attempt failed; its brand is null (pay_2's visa is not its first's)
+    assert table[["orders", "retried", "recovered"]].to_numpy().tolist() == [[1, 1, 0]]
+    assert table["card_brand"].isna().all()
