@@ -348,6 +348,8 @@ def recovery(
 
 
 _FLAGS: Final = ("won", "decided", "finished", "_ambiguous")
+#: Past any time's ``2·epoch_us + 1`` (year 2262 and beyond): marks an undated attempt.
+_UNDATED: Final = 2**62
 
 
 def _order_flags(rows: nw.LazyFrame[Any], keys: Sequence[str], *, exact: bool) -> nw.LazyFrame[Any]:
@@ -379,24 +381,30 @@ def _order_flags(rows: nw.LazyFrame[Any], keys: Sequence[str], *, exact: bool) -
         )
         finished, ambiguous = won | (nw.col("_last_fin") == 1), nw.lit(False)
     else:
+        # Few aggregates, as the hash table holds one row per order: ``_code`` 2 succeeded, 1
+        # failed, its max says won and decided; an undated attempt puts _end_open past any
+        # time (the ids and nulls-first order decide then: ambiguous).
         twice = E.epoch_us(rows, nw.col("created_at")) * 2
+        undated = nw.col("created_at").is_null()
+        code = nw.when(outcome == "succeeded").then(2).when(outcome == "failed").then(1)
         rows = rows.with_columns(
+            _code=code.otherwise(0).fill_null(0),
             _end_fin=twice + nw.col("_fin"),
-            _end_open=twice + 1 - nw.col("_fin"),
-            _undated=E.flag(nw.col("created_at").is_null()),
+            _end_open=nw.when(undated).then(nw.lit(_UNDATED)).otherwise(twice + 1 - nw.col("_fin")),
         )
         per = rows.group_by("order").agg(
             *(nw.col(k).min() for k in keys),
-            nw.col("_won").max(),
-            nw.col("_decided").max(),
+            nw.col("_code").max(),
             nw.col("_end_fin").max(),
             nw.col("_end_open").max(),
-            nw.col("_undated").max(),
         )
+        won = nw.col("_code") == 2
+        rows_decided = nw.col("_code") > 0
         last_fin = E.truthy(nw.col("_end_fin") > nw.col("_end_open"))
         tied = ~E.truthy(nw.col("_end_fin") != nw.col("_end_open"))
         finished = won | last_fin
-        ambiguous = (~won & tied) | (nw.col("_undated") > 0)
+        ambiguous = (~won & tied) | (nw.col("_end_open") == _UNDATED)
+        per = per.with_columns(_decided=E.flag(rows_decided))
     return per.with_columns(
         won=E.flag(won),
         decided=E.flag(nw.col("_decided") > 0),
