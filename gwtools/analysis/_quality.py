@@ -65,6 +65,11 @@ def _captured_expr() -> nw.Expr:
     return nw.when(whole).then(number).otherwise(fallback).cast(nw.Int64)
 
 
+def _count(value: Any) -> int:
+    """A collected sum or count as an int (a sum over no rows may come back null)."""
+    return 0 if pd.isna(value) else int(value)
+
+
 def _upper(column: str) -> nw.Expr:
     """Text in capitals, null as empty (a currency code compared across the two tables)."""
     return nw.col(column).str.to_uppercase().fill_null("")
@@ -132,6 +137,66 @@ def _completeness(report: Any) -> tuple[int, list[str], str] | None:
     return len(bad), bad, "; ".join(notes)
 
 
+def _flagged(pay: nw.LazyFrame[Any], ref: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+    """Payments (one row per id) with a 0/1 column per payment rule, next to their refunds;
+    refunds whose payment is missing get a row of their own (``_pay`` 0)."""
+    # Each payment's refunds in one row: how many, the live ones' count and sum, and the
+    # range of their currencies (all equal to the payment's exactly when min and max are).
+    live = E.truthy(nw.col("status").is_in(list(_LIVE_REFUND)))
+    per_payment = ref.with_columns(
+        _live=E.flag(live),
+        _lamt=nw.when(live).then(nw.col("amount")),
+        _rcur=_upper("currency"),
+    )
+    refs = per_payment.group_by("payment_id").agg(
+        nw.len().alias("_nref"),
+        nw.col("_live").sum().alias("_nlive"),
+        nw.col("_lamt").sum().alias("_rsum"),
+        nw.col("_rcur").min().alias("_cmin"),
+        nw.col("_rcur").max().alias("_cmax"),
+    )
+    # One pass over the payments serves every rule: a full join keeps the refunds whose
+    # payment is missing.
+    marked = pay.with_columns(_p=nw.lit(1))
+    pj = marked.join(refs, left_on="id", right_on="payment_id", how="full")
+    pj = pj.with_columns(
+        _pay=nw.col("_p").fill_null(0),
+        _nref=nw.col("_nref").fill_null(0),
+        # (a CASE: only the payments with refunds pay for the capitals)
+        _pcur=nw.when(E.truthy(nw.col("_nref") > 0)).then(_upper("currency")),
+    )
+    # The captured amount matters only to payments with refunds (recorded or found): only
+    # their ``extra`` is parsed.
+    has = E.truthy(nw.col("_nlive") > 0)
+    pj = pj.with_columns(_need=E.truthy(nw.col("refunded_amount") > 0) | has)
+    pj = E.json_field(pj, "extra", "amount_captured", "_ac", where="_need")
+    paid = nw.col("_pay") == 1
+    pj = pj.with_columns(
+        _total=nw.col("_rsum").fill_null(0),
+        _recorded=nw.col("refunded_amount").fill_null(0),
+        _capt=_captured_expr().fill_null(0),
+        _has=E.flag(paid & has),
+        _known=E.flag(paid & (nw.col("status") != "unknown")),
+    )
+    should = (
+        (nw.col("_recorded") > 0) & (nw.col("_recorded") >= nw.col("_capt")) & (nw.col("_capt") > 0)
+    )
+    cap = nw.col("captured")
+    succeeded = E.truthy(nw.col("status") == "succeeded")
+    known = nw.col("_known") == 1
+    differs = (nw.col("_cmin") != nw.col("_pcur")) | (nw.col("_cmax") != nw.col("_pcur"))
+    pj = pj.with_columns(
+        _r1=E.flag(paid & (nw.col("_recorded") != nw.col("_total"))),
+        _r2=E.flag(paid & (E.truthy(nw.col("refunded")) != E.truthy(should))),
+        _r4=E.flag(known & ((E.truthy(cap) != succeeded) | cap.is_null())),
+        _r6=E.flag((nw.col("_total") > nw.col("_capt")) & (nw.col("_has") == 1)),
+        # refunds whose payment is not cached; payments with a refund in another currency
+        _orphan=nw.when(paid).then(nw.lit(0)).otherwise(nw.col("_nref")),
+        _odd=E.flag(paid & (nw.col("_nref") > 0) & differs),
+    )
+    return pj
+
+
 def quality(
     payments: Any,
     refunds: Any,
@@ -193,80 +258,43 @@ def quality(
         got = scalar(counts, rows=nw.col("k").sum(), dups=nw.col("_d").sum())
         return (int(got["rows"]), *broken(counts, "_d", int(got["dups"])))
 
-    # Duplicated ids first (on the raw rows), then every rule on one row per id.
-    pay_rows, dup_pay, n_dup_pay = duplicated(lp)
+    # Duplicated ids first (on the raw rows), then every rule on one row per id. Refund ids
+    # are few: one group-by counts the rows, the repeated ids and their examples.
     ref_rows, dup_ref, n_dup_ref = duplicated(lr)
     # Without duplicates every row is one id already: no window over the whole table.
-    pay = lp.unique(subset=["id"], keep="any") if n_dup_pay else lp
     ref = lr.unique(subset=["id"], keep="any") if n_dup_ref else lr
-
-    # Each payment's refunds in one row: how many, the live ones' count and sum, and the
-    # range of their currencies (all equal to the payment's exactly when min and max are).
-    live = E.truthy(nw.col("status").is_in(list(_LIVE_REFUND)))
-    per_payment = ref.with_columns(
-        _live=E.flag(live),
-        _lamt=nw.when(live).then(nw.col("amount")),
-        _rcur=_upper("currency"),
-    )
-    refs = per_payment.group_by("payment_id").agg(
-        nw.len().alias("_nref"),
-        nw.col("_live").sum().alias("_nlive"),
-        nw.col("_lamt").sum().alias("_rsum"),
-        nw.col("_rcur").min().alias("_cmin"),
-        nw.col("_rcur").max().alias("_cmax"),
-    )
-    # One pass over the payments serves every rule: a full join keeps the refunds whose
-    # payment is missing (``_pay`` 0), and the local hour is taken before the join (a zone
-    # with daylight saving asks the payments, not the join, for its time range).
-    marked = pay.with_columns(_p=nw.lit(1))
-    marked = E.with_period(marked, "created_at", tz, "h", "_hour")
-    pj = marked.join(refs, left_on="id", right_on="payment_id", how="full")
-    pj = pj.with_columns(
-        _pay=nw.col("_p").fill_null(0),
-        _nref=nw.col("_nref").fill_null(0),
-        # (a CASE: only the payments with refunds pay for the capitals)
-        _pcur=nw.when(E.truthy(nw.col("_nref") > 0)).then(_upper("currency")),
-    )
-    # The captured amount matters only to payments with refunds (recorded or found): only
-    # their ``extra`` is parsed.
-    has = E.truthy(nw.col("_nlive") > 0)
-    pj = pj.with_columns(_need=E.truthy(nw.col("refunded_amount") > 0) | has)
-    pj = E.json_field(pj, "extra", "amount_captured", "_ac", where="_need")
-    paid = nw.col("_pay") == 1
-    pj = pj.with_columns(
-        _total=nw.col("_rsum").fill_null(0),
-        _recorded=nw.col("refunded_amount").fill_null(0),
-        _capt=_captured_expr().fill_null(0),
-        _has=E.flag(paid & has),
-        _known=E.flag(paid & (nw.col("status") != "unknown")),
-    )
-    should = (
-        (nw.col("_recorded") > 0) & (nw.col("_recorded") >= nw.col("_capt")) & (nw.col("_capt") > 0)
-    )
-    cap = nw.col("captured")
-    succeeded = E.truthy(nw.col("status") == "succeeded")
-    known = nw.col("_known") == 1
-    differs = (nw.col("_cmin") != nw.col("_pcur")) | (nw.col("_cmax") != nw.col("_pcur"))
-    pj = pj.with_columns(
-        _r1=E.flag(paid & (nw.col("_recorded") != nw.col("_total"))),
-        _r2=E.flag(paid & (E.truthy(nw.col("refunded")) != E.truthy(should))),
-        _r4=E.flag(known & ((E.truthy(cap) != succeeded) | cap.is_null())),
-        _r6=E.flag((nw.col("_total") > nw.col("_capt")) & (nw.col("_has") == 1)),
-        # refunds whose payment is not cached; payments with a refund in another currency
-        _orphan=nw.when(paid).then(nw.lit(0)).otherwise(nw.col("_nref")),
-        _odd=E.flag(paid & (nw.col("_nref") > 0) & differs),
-    )
-    # One group-by counts every rule per local hour (the hourly holes' input); the totals
-    # are summed here, from at most one row per hour.
+    # Payment ids are many: the rule pass counts the rows and the distinct ids too (no count
+    # per id to carry in the largest hash table of the analysis, no pass of its own). Only
+    # when they differ is the table grouped again for the repeated ids, and deduplicated.
     sums = ("_pay", "_known", "_has", "_r1", "_r2", "_r4", "_r6", "_nref", "_orphan", "_odd")
-    per_hour = E.to_pandas(
-        pj.group_by("_hour").agg(
-            *(nw.col(c).sum() for c in sums),
-            nw.col("created_at").min().alias("_lo"),
-            nw.col("created_at").max().alias("_hi"),
-        )
-    )
-    totals = {c: int(per_hour[c].fillna(0).sum()) for c in sums}
+
+    def rule_pass(pay: nw.LazyFrame[Any]) -> tuple[nw.LazyFrame[Any], dict[str, Any]]:
+        """Every rule's flags over one pass of the payments, their sums, the time span and
+        the number of distinct payment ids (``_ids``, a missing id counting as one)."""
+        pj = _flagged(pay, ref)
+        got = E.to_pandas(
+            pj.select(
+                *(nw.col(c).sum() for c in sums),
+                nw.col("id").n_unique().alias("_ids"),
+                nw.col("created_at").min().alias("_lo"),
+                nw.col("created_at").max().alias("_hi"),
+            )
+        ).iloc[0]
+        totals = {c: _count(got[c]) for c in (*sums, "_ids")}
+        # The rows of refunds without their payment have no id, counted as one: not a payment
+        # id. (Were a payment's id missing too, the count falls one short: the exact check.)
+        if totals["_orphan"]:
+            totals["_ids"] -= 1
+        return pj, {**totals, "_lo": got["_lo"], "_hi": got["_hi"]}
+
+    pay = lp
+    pj, totals = rule_pass(pay)
+    if totals["_pay"] != totals["_ids"]:
+        pay_rows, dup_pay, n_dup_pay = duplicated(lp)
+        pay = lp.unique(subset=["id"], keep="any")
+        pj, totals = rule_pass(pay)
+    else:
+        pay_rows, dup_pay, n_dup_pay = totals["_pay"], [], 0
     n_pay = totals["_pay"]
 
     def pay_rule(flag: str) -> tuple[list[str], int]:
@@ -296,13 +324,16 @@ def quality(
     add("payment_ids_unique", pay_rows, dup_pay, n_dup_pay)
     add("refund_ids_unique", ref_rows, dup_ref, n_dup_ref)
 
-    hourly = per_hour[per_hour["_hour"].notna()]
+    hourly = E.with_period(
+        pay.filter(~nw.col("created_at").is_null()), "created_at", tz, "h", "_hour"
+    )
+    per_hour = E.to_pandas(hourly.group_by("_hour").agg(nw.len().alias("n")))
     counts = pd.Series(
-        hourly["_pay"].to_numpy(),
-        index=pd.DatetimeIndex(E.wall_time(hourly["_hour"])),
+        per_hour["n"].to_numpy(),
+        index=pd.DatetimeIndex(E.wall_time(per_hour["_hour"])),
     ).sort_index()
     count, holes = _hourly_holes(counts)
-    lo, hi = per_hour["_lo"].min(), per_hour["_hi"].max()
+    lo, hi = totals["_lo"], totals["_hi"]
     hours = 0 if pd.isna(lo) else int((hi - lo).total_seconds() // 3600 + 1)
     add("no_hourly_holes", hours, holes, count)
 

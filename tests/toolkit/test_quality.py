@@ -107,6 +107,24 @@ def test_clean_tables_pass_and_completeness_is_optional(engine: Any) -> None:
     assert _quality(engine, payments, refunds, completeness=True)["ok"].all()
 
 
+def test_empty_tables_pass(engine: Any) -> None:
+    table = _quality(engine, build_payments([]), build_refunds([]))
+    assert table["ok"].all() and (table["checked"] == 0).all()
+
+
+def test_a_payment_without_an_id_is_one_id(engine: Any) -> None:
+    # next to a refund whose payment is missing (whose joined row has no payment id either)
+    payments = build_payments(
+        [{"id": "pay_1", "status": "failed", "amount": 100},
+         {"id": None, "status": "failed", "amount": 200}]
+    )  # fmt: skip
+    refunds = build_refunds([{"id": "rfnd_1", "payment_id": "pay_9", "amount": 50}])
+    table = _quality(engine, payments, refunds)
+    assert table.loc["payment_ids_unique", ["checked", "count"]].tolist() == [2, 0]
+    assert table.loc["refunded_amount_matches_refunds", "checked"] == 2
+    assert table.loc["refund_payment_cached", ["checked", "count"]].tolist() == [1, 1]
+
+
 # A payment's refunds in two currencies: the wrong one sorts after the payment's currency
 # (MYR < USD), or before it; each case on its own, as the other would reveal it anyway.
 @pytest.mark.parametrize(("currency", "wrong"), [("MYR", "USD"), ("USD", "EUR")])
