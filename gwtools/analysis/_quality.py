@@ -253,48 +253,28 @@ def quality(
         return ids.astype(str).tolist(), n
 
     def duplicated(lf: nw.LazyFrame[Any]) -> tuple[int, list[str], int]:
+        """Rows, up to EXAMPLES repeated ids and their count. The rows and the distinct ids
+        are counted first (no count per id to carry in the analysis's largest hash table);
+        only when they differ are the ids grouped for the repeated ones."""
+        got = scalar(lf, rows=nw.len(), ids=nw.col("id").n_unique())
+        rows = _count(got["rows"])
+        if rows == _count(got["ids"]):
+            return rows, [], 0
         counts = lf.group_by("id").agg(nw.len().alias("k"))
         counts = counts.with_columns(_d=E.flag(nw.col("k") > 1))
-        got = scalar(counts, rows=nw.col("k").sum(), dups=nw.col("_d").sum())
-        return (int(got["rows"]), *broken(counts, "_d", int(got["dups"])))
+        return (rows, *broken(counts, "_d"))
 
-    # Duplicated ids first (on the raw rows), then every rule on one row per id. Refund ids
-    # are few: one group-by counts the rows, the repeated ids and their examples.
+    # Duplicated ids first (on the raw rows), then every rule on one row per id.
+    pay_rows, dup_pay, n_dup_pay = duplicated(lp)
     ref_rows, dup_ref, n_dup_ref = duplicated(lr)
     # Without duplicates every row is one id already: no window over the whole table.
+    pay = lp.unique(subset=["id"], keep="any") if n_dup_pay else lp
     ref = lr.unique(subset=["id"], keep="any") if n_dup_ref else lr
-    # Payment ids are many: the rule pass counts the rows and the distinct ids too (no count
-    # per id to carry in the largest hash table of the analysis, no pass of its own). Only
-    # when they differ is the table grouped again for the repeated ids, and deduplicated.
+    pj = _flagged(pay, ref)
     sums = ("_pay", "_known", "_has", "_r1", "_r2", "_r4", "_r6", "_nref", "_orphan", "_odd")
-
-    def rule_pass(pay: nw.LazyFrame[Any]) -> tuple[nw.LazyFrame[Any], dict[str, Any]]:
-        """Every rule's flags over one pass of the payments, their sums, the time span and
-        the number of distinct payment ids (``_ids``, a missing id counting as one)."""
-        pj = _flagged(pay, ref)
-        got = E.to_pandas(
-            pj.select(
-                *(nw.col(c).sum() for c in sums),
-                nw.col("id").n_unique().alias("_ids"),
-                nw.col("created_at").min().alias("_lo"),
-                nw.col("created_at").max().alias("_hi"),
-            )
-        ).iloc[0]
-        totals = {c: _count(got[c]) for c in (*sums, "_ids")}
-        # The rows of refunds without their payment have no id, counted as one: not a payment
-        # id. (Were a payment's id missing too, the count falls one short: the exact check.)
-        if totals["_orphan"]:
-            totals["_ids"] -= 1
-        return pj, {**totals, "_lo": got["_lo"], "_hi": got["_hi"]}
-
-    pay = lp
-    pj, totals = rule_pass(pay)
-    if totals["_pay"] != totals["_ids"]:
-        pay_rows, dup_pay, n_dup_pay = duplicated(lp)
-        pay = lp.unique(subset=["id"], keep="any")
-        pj, totals = rule_pass(pay)
-    else:
-        pay_rows, dup_pay, n_dup_pay = totals["_pay"], [], 0
+    spans = (nw.col("created_at").min().alias("_lo"), nw.col("created_at").max().alias("_hi"))
+    got = E.to_pandas(pj.select(*(nw.col(c).sum() for c in sums), *spans)).iloc[0]
+    totals = {c: _count(got[c]) for c in sums}
     n_pay = totals["_pay"]
 
     def pay_rule(flag: str) -> tuple[list[str], int]:
@@ -333,7 +313,7 @@ def quality(
         index=pd.DatetimeIndex(E.wall_time(per_hour["_hour"])),
     ).sort_index()
     count, holes = _hourly_holes(counts)
-    lo, hi = totals["_lo"], totals["_hi"]
+    lo, hi = got["_lo"], got["_hi"]
     hours = 0 if pd.isna(lo) else int((hi - lo).total_seconds() // 3600 + 1)
     add("no_hourly_holes", hours, holes, count)
 
