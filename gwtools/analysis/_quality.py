@@ -174,6 +174,7 @@ def _flagged(pay: nw.LazyFrame[Any], ref: nw.LazyFrame[Any]) -> nw.LazyFrame[Any
     pj = pj.with_columns(
         _total=nw.col("_rsum").fill_null(0),
         _recorded=nw.col("refunded_amount").fill_null(0),
+        # (not in a CASE on _need: DuckDB then copies the JSON read into each branch)
         _capt=_captured_expr().fill_null(0),
         _has=E.flag(paid & has),
         _known=E.flag(paid & (nw.col("status") != "unknown")),
