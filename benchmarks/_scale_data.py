@@ -131,7 +131,7 @@ def model_digest() -> str:
         CARD_CANCELED, OPEN_DAYS, OPEN_SHARE, CURRENCIES, REFUNDED, TWICE, FULL, REFUND_STATUS,
         PENDING_DAYS, MAX_REFUND_DAYS, HOURS, WEEKDAYS, DECLINES, history.DECLINE_BRANDS,
         history.BRANDS, list(history.REAL_BANKS.items()), history.TEST_BANK_WEIGHTS,
-        history.REASONS, RETRY_SHARE, BANK_NAMES, CHUNK, _ROW_GROUP,
+        history.REASONS, RETRY_SHARE, BANK_NAMES, CHUNK, _ROW_GROUP, CODEC,
     ]  # fmt: skip
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 

@@ -73,9 +73,11 @@ _seq_lock = threading.Lock()
 _last_seq = 0
 
 
-#: The part files' compression: zstd, which every engine reading the cache decodes. (Parquet's
-#: old Hadoop-framed LZ4, pyarrow's "lz4", broke Spark 4.3's reader on our files.)
-CODEC = "zstd"
+#: The part files' compression: Snappy, which every engine and version reading the cache decodes
+#: (Spark's own default) and the cheapest to decode of those: analyses at 10M payments ran
+#: 10-20% faster than on zstd, for files about 1.5x the size. (Parquet's old Hadoop-framed LZ4,
+#: pyarrow's "lz4", broke Spark 4.3's reader on our files; LZ4_RAW needs Spark 3.5 or later.)
+CODEC = "snappy"
 
 #: A reader racing a compaction re-lists this many times before giving up.
 READ_ATTEMPTS = 8
