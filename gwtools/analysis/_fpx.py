@@ -195,7 +195,9 @@ def _counts(payments: E.Table, freq: str | None, tz: str | None) -> tuple[pd.Dat
     lf, keys = lazy_keys(lf, "fpx_bank_code", freq, tz)
     raw = ["status", "outcome", "failure_code"]
     small = E.to_pandas(
-        lf.group_by(*keys, *raw).agg(nw.len().alias("_n"), nw.col("fpx_bank").max().alias("_name"))
+        lf.select(*keys, *raw, "fpx_bank")
+        .group_by(*keys, *raw)
+        .agg(nw.len().alias("_n"), nw.col("fpx_bank").max().alias("_name"))
     )
     small = nw.from_native(small).with_columns(fpx_outcome=outcome_expr()).to_native()
     per = small.groupby([*keys, "fpx_outcome"], dropna=False)["_n"].sum().unstack("fpx_outcome")

@@ -71,7 +71,9 @@ def overview(
     outcome = nw.col("outcome")
     failed = E.truthy(outcome == "failed")
     raw = E.to_pandas(
-        lp.group_by("outcome", "decline_code", "failure_code").agg(nw.len().alias("n"))
+        lp.select("outcome", "decline_code", "failure_code")
+        .group_by("outcome", "decline_code", "failure_code")
+        .agg(nw.len().alias("n"))
     )
     per = (
         nw.from_native(raw)
