@@ -191,8 +191,8 @@ def _counts(payments: E.Table, freq: str | None, tz: str | None) -> tuple[pd.Dat
     those groups in pandas, the same rule on the same values, at a fraction of the cost of
     running it on every payment (about 40% less CPU at 100M).
     """
-    lf = E.lazy(payments).filter(E.truthy(nw.col("method_type") == "fpx"))
-    lf, keys = lazy_keys(lf, "fpx_bank_code", freq, tz)
+    # (fpx_only's per-payment outcome is not selected below: the engine never computes it)
+    lf, keys = lazy_keys(fpx_only(payments), "fpx_bank_code", freq, tz)
     raw = ["status", "outcome", "failure_code"]
     small = E.to_pandas(
         lf.select(*keys, *raw, "fpx_bank")

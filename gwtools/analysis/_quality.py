@@ -289,10 +289,7 @@ def quality(
     rj = ref.join(ids.with_columns(_p=nw.lit(1)), on="payment_id", how="left")
     rj = rj.with_columns(
         _orphan=E.flag(nw.col("_p").is_null()),
-        _wrong=E.flag(
-            ~nw.col("_p").is_null()
-            & (_upper("currency") != nw.col("_pcur").str.to_uppercase().fill_null(""))
-        ),
+        _wrong=E.flag(~nw.col("_p").is_null() & (_upper("currency") != _upper("_pcur"))),
     )
     n_ref, n_orphan = totals["_nref"], totals["_orphan"]
     add("refund_payment_cached", n_ref, *broken(rj, "_orphan", n_orphan))
