@@ -465,8 +465,9 @@ def json_field(
         col = duckdb.ColumnExpression(column)
         path = duckdb.ConstantExpression('$."' + key.replace('"', '\\"') + '"')
         value = duckdb.FunctionExpression("json_extract_string", col, path)
-        valid = duckdb.FunctionExpression("json_valid", col)
-        got = duckdb.CaseExpression(valid, value)
+        # try(): text that is not JSON gives null. A json_valid() guard did the same but
+        # parsed every text twice (0.75 s against 0.56 s per 10M).
+        got = duckdb.FunctionExpression("try", value)
         if where is not None:
             # A CASE runs its branch on the selected rows only.
             got = duckdb.CaseExpression(duckdb.ColumnExpression(where), got)
@@ -494,6 +495,30 @@ def json_field(
     return cast(nw.LazyFrame[Any], nw.from_native(frame).lazy())
 
 
+def hashed(lf: nw.LazyFrame[Any], column: str, alias: str) -> tuple[nw.LazyFrame[Any], str]:
+    """``lf`` with ``alias``: a 64-bit hash of ``column`` (DuckDB ``hash``, Spark
+    ``xxhash64``), and the name to count distinct values on.
+
+    For uniqueness checks over millions of ids: as many distinct hashes as rows proves every
+    value distinct, and integers cost less to count than text (DuckDB, 10M ids: 0.9 s
+    against 2.2 s). Fewer hashes means a repeated value or two values with one hash: count the
+    values themselves then. pandas counts the values (no hash): ``(lf, column)``.
+    """
+    impl = lf.implementation
+    if impl is nw.Implementation.DUCKDB:
+        import duckdb
+
+        value = duckdb.FunctionExpression("hash", duckdb.ColumnExpression(column))
+        rel = lf.to_native().project(duckdb.StarExpression(), value.alias(alias))
+        return cast(nw.LazyFrame[Any], nw.from_native(rel)), alias
+    if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
+        from pyspark.sql import functions as F
+
+        frame = lf.to_native().withColumn(alias, F.xxhash64(F.col(column)))
+        return cast(nw.LazyFrame[Any], nw.from_native(frame)), alias
+    return lf, column
+
+
 def _json_value(text: Any, key: str) -> str | None:
     import orjson
 
@@ -515,17 +540,18 @@ _PLAIN: Final = ("len", "sum", "min", "max")
 
 def first_last(
     lf: nw.LazyFrame[Any],
-    by: str,
+    by: str | Sequence[str],
     order_by: Sequence[str],
     *,
     first: dict[str, str],
     last: dict[str, str] | None = None,
     aggs: dict[str, tuple[str, str | None]] | None = None,
 ) -> nw.LazyFrame[Any]:
-    """One row per ``by`` group: the values of its first row (``first``: output name ->
-    column) and of its last row (``last``) in ``order_by`` order (ascending, nulls first, as
-    the window functions sort), and plain aggregations (``aggs``: name -> (``len``, ``sum``,
-    ``min`` or ``max``, column)), in one group-by on the table's engine.
+    """One row per ``by`` group (a column or several): the values of its first row
+    (``first``: output name -> column) and of its last row (``last``) in ``order_by`` order
+    (ascending, nulls first, as the window functions sort), and plain aggregations (``aggs``:
+    name -> (``len``, ``sum``, ``min`` or ``max``, column)), in one group-by on the table's
+    engine.
 
     Use it instead of window functions that mark each group's first/last row: the windows
     sort every row; this is one hash aggregation. A null field of the first row stays null
@@ -541,6 +567,7 @@ def first_last(
     bad = [fn for fn, _ in aggs.values() if fn not in _PLAIN]
     if bad:
         raise ConfigurationError(f"first_last() aggregations are {_PLAIN}, got {bad}")
+    keys = [by] if isinstance(by, str) else list(by)
     impl = lf.implementation
     if impl is nw.Implementation.DUCKDB:
         import duckdb
@@ -554,7 +581,7 @@ def first_last(
         for c in order_by:
             key_parts += [col(c), const("ASC NULLS FIRST")]
         key = fun("create_sort_key", *key_parts)
-        exprs: list[Any] = [col(by)]
+        exprs: list[Any] = [col(k) for k in keys]
         ends = {"_first": ("arg_min_null", first), "_last": ("arg_max_null", last)}
         for packed, (fn, cols) in ends.items():
             if cols:
@@ -563,8 +590,10 @@ def first_last(
         for name, (fn, on) in aggs.items():
             agg = fun("count_star") if fn == "len" else fun(fn, col(str(on)))
             exprs.append(agg.alias(name))
-        rel = lf.to_native().aggregate(exprs, col(by))
-        unpacked: list[Any] = [col(by)]
+        # No groups given: DuckDB groups by every expression that is not an aggregate (the
+        # keys; its relation API takes one group expression, not a list).
+        rel = lf.to_native().aggregate(exprs)
+        unpacked: list[Any] = [col(k) for k in keys]
         for packed, (_, cols) in ends.items():
             for i, name in enumerate(cols, start=1):
                 unpacked.append(fun("struct_extract", col(packed), const(i)).alias(name))
@@ -583,8 +612,8 @@ def first_last(
             sexprs.append(
                 (F.count(F.lit(1)) if op == "len" else getattr(F, op)(F.col(str(on)))).alias(name)
             )
-        frame = lf.to_native().groupBy(by).agg(*sexprs)
-        picked = [F.col(by)]
+        frame = lf.to_native().groupBy(*keys).agg(*sexprs)
+        picked = [F.col(k) for k in keys]
         for packed, cols in (("_first", first), ("_last", last)):
             picked += [F.col(f"{packed}.{name}").alias(name) for name in cols]
         picked += [F.col(name) for name in aggs]
@@ -594,7 +623,7 @@ def first_last(
         (nw.len() if fn == "len" else getattr(nw.col(cast(str, c)), fn)()).alias(name)
         for name, (fn, c) in aggs.items()
     ]
-    return lf.group_by(by).agg(
+    return lf.group_by(*keys).agg(
         *(nw.col(c).first(order_by=order).alias(name) for name, c in first.items()),
         *(nw.col(c).last(order_by=order).alias(name) for name, c in last.items()),
         *plain,
