@@ -254,13 +254,24 @@ def quality(
         return ids.astype(str).tolist(), n
 
     def duplicated(lf: nw.LazyFrame[Any]) -> tuple[int, list[str], int]:
-        """Rows, up to EXAMPLES repeated ids and their count. The rows and the distinct ids
-        are counted first (no count per id to carry in the analysis's largest hash table);
-        only when they differ are the ids grouped for the repeated ones."""
-        got = scalar(lf, rows=nw.len(), ids=nw.col("id").n_unique())
-        rows = _count(got["rows"])
-        if rows == _count(got["ids"]):
+        """Rows, up to EXAMPLES repeated ids and their count. The rows and the distinct id
+        hashes are counted first (as many as rows: no id repeats, and no count per id to
+        carry in the analysis's largest hash table); otherwise the distinct ids, and only
+        when those are fewer than the rows are the ids grouped for the repeated ones."""
+
+        def distinct(frame: nw.LazyFrame[Any], column: str) -> int:
+            # One DISTINCT and a count: DuckDB's count(distinct) beside other aggregates
+            # (n_unique's null term) plans a slower split aggregation.
+            # (unique() is a partitioned window on DuckDB: at 10M distinct values 0.95 s,
+            # against 1.4 s for a group-by.)
+            return _count(scalar(frame.select(column).unique(), n=nw.len())["n"])
+
+        rows = _count(scalar(lf, rows=nw.len())["rows"])
+        hashes, name = E.hashed(lf, "id", "_id_hash")
+        if rows == distinct(hashes, name):
             return rows, [], 0
+        if name != "id" and rows == distinct(lf, "id"):
+            return rows, [], 0  # two ids with one hash, none repeated
         counts = lf.group_by("id").agg(nw.len().alias("k"))
         counts = counts.with_columns(_d=E.flag(nw.col("k") > 1))
         return (rows, *broken(counts, "_d"))
