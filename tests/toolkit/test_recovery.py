@@ -181,3 +181,33 @@ def test_recovery_first_attempt_at_a_tie(ties: pd.DataFrame, engine: str) -> Non
     # only T's first attempt failed; its brand is null (pay_2's visa is not its first's)
     assert table[["orders", "retried", "recovered"]].to_numpy().tolist() == [[1, 1, 0]]
     assert table["card_brand"].isna().all()
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_an_order_id_that_is_also_a_payment_id_is_another_order(engine: str) -> None:
+    # Orders are grouped by (rule, key): an order id spelled like a payment id, a customer
+    # chain's first payment and a payment alone are three orders, not one.
+    d = "2026-11-02T"
+    payments = build_payments(
+        [
+            {"status": "failed", "failure_code": "card_declined", "created_at": d + "09:00:00Z"},  # pay_1: alone
+            {"status": "succeeded", "metadata": _meta("pay_1"), "created_at": d + "09:10:00Z"},  # pay_2
+            {"status": "failed", "failure_code": "card_declined", "customer_id": "cus_1", "created_at": d + "09:20:00Z", "amount": 500},  # pay_3
+            {"status": "succeeded", "metadata": _meta("pay_3"), "created_at": d + "09:30:00Z"},  # pay_4
+        ]
+    )  # fmt: skip
+    table = _engines(payments)[engine]
+    orders = analysis.orders(table).set_index("order")
+    assert orders.index.tolist() == [
+        "customer:pay_3",
+        "order:pay_1",
+        "order:pay_3",
+        "payment:pay_1",
+    ]
+    assert orders["attempts"].tolist() == [1, 1, 1, 1]
+    assert orders["final_outcome"].tolist() == ["failed", "succeeded", "succeeded", "failed"]
+    got = analysis.acceptance(table)
+    conversion = got[(got["metric"] == "conversion") & (got["unit"] == "order")]
+    assert conversion[["successes", "n"]].to_numpy().tolist() == [[2, 4]]
+    # neither failed order was won back by the success that shares its id's spelling
+    assert analysis.recovery(table, by="decline_type")["recovered"].tolist() == [0]
