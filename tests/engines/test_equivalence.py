@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import narwhals as nw
 import pandas as pd
 import pytest
 
@@ -180,3 +181,20 @@ def test_a_spark_session_not_in_utc_is_refused(spark: Any, engine_cache: Path) -
             a.decline_rate(frame)
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_quality_finds_repeated_ids_on_every_engine(
+    tables: dict[str, tuple[Any, Any]], engine: str
+) -> None:
+    # DuckDB and Spark count distinct id hashes first; fewer hashes than rows sends them to
+    # the ids themselves, which must then name the repeated ones.
+    payments, refunds = tables[engine]
+    ids = sorted(tables["pandas"][0]["id"].dropna())[:2]
+    frame = nw.from_native(payments)
+    doubled = nw.concat([frame, frame.filter(nw.col("id").is_in(ids))], how="vertical")
+    table = a.quality(doubled.to_native(), refunds).set_index("rule")
+    rule = table.loc["payment_ids_unique"]
+    assert (rule["count"], rule["examples"]) == (2, ids)
+    assert rule["checked"] == len(tables["pandas"][0]) + 2
+    assert table.loc["refund_ids_unique", "count"] == 0
