@@ -511,7 +511,7 @@ def hashed(lf: nw.LazyFrame[Any], column: str, alias: str) -> tuple[nw.LazyFrame
         value = duckdb.FunctionExpression("hash", duckdb.ColumnExpression(column))
         rel = lf.to_native().project(duckdb.StarExpression(), value.alias(alias))
         return cast(nw.LazyFrame[Any], nw.from_native(rel)), alias
-    if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
+    if _is_spark(lf):
         from pyspark.sql import functions as F
 
         frame = lf.to_native().withColumn(alias, F.xxhash64(F.col(column)))

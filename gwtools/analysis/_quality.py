@@ -260,10 +260,9 @@ def quality(
         when those are fewer than the rows are the ids grouped for the repeated ones."""
 
         def distinct(frame: nw.LazyFrame[Any], column: str) -> int:
-            # One DISTINCT and a count: DuckDB's count(distinct) beside other aggregates
-            # (n_unique's null term) plans a slower split aggregation.
-            # (unique() is a partitioned window on DuckDB: at 10M distinct values 0.95 s,
-            # against 1.4 s for a group-by.)
+            # unique() then a count: on DuckDB a partitioned window, 0.95 s at 10M distinct
+            # values, against 1.3 s for n_unique() (a split aggregation, for its null term)
+            # and 1.4 s for a group-by.
             return _count(scalar(frame.select(column).unique(), n=nw.len())["n"])
 
         rows = _count(scalar(lf, rows=nw.len())["rows"])
