@@ -150,6 +150,8 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         The canonical tables, as the library returns them (every column, its type and where
         it comes from: docs/tables.md), plus the summary tables above. From a terminal,
         `gwtools export payments --format parquet --out payments.parquet` does the same.
+        A table longer than a spreadsheet opens (1,048,575 rows) is saved as Parquet only,
+        with a warning below: `gwtools export` writes its CSV when you need one.
         """),
         export(
             """

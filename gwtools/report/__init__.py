@@ -22,6 +22,7 @@ HTML), ``_run`` (executing the notebooks, the index page).
 from gwtools.report._html import LONG_TEXT, TABLE_CSS, export_html, sandbox_banner, tidy_tables
 from gwtools.report._run import NOTEBOOKS, TITLES, Report, ReportError, notebooks_dir, run_report
 from gwtools.report._tables import (
+    CSV_MAX_ROWS,
     Tables,
     count_rows,
     describe_source,
@@ -33,6 +34,7 @@ from gwtools.report._tables import (
 )
 
 __all__ = [
+    "CSV_MAX_ROWS",
     "LONG_TEXT",
     "NOTEBOOKS",
     "TABLE_CSS",

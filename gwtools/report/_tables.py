@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,22 +241,51 @@ def load_tables(
     )
 
 
-def save_tables(tables: Mapping[str, Any], out_dir: str | os.PathLike[str] | None) -> list[str]:
+#: Rows a spreadsheet opens (Excel's 1,048,576, less the header): the CSV copies are for
+#: colleagues in a spreadsheet. A longer table is saved as Parquet only, every row of it.
+CSV_MAX_ROWS = 1_048_575
+
+
+def save_tables(
+    tables: Mapping[str, Any],
+    out_dir: str | os.PathLike[str] | None,
+    *,
+    csv_max_rows: int | None = CSV_MAX_ROWS,
+) -> list[str]:
     """Write each table as ``<name>.csv`` and ``<name>.parquet`` into ``out_dir`` and return
     the file names (not paths: they end up in notebook outputs). ``out_dir=None`` writes
     nothing, so an interactive run leaves no files behind. A lazy table (a whole canonical
-    table, say) is streamed in batches, never loaded whole."""
+    table, say) is streamed in batches, never loaded whole.
+
+    A table of more than ``csv_max_rows`` rows (default: what a spreadsheet opens) gets its
+    Parquet file only, with a warning naming the command that writes its CSV: 10M canonical
+    payments take 4.7 GB and four and a half minutes as CSV, 1.3 GB and 26 s as Parquet.
+    ``csv_max_rows=None`` writes every CSV.
+    """
     if out_dir is None:
         return []
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     names = []
     for name, frame in tables.items():
-        for suffix in ("csv", "parquet"):
+        suffixes = ["csv", "parquet"]
+        if csv_max_rows is not None and (rows := count_rows(frame)) > csv_max_rows:
+            warnings.warn(_csv_skipped(name, rows, csv_max_rows), stacklevel=2)
+            suffixes.remove("csv")
+        for suffix in suffixes:
             path = target / f"{name}.{suffix}"
             write_table(frame, path, suffix)  # renamed into place: never half-written
             names.append(path.name)
     return names
+
+
+def _csv_skipped(name: str, rows: int, limit: int) -> str:
+    export = f"`gwtools export {name} --format csv` or " if name in ("payments", "refunds") else ""
+    return (
+        f"{name}: {rows:,} rows, more than a spreadsheet opens ({limit:,}), so it was saved as "
+        f"{name}.parquet only (every row). For a CSV anyway: {export}"
+        "save_tables(..., csv_max_rows=None)."
+    )
 
 
 def _as_of(embedded: bool) -> str:

@@ -513,3 +513,27 @@ def test_report_from_a_cache_folder_reads_it_and_syncs_nothing(
     assert banks["fpx_bank_code"].tolist() == ["MB2U0227"]
     assert banks["attempts"].tolist() == [2] and banks["rate"].tolist() == [0.5]
     assert "3 payments and 1 refunds from a local cache" in result.html[0].read_text()
+
+
+def test_save_tables_keeps_csv_to_what_a_spreadsheet_opens(tmp_path: Path) -> None:
+    """A table longer than ``csv_max_rows`` is saved as Parquet only, every row, and the
+    warning says so and how to get the CSV; a table of exactly the limit keeps its CSV."""
+    from gwtools.cache._scan import connection
+
+    at_limit = pd.DataFrame({"n": [1, 2]})
+    longer = connection().from_df(pd.DataFrame({"n": [1, 2, 3]}))  # counted in DuckDB
+    with pytest.warns(UserWarning) as caught:
+        names = report.save_tables(
+            {"small": at_limit, "payments": longer}, tmp_path / "t", csv_max_rows=2
+        )
+    assert names == ["small.csv", "small.parquet", "payments.parquet"]
+    assert [str(w.message) for w in caught] == [
+        "payments: 3 rows, more than a spreadsheet opens (2), so it was saved as "
+        "payments.parquet only (every row). For a CSV anyway: `gwtools export payments "
+        "--format csv` or save_tables(..., csv_max_rows=None)."
+    ]
+    assert pd.read_parquet(tmp_path / "t" / "payments.parquet")["n"].tolist() == [1, 2, 3]
+    assert not (tmp_path / "t" / "payments.csv").exists()
+    every = report.save_tables({"payments": longer}, tmp_path / "all", csv_max_rows=None)
+    assert every == ["payments.csv", "payments.parquet"]
+    assert report.CSV_MAX_ROWS == 1_048_576 - 1  # Excel's rows, less the header
