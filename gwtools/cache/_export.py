@@ -19,7 +19,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import narwhals as nw
 import numpy as np
@@ -129,7 +129,12 @@ def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
 
 
 #: Sub-second units of a time column, coarsest first, with their ticks per second.
-_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_UNITS: dict[Literal["s", "ms", "us", "ns"], int] = {
+    "s": 1,
+    "ms": 1_000,
+    "us": 1_000_000,
+    "ns": 1_000_000_000,
+}
 #: Years numpy and pandas spell alike (four digits); a column reaching past them is left to pandas.
 _YEARS = (np.datetime64("0001-01-01"), np.datetime64("9999-12-31"))
 
@@ -149,7 +154,8 @@ def _csv_times(col: pd.Series) -> pd.Series | None:
     known = ~np.isnat(values)
     if known.any() and (values[known].min() < _YEARS[0] or values[known].max() > _YEARS[1]):
         return None
-    per_second = _UNITS[np.datetime_data(values.dtype)[0]]
+    base = np.datetime_data(values.dtype)[0]
+    per_second = next(n for u, n in _UNITS.items() if u == base)
     sub = values[known].view("int64") % per_second
     unit = next(
         u for u, n in _UNITS.items() if n >= per_second or not (sub % (per_second // n)).any()
@@ -162,9 +168,14 @@ def _csv_times(col: pd.Series) -> pd.Series | None:
 
 def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its UTC time columns already spelled as ``to_csv`` spells them."""
-    spelled = {name: _csv_times(col) for name, col in frame.items()}
-    done = {name: text for name, text in spelled.items() if text is not None}
-    return frame.assign(**done) if done else frame
+    out = frame
+    for name, col in frame.items():
+        text = _csv_times(col)
+        if text is not None:
+            if out is frame:
+                out = frame.copy(deep=False)  # the caller's frame stays as it was
+            out[name] = text
+    return out
 
 
 def _write(table: Any, fmt: str, target: IO[str] | IO[bytes] | str, rows: int) -> int:

@@ -97,3 +97,12 @@ def test_csv_batches_are_spelled_one_by_one(tmp_path: Path) -> None:
         "2026-01-01 00:00:00+00:00,1",
         "2026-01-01 00:00:01.500+00:00,2",
     ]
+
+
+def test_csv_times_under_any_column_name_and_the_callers_frame_untouched(tmp_path: Path) -> None:
+    times = pd.to_datetime(["2026-01-01 00:00:01.5"], format="ISO8601").tz_localize("UTC")
+    frame = pd.DataFrame({0: times.astype("datetime64[us, UTC]"), 1: [7]})
+    out = tmp_path / "t.csv"
+    write_table(frame, out, "csv")
+    assert out.read_text(encoding="utf-8") == frame.to_csv(index=False)
+    assert isinstance(frame[0].dtype, pd.DatetimeTZDtype)
