@@ -84,11 +84,24 @@ def _number(value: float) -> str:
 
 
 def notebook_display() -> None:
-    """pandas display options the notebooks share: wide tables, readable numbers."""
+    """pandas display options the notebooks share (wide tables, readable numbers), and
+    warnings shown as their sentence alone: a kernel's warning names its cell's temporary
+    file and repeats the line, which tell a report's reader nothing."""
     pd.set_option("display.width", 140)
     pd.set_option("display.max_columns", 30)
     pd.set_option("display.max_colwidth", 90)  # retry advice reads as a sentence
     pd.set_option("display.float_format", _number)
+    warnings.formatwarning = _plain_warning
+
+
+def _plain_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    return f"{category.__name__}: {message}\n"
 
 
 def describe_source(base_url: str | None, *, embedded: bool) -> str:

@@ -537,3 +537,19 @@ def test_save_tables_keeps_csv_to_what_a_spreadsheet_opens(tmp_path: Path) -> No
     every = report.save_tables({"payments": longer}, tmp_path / "all", csv_max_rows=None)
     assert every == ["payments.csv", "payments.parquet"]
     assert report.CSV_MAX_ROWS == 1_048_576 - 1  # Excel's rows, less the header
+
+
+def test_notebook_warnings_are_their_sentence_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a notebook a warning would name the kernel's temporary file (a path in a report)."""
+    import warnings
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    shown = warnings.formatwarning("payments: 3 rows", UserWarning, "/tmp/ipykernel_1/2.py", 8)
+    assert "/tmp/ipykernel_1" in shown
+    keep = ["display.width", "display.max_columns", "display.max_colwidth", "display.float_format"]
+    with pd.option_context(*(x for k in keep for x in (k, pd.get_option(k)))):  # restored after
+        report.notebook_display()
+    assert (
+        warnings.formatwarning("payments: 3 rows", UserWarning, "/tmp/ipykernel_1/2.py", 8)
+        == "UserWarning: payments: 3 rows\n"
+    )
