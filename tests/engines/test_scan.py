@@ -260,3 +260,23 @@ def test_lazy_tables_spill_past_a_bounded_memory(tmp_path: Path) -> None:
     bad = _scan_settings({"GW_DUCKDB_MEMORY_LIMIT": "lots"})
     assert "refused: GW_DUCKDB_MEMORY_LIMIT='lots' is not a memory size" in bad.stdout
     assert "e.g. '3GB'" in bad.stdout
+
+
+@pytest.mark.parametrize("rows", ["all", "none"])
+def test_lazy_results_come_through_arrow_with_duckdbs_own_dtypes(rows: str) -> None:
+    """Results are collected through Arrow (DuckDB's ``.df()`` made a Python object per text
+    value), with the dtypes ``.df()`` gives: nullable where a null is, decimals as floats."""
+    from gwtools.analysis._engine import from_arrow
+
+    rel = connection().sql(
+        "SELECT i, sum(i) OVER () AS total, b, v, d, ts, dec, i32, u, f, n, ok "
+        "FROM (VALUES (1::BIGINT, true, 'a', DATE '2024-01-01', "
+        "TIMESTAMPTZ '2024-01-01 00:00:00+00', 1.5::DECIMAL(18,2), 1::INTEGER, 7::UBIGINT, "
+        "0.5::DOUBLE, 5::BIGINT, true), (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+        "6, false)) t(i, b, v, d, ts, dec, i32, u, f, n, ok)"
+        + (" WHERE false" if rows == "none" else "")
+    )
+    expected = rel.df()
+    if rows == "none":
+        expected["v"] = expected["v"].astype("str")  # text, where .df() had no value to tell
+    pd.testing.assert_frame_equal(from_arrow(rel.to_arrow_table()), expected)
