@@ -8,8 +8,8 @@ and streams it: DuckDB hands over Arrow record batches, Spark rows come through
 ``frame.to_csv(index=False)``/``frame.to_parquet(index=False)`` of the same rows would hold,
 whatever the size (in CSV, batch by batch: a time's fraction has the digits its batch needs).
 UTC times are spelled for CSV in one vectorised pass, as pandas spells them; pandas goes value
-by value, which was half of a canonical CSV export's time. ``gwtools export``, the notebooks' ``save_tables`` and the dashboards'
-export buttons use it.
+by value, which was half of a canonical CSV export's time. ``gwtools export``, the notebooks'
+``save_tables`` and the dashboards' export buttons use it.
 """
 
 from __future__ import annotations
