@@ -50,14 +50,21 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _tables_line(files: list[Path]) -> str:
+    """How many tables the report saved, and which have no CSV (past a spreadsheet's rows)."""
+    stems = sorted({p.stem for p in files})
+    with_csv = {p.stem for p in files if p.suffix == ".csv"}
+    alone = [s for s in stems if s not in with_csv]
+    only = f"; {', '.join(alone)} as Parquet only" if alone else ""
+    return f"{len(stems)} table{'' if len(stems) == 1 else 's'} as CSV and Parquet{only}"
+
+
 def _print_report(report: Any) -> None:
     click.echo(f"\nReport written to {_shown(report.out_dir)}/ in {report.seconds:.0f} s")
     click.echo(f"  open {_shown(report.index)}")
     for page in report.html:
         click.echo(f"  {_shown(page)}")
-    click.echo(
-        f"  {len(report.tables)} tables (CSV and Parquet) in {_shown(report.out_dir / 'tables')}/"
-    )
+    click.echo(f"  {_tables_line(report.tables)} in {_shown(report.out_dir / 'tables')}/")
     from gwtools.plots import SANDBOX_NOTE
 
     click.echo(f"\nData: {report.source}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))

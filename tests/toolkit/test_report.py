@@ -553,3 +553,11 @@ def test_notebook_warnings_are_their_sentence_alone(monkeypatch: pytest.MonkeyPa
         warnings.formatwarning("payments: 3 rows", UserWarning, "/tmp/ipykernel_1/2.py", 8)
         == "UserWarning: payments: 3 rows\n"
     )
+
+
+def test_report_summary_counts_tables_not_files() -> None:
+    from gwtools.cli._report import _tables_line
+
+    files = [Path("t/funnel.csv"), Path("t/funnel.parquet"), Path("t/payments.parquet")]
+    assert _tables_line(files) == "2 tables as CSV and Parquet; payments as Parquet only"
+    assert _tables_line(files[:2]) == "1 table as CSV and Parquet"
