@@ -31,8 +31,9 @@ Everything gwtools raises derives from :class:`GatewayError`::
     ├── RateLimitError            429, after retries
     ├── APIError                  5xx, after retries
     │   └── MalformedBodyError    a 200 whose body is not the JSON it should be
-    └── CacheError                the local cache cannot be written or read (disk, folder)
-        └── CacheNotFoundError    nothing cached where a read looked: sync first
+    ├── CacheError                the local cache cannot be written or read (disk, folder)
+    │   └── CacheNotFoundError    nothing cached where a read looked: sync first
+    └── ResultTooLargeError       a table asked for in memory outgrew GW_MAX_RESULT_MEMORY
 """
 
 from gwtools._config import Filters, Settings, check_filters
@@ -50,6 +51,7 @@ from gwtools._errors import (
     MalformedBodyError,
     NotFoundError,
     RateLimitError,
+    ResultTooLargeError,
 )
 from gwtools._gateway import Gateway, cache_path, cache_state, connect
 from gwtools._schema import empty_payments, empty_refunds
@@ -78,6 +80,7 @@ __all__ = [
     "NotFoundError",
     "RateLimitError",
     "ResourceResult",
+    "ResultTooLargeError",
     "Settings",
     "Source",
     "SyncResult",

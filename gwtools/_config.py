@@ -351,6 +351,13 @@ class Filters(NamedTuple):
             return None
         return bounds[0] if len(bounds) == 1 else bounds[0] & bounds[1]
 
+    def arrow_status(self) -> ds.Expression | None:
+        """The statuses as a Parquet scan filter: only for files that hold each id once (with
+        several versions of an id, the newest decides, whatever an older one's status)."""
+        import pyarrow.dataset as ds
+
+        return None if self.status is None else ds.field("status").isin(list(self.status))
+
     def apply(self, table: Any) -> Any:
         """``table`` (pandas or Arrow, any engine Narwhals knows) reduced to the selection."""
         import narwhals as nw

@@ -21,10 +21,13 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     │   │                           that persisted through every retry
     │   └── MalformedBodyError      a 200 whose body is not the JSON the endpoint answers
     │                               (.snippet: its first 200 characters, key masked)
-    └── CacheError                  (also OSError) the local cache cannot be written or read:
-        │                           full disk, read-only folder, a path that is not a folder
-        └── CacheNotFoundError      (also FileNotFoundError) nothing cached where a read
-                                    looked: sync first, or point at the cache folder
+    ├── CacheError                  (also OSError) the local cache cannot be written or read:
+    │   │                           full disk, read-only folder, a path that is not a folder
+    │   └── CacheNotFoundError      (also FileNotFoundError) nothing cached where a read
+    │                               looked: sync first, or point at the cache folder
+    └── ResultTooLargeError         (also MemoryError) a table asked for in memory outgrew
+                                    what one result may take (``GW_MAX_RESULT_MEMORY``):
+                                    filter it first, or keep it lazy
 
 Use :func:`error_from_response` to turn any non-2xx :class:`httpx.Response` into the right
 exception: it is the only place that knows the mapping. Messages never contain an API key or a
@@ -57,6 +60,7 @@ __all__ = [
     "MalformedBodyError",
     "NotFoundError",
     "RateLimitError",
+    "ResultTooLargeError",
     "error_from_response",
     "mask_key",
     "redact",
@@ -225,6 +229,12 @@ class CacheError(GatewayError, OSError):
 
 class CacheNotFoundError(CacheError, FileNotFoundError):
     """Nothing is cached where a read looked: run a sync first, or pass the cache's folder."""
+
+
+class ResultTooLargeError(GatewayError, MemoryError):
+    """A table asked for in memory (``read_cache``, ``payments()``, a row-level analysis of a
+    lazy table) grew past what one result may take (:mod:`gwtools._memory`); it was stopped
+    before the machine ran out. The message says how far it got and what to do."""
 
 
 _BY_TYPE: dict[str, type[GatewayError]] = {

@@ -33,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import functools
+import operator
 import os
 import re
 import signal
@@ -58,6 +60,7 @@ from filelock import FileLock
 from gwtools import _schema
 from gwtools._config import Filters, cache_folder, check_filters
 from gwtools._errors import CacheError, CacheNotFoundError, ConfigurationError
+from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
 
 __all__ = ["Dataset", "MergeStats", "read_cache"]
@@ -809,12 +812,13 @@ class Dataset:
         columns: Sequence[str] | None,
         *,
         skip_damaged: bool,
+        meter: ResultMeter | None = None,
     ) -> tuple[pa.Table, dict[Path, str]]:
         # The one check of what a read selects (unknown status, since >= until: errors).
         where = check_filters(self.resource, since, until, status)
         for attempt in range(READ_ATTEMPTS):
             try:
-                return self._read_table_once(where, columns, skip_damaged)
+                return self._read_table_once(where, columns, skip_damaged, meter)
             except FileNotFoundError:
                 if attempt == READ_ATTEMPTS - 1:
                     raise
@@ -822,7 +826,11 @@ class Dataset:
         raise AssertionError("unreachable")
 
     def _read_table_once(
-        self, where: Filters, columns: Sequence[str] | None, skip_damaged: bool
+        self,
+        where: Filters,
+        columns: Sequence[str] | None,
+        skip_damaged: bool,
+        meter: ResultMeter | None,
     ) -> tuple[pa.Table, dict[Path, str]]:
         cols = list(columns) if columns is not None else list(_schema.columns(self.resource))
         filtered = [
@@ -837,7 +845,7 @@ class Dataset:
         damaged: dict[Path, str] = {}
         while True:
             try:
-                table = self._read_files(listed, need, time_filter)
+                table = self._read_files(listed, need, time_filter, meter, where.arrow_status())
                 break
             except (pa.ArrowInvalid, OSError) as exc:
                 if isinstance(exc, FileNotFoundError):
@@ -863,22 +871,43 @@ class Dataset:
         return statuses.apply(table).select(cols), damaged
 
     def _read_files(
-        self, listed: list[list[Path]], need: list[str], time_filter: ds.Expression | None
+        self,
+        listed: list[list[Path]],
+        need: list[str],
+        time_filter: ds.Expression | None,
+        meter: ResultMeter | None = None,
+        status_filter: ds.Expression | None = None,
     ) -> pa.Table:
+        """The listed files' rows (newest version per id); ``meter`` sees every batch read
+        and stops a read that outgrows it. ``status_filter`` applies where each id is in one
+        file (a read of failed payments holds only them, so only they count)."""
         files = [f for month in listed for f in month]
+        if meter is not None:
+            meter.reset()  # a read tried again (a file gone, one damaged) counts from zero
         if not files:
             return self.schema.empty_table().select(need)
         if all(len(month) <= 1 for month in listed):
             dataset = ds.dataset(
                 [str(f) for f in files], schema=self.schema, format="parquet", partitioning=None
             )
-            return dataset.to_table(columns=need, filter=time_filter)
+            filters = [f for f in (time_filter, status_filter) if f is not None]
+            scan_filter = functools.reduce(operator.and_, filters) if filters else None
+            scanner = dataset.scanner(columns=need, filter=scan_filter)
+            if meter is None:
+                return scanner.to_table()
+            batches = []
+            for batch in scanner.to_batches():
+                meter.add(batch.nbytes, batch.num_rows)
+                batches.append(batch)
+            return pa.Table.from_batches(batches, schema=scanner.projected_schema)
         # Interrupted compaction: several versions of an id can coexist; newest file wins.
         pieces = []
         for seq, f in enumerate(files):
             t = pq.read_table(f, schema=self.schema, columns=need)
             if time_filter is not None:
                 t = t.filter(time_filter)
+            if meter is not None:
+                meter.add(t.nbytes, t.num_rows)
             pieces.append(t.append_column(_SEQ, pa.repeat(pa.scalar(seq, pa.int64()), t.num_rows)))
         table = _newest_per_id(pa.concat_tables(pieces)).drop_columns([_SEQ])
         if "created_at" in need:
@@ -899,7 +928,13 @@ class Dataset:
         (no sync ever completed, or a file that cannot be read) warns, or with ``strict=True``
         raises :class:`CacheError`.
         """
-        table, damaged = self._read(since, until, status, None, skip_damaged=True)
+        meter = ResultMeter(
+            f"Reading the cached {self.resource} at {self.path} into pandas",
+            f"Ask for part of them (since=, until=, status=), or work on them without loading "
+            f"them: gwtools.scan_cache(path, {self.resource!r}) or gw.scan({self.resource!r}) "
+            "is a lazy table every analysis takes.",
+        )
+        table, damaged = self._read(since, until, status, None, skip_damaged=True, meter=meter)
         frame = to_pandas(table, self.resource)
         state = self.state()
         completed = self.completed(state)
