@@ -47,8 +47,26 @@ def effective_refunds(refunds: E.Table) -> Any:
     return E.native_like(E.lazy(refunds).filter(live_expr()), refunds)
 
 
-def details(payments: E.Table, refunds: E.Table) -> nw.LazyFrame[Any]:
-    """:func:`refund_details` as a LazyFrame on the tables' engine."""
+def _per_payment(refunds: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+    """``payment_id`` and ``_total``: the sum of each payment's refunds among ``refunds``."""
+    return (
+        refunds.filter(~nw.col("payment_id").is_null())
+        .group_by("payment_id")
+        .agg(nw.col("amount").sum().alias("_total"))
+    )
+
+
+def _kind(total: nw.Expr, paid: nw.Expr) -> nw.Expr:
+    """``full`` when the refunds add up to the payment's amount, else ``partial``; null when
+    either is unknown."""
+    return nw.when(~total.is_null() & ~paid.is_null()).then(
+        nw.when(total >= paid).then(nw.lit("full")).otherwise(nw.lit("partial"))
+    )
+
+
+def details(payments: E.Table, refunds: E.Table, *, kind: bool = True) -> nw.LazyFrame[Any]:
+    """:func:`refund_details` as a LazyFrame on the tables' engine; ``kind=False`` leaves out
+    ``kind`` (and the per-payment sums of the refunds it needs)."""
     lp, lr = E.lazy_pair(payments, refunds)
     pay = lp.filter(~nw.col("id").is_null()).select(
         nw.col("id").alias("payment_id"),
@@ -57,19 +75,14 @@ def details(payments: E.Table, refunds: E.Table) -> nw.LazyFrame[Any]:
         nw.col("created_at").alias("payment_created_at"),
         nw.col("captured_at"),
     )
-    per_payment = (
-        lr.filter(live_expr() & ~nw.col("payment_id").is_null())
-        .group_by("payment_id")
-        .agg(nw.col("amount").sum().alias("_total"))
-    )
-    out = lr.join(pay, on="payment_id", how="left").join(per_payment, on="payment_id", how="left")
-    total, paid = nw.col("_total"), nw.col("payment_amount")
+    out = lr.join(pay, on="payment_id", how="left")
     start = nw.coalesce(nw.col("captured_at"), nw.col("payment_created_at"))
+    days = E.seconds_between(out, nw.col("created_at"), start) / 86_400
+    if not kind:
+        return out.with_columns(days_to_refund=days)
+    out = out.join(_per_payment(lr.filter(live_expr())), on="payment_id", how="left")
     return out.with_columns(
-        kind=nw.when(~total.is_null() & ~paid.is_null()).then(
-            nw.when(total >= paid).then(nw.lit("full")).otherwise(nw.lit("partial"))
-        ),
-        days_to_refund=E.seconds_between(out, nw.col("created_at"), start) / 86_400,
+        kind=_kind(nw.col("_total"), nw.col("payment_amount")), days_to_refund=days
     ).drop("_total")
 
 
@@ -78,7 +91,8 @@ def _rows(lf: nw.LazyFrame[Any], table: E.Table) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):
         lf = lf.sort("created_at", "id", nulls_last=True)
     out = E.to_pandas(lf)
-    return out.astype({"kind": "string", "days_to_refund": "float64", "payment_amount": "Int64"})
+    types = {"kind": "string", "days_to_refund": "float64", "payment_amount": "Int64"}
+    return out.astype({c: t for c, t in types.items() if c in out.columns})
 
 
 def refund_details(payments: E.Table, refunds: E.Table) -> pd.DataFrame:
@@ -213,16 +227,24 @@ def partial_vs_full(
     """Refunded payments split into ``full`` and ``partial`` refunds: ``payments``,
     ``share`` and the amount refunded per currency."""
     lp, lr = E.lazy_pair(payments, refunds)
-    refunded = details(lp, lr.filter(live_expr())).filter(~nw.col("kind").is_null())
-    per_payment = refunded.group_by("payment_id").agg(
-        nw.col("kind").max(), nw.col("amount").sum(), nw.col("currency").max()
+    live = lr.filter(live_expr() & ~nw.col("payment_id").is_null())
+    # Each refunded payment once: its refunds' sum and currency, against its amount (one
+    # group-by and one join; the refunds one by one are never joined).
+    sums = live.group_by("payment_id").agg(
+        nw.col("amount").sum().alias("_total"), nw.col("currency").max()
+    )
+    paid = lp.filter(~nw.col("id").is_null()).select(
+        nw.col("id").alias("payment_id"), nw.col("amount").alias("_paid")
+    )
+    refunded = sums.join(paid, on="payment_id", how="inner").with_columns(
+        kind=_kind(nw.col("_total"), nw.col("_paid"))
     )
     # One query: payments and amounts per kind and currency (a payment has one currency), so
     # the join with the payments runs once; counts and totals are finished from it in pandas.
     small = E.to_pandas(
-        per_payment.group_by("kind", "currency").agg(
-            nw.len().alias("payments"), nw.col("amount").sum()
-        )
+        refunded.filter(~nw.col("kind").is_null())
+        .group_by("kind", "currency")
+        .agg(nw.len().alias("payments"), nw.col("_total").sum().alias("amount"))
     )
     counts = small.groupby("kind", dropna=False)["payments"].sum().to_frame()
     out = counts.astype({"payments": "int64"})
@@ -238,7 +260,7 @@ def time_to_refund(payments: E.Table, refunds: E.Table, by: By = "method_type") 
     """Days from capture to refund per group: ``refunds``, ``median_days``, ``p90_days``,
     ``max_days``. Refunds whose payment is unknown are counted under a null key."""
     lp, lr = E.lazy_pair(payments, refunds)
-    lf = details(lp, lr.filter(live_expr()))
+    lf = details(lp, lr.filter(live_expr()), kind=False)
     keys = as_list(by)
     if not keys:
         lf = lf.with_columns(all=nw.lit("all"))
@@ -281,7 +303,7 @@ def pending_refunds(
         current = current.tz_localize(zone)
     lp, lr = E.lazy_pair(payments, refunds)
     pending = lr.filter(E.truthy(nw.col("status") == "pending"))
-    out = _rows(details(lp, pending), refunds)
+    out = _rows(details(lp, pending, kind=False), refunds)
     out["age_days"] = (current - out["created_at"]).dt.total_seconds() / 86_400
     out["age_business_days"] = business_days_between(out["created_at"], current, zone, holidays)
     expected = pd.Series(pd.NA, index=out.index, dtype="Int64")
