@@ -47,12 +47,13 @@ def effective_refunds(refunds: E.Table) -> Any:
     return E.native_like(E.lazy(refunds).filter(live_expr()), refunds)
 
 
-def _per_payment(refunds: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
-    """``payment_id`` and ``_total``: the sum of each payment's refunds among ``refunds``."""
+def _per_payment(refunds: nw.LazyFrame[Any], *also: nw.Expr) -> nw.LazyFrame[Any]:
+    """``payment_id`` and ``_total``, the sum of each payment's refunds among ``refunds``
+    (and the aggregates ``also``)."""
     return (
         refunds.filter(~nw.col("payment_id").is_null())
         .group_by("payment_id")
-        .agg(nw.col("amount").sum().alias("_total"))
+        .agg(nw.col("amount").sum().alias("_total"), *also)
     )
 
 
@@ -227,12 +228,9 @@ def partial_vs_full(
     """Refunded payments split into ``full`` and ``partial`` refunds: ``payments``,
     ``share`` and the amount refunded per currency."""
     lp, lr = E.lazy_pair(payments, refunds)
-    live = lr.filter(live_expr() & ~nw.col("payment_id").is_null())
     # Each refunded payment once: its refunds' sum and currency, against its amount (one
     # group-by and one join; the refunds one by one are never joined).
-    sums = live.group_by("payment_id").agg(
-        nw.col("amount").sum().alias("_total"), nw.col("currency").max()
-    )
+    sums = _per_payment(lr.filter(live_expr()), nw.col("currency").max())
     paid = lp.filter(~nw.col("id").is_null()).select(
         nw.col("id").alias("payment_id"), nw.col("amount").alias("_paid")
     )
