@@ -206,8 +206,12 @@ def scan_cache(
         if not files:
             return _empty(resource, con)
         # union_by_name: a file missing a column (written by another tool) gives nulls there.
+        # No hive partitioning: the month folder's column would need a projection to drop,
+        # and DuckDB pushes a filter on an expression (the JSON order id of the customer
+        # chains) into the Parquet scan only when no projection sits between (0.95 s -> 0.52 s
+        # for that filter over 10M payments).
         rel = con.read_parquet(
-            files, hive_partitioning=True, union_by_name=True, filename=_needs_dedup(files)
+            files, hive_partitioning=False, union_by_name=True, filename=_needs_dedup(files)
         )
     else:
         fs, root = remote
@@ -240,4 +244,6 @@ def scan_cache(
         lf = lf.filter(nw.col(_FILE) == newest)
     if filters:
         lf = lf.filter(*filters)
-    return lf.select(columns).to_native()
+    if lf.columns != columns:  # another tool's files, or the file names of a deduplication
+        lf = lf.select(columns)
+    return lf.to_native()
