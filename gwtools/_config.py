@@ -16,6 +16,7 @@ anywhere; the cache directory is named by ``account`` or by a hash of the key.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 import os
@@ -336,27 +337,22 @@ class Filters(NamedTuple):
             out.append(nw.col("status").is_in(list(self.status)))
         return out
 
-    def arrow_time(self) -> ds.Expression | None:
-        """The time bounds alone as a Parquet scan filter, so a read skips row groups; the
-        statuses are left to :meth:`expressions` (a row's status can change between files)."""
+    def arrow(self, *, statuses: bool = False) -> ds.Expression | None:
+        """The selection as a Parquet scan filter, so a read skips row groups: the time bounds,
+        and with ``statuses`` the statuses too. Leave those out where an id can be in several
+        files (an interrupted compaction): the newest version decides, whatever an older one's
+        status, so :meth:`apply` takes them after the versions are chosen."""
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        bounds = [
+        terms = [
             op(ds.field("created_at"), pa.scalar(t, pa.timestamp("us", "UTC")))
             for op, t in ((operator.ge, self.since), (operator.lt, self.until))
             if t is not None
         ]
-        if not bounds:
-            return None
-        return bounds[0] if len(bounds) == 1 else bounds[0] & bounds[1]
-
-    def arrow_status(self) -> ds.Expression | None:
-        """The statuses as a Parquet scan filter: only for files that hold each id once (with
-        several versions of an id, the newest decides, whatever an older one's status)."""
-        import pyarrow.dataset as ds
-
-        return None if self.status is None else ds.field("status").isin(list(self.status))
+        if statuses and self.status is not None:
+            terms.append(ds.field("status").isin(list(self.status)))
+        return functools.reduce(operator.and_, terms) if terms else None
 
     def apply(self, table: Any) -> Any:
         """``table`` (pandas or Arrow, any engine Narwhals knows) reduced to the selection."""

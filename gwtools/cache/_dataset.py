@@ -33,8 +33,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import functools
-import operator
 import os
 import re
 import signal
@@ -841,11 +839,10 @@ class Dataset:
         # One listing decides both the files and whether they need deduplicating: a batch
         # written after it is simply not part of this read.
         listed = [self._files_in(p) for p in self._partitions()]
-        time_filter = where.arrow_time()
         damaged: dict[Path, str] = {}
         while True:
             try:
-                table = self._read_files(listed, need, time_filter, meter, where.arrow_status())
+                table = self._read_files(listed, need, where, meter)
                 break
             except (pa.ArrowInvalid, OSError) as exc:
                 if isinstance(exc, FileNotFoundError):
@@ -874,13 +871,12 @@ class Dataset:
         self,
         listed: list[list[Path]],
         need: list[str],
-        time_filter: ds.Expression | None,
+        where: Filters,
         meter: ResultMeter | None = None,
-        status_filter: ds.Expression | None = None,
     ) -> pa.Table:
-        """The listed files' rows (newest version per id); ``meter`` sees every batch read
-        and stops a read that outgrows it. ``status_filter`` applies where each id is in one
-        file (a read of failed payments holds only them, so only they count)."""
+        """The listed files' rows (newest version per id) within ``where``'s times, and its
+        statuses where each id is in one file (a read of failed payments then holds, and
+        counts, only them); ``meter`` sees every batch read and stops a read that outgrows it."""
         files = [f for month in listed for f in month]
         if meter is not None:
             meter.reset()  # a read tried again (a file gone, one damaged) counts from zero
@@ -890,9 +886,7 @@ class Dataset:
             dataset = ds.dataset(
                 [str(f) for f in files], schema=self.schema, format="parquet", partitioning=None
             )
-            filters = [f for f in (time_filter, status_filter) if f is not None]
-            scan_filter = functools.reduce(operator.and_, filters) if filters else None
-            scanner = dataset.scanner(columns=need, filter=scan_filter)
+            scanner = dataset.scanner(columns=need, filter=where.arrow(statuses=True))
             if meter is None:
                 return scanner.to_table()
             batches = []
@@ -902,6 +896,7 @@ class Dataset:
             return pa.Table.from_batches(batches, schema=scanner.projected_schema)
         # Interrupted compaction: several versions of an id can coexist; newest file wins.
         pieces = []
+        time_filter = where.arrow()
         for seq, f in enumerate(files):
             t = pq.read_table(f, schema=self.schema, columns=need)
             if time_filter is not None:
