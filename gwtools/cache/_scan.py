@@ -81,6 +81,10 @@ def _connection() -> duckdb.DuckDBPyConnection:
         ) from None
     # Timestamps come back in the connection's zone: UTC, as every canonical timestamp.
     con.execute("SET TimeZone = 'UTC'")
+    # Every step of a lazy table is bound anew, and each bind of a multi-file scan reads every
+    # file's footer again (0.2 s per step over 100M payments). DuckDB keeps them instead, and
+    # reads a footer again when its file has changed since.
+    con.execute("SET parquet_metadata_cache = true")
     return con
 
 

@@ -280,3 +280,21 @@ def test_lazy_results_come_through_arrow_with_duckdbs_own_dtypes(rows: str) -> N
     if rows == "none":
         expected["v"] = expected["v"].astype("str")  # text, where .df() had no value to tell
     pd.testing.assert_frame_equal(from_arrow(rel.to_arrow_table()), expected)
+
+
+def test_a_file_rewritten_in_place_is_read_anew(tmp_path: Path) -> None:
+    """The connection keeps Parquet footers between queries; a file replaced under the same
+    name (another tool rewriting the cache) must still be read as it is now."""
+    month = tmp_path / "payments" / "created_month=2026-11"
+    month.mkdir(parents=True)
+    (tmp_path / "payments" / "_state.json").write_text('{"high_water": "2026-11-02T02:00:00Z"}')
+    part = month / "part-00000000000000000001-a.parquet"
+    first = build_payments([{"status": "failed", "amount": 5}])
+    pq.write_table(to_arrow(first, "payments"), part)
+    assert a.to_pandas(gwtools.scan_cache(tmp_path, "payments"))["status"].tolist() == ["failed"]
+    # More rows, in more row groups: stale footers would read the old layout.
+    now = build_payments([{"status": "succeeded", "amount": 100 + i} for i in range(50)])
+    pq.write_table(to_arrow(now, "payments"), part, row_group_size=7)
+    again = a.to_pandas(gwtools.scan_cache(tmp_path, "payments"))
+    assert len(again) == 50 and set(again["status"]) == {"succeeded"}
+    assert sorted(again["amount"].tolist()) == [100 + i for i in range(50)]
