@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from gwtools._errors import ConfigurationError, ResultTooLargeError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["DEFAULT_SHARE", "MEMORY_ENV", "ResultMeter", "format_size", "result_budget"]
 
@@ -103,8 +107,7 @@ class ResultMeter:
     ask for less. Example::
 
         meter = ResultMeter("Reading the cached payments", "Pass since= and until=.")
-        for batch in reader:
-            meter.add(batch.nbytes, batch.num_rows)
+        table = meter.table(reader, reader.schema)
     """
 
     def __init__(self, what: str, advice: str) -> None:
@@ -128,3 +131,14 @@ class ResultMeter:
                 f"If the machine has room, set {MEMORY_ENV} higher (for example "
                 f"{MEMORY_ENV}=32GB), or to off"
             )
+
+    def table(self, batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+        """``batches`` as one Arrow table, each counted as it arrives (so a result too large
+        stops before it is all in memory)."""
+        import pyarrow as pa
+
+        kept = []
+        for batch in batches:
+            self.add(batch.nbytes, batch.num_rows)
+            kept.append(batch)
+        return pa.Table.from_batches(kept, schema=schema)

@@ -889,11 +889,7 @@ class Dataset:
             scanner = dataset.scanner(columns=need, filter=where.arrow(statuses=True))
             if meter is None:
                 return scanner.to_table()
-            batches = []
-            for batch in scanner.to_batches():
-                meter.add(batch.nbytes, batch.num_rows)
-                batches.append(batch)
-            return pa.Table.from_batches(batches, schema=scanner.projected_schema)
+            return meter.table(scanner.to_batches(), scanner.projected_schema)
         # Interrupted compaction: several versions of an id can coexist; newest file wins.
         pieces = []
         time_filter = where.arrow()
