@@ -11,7 +11,7 @@ import pandas as pd
 from gwtools.analysis import _engine as E
 from gwtools.analysis._rates import add_rate, column, finish_keys, lazy_keys
 
-#: Failure codes that mean the bank never answered (DESIGN.md: TEST0004 times out and
+#: Failure codes that mean the bank never answered (the sandbox's test banks: TEST0004 times out and
 #: the payment fails with ``processing_error``).
 TIMEOUT_CODES: Final = frozenset({"processing_error", "timeout", "bank_timeout"})
 

@@ -5,7 +5,7 @@ hold (parsed JSON, webhook payloads), and :func:`normalize_bodies` on list respo
 bodies exactly as received (a retrieved single object as ``(variant, body)``). Envelopes, variants and ids are :mod:`gwtools.http._wire`'s;
 columns, order and dtypes are those of :mod:`gwtools._schema`.
 
-Decisions where the spec is silent (DESIGN.md section 2 fixes the rest):
+Decisions where the spec is silent (docs/tables.md gives the rest):
 
 - A record is variant B when it carries B's creation field ``created``, else A;
   list bodies take the variant of their envelope (``meta`` -> A, ``has_more`` -> B).

@@ -1,4 +1,4 @@
-"""Test cards (DESIGN.md section 4): number -> outcome, brands, Luhn and expiry checks."""
+"""Test cards (docs/sandbox.md, Test cards and FPX banks): number -> outcome, brands, Luhn and expiry checks."""
 
 from __future__ import annotations
 

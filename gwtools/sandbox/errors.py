@@ -1,4 +1,4 @@
-"""Gateway errors: one exception type and the spec's error body (DESIGN.md section 3 table)."""
+"""Gateway errors: one exception type and the spec's error body (docs/sandbox.md, Errors)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ Millis = Annotated[int, Field(ge=0, le=120_000)]
 
 # Paths whose GET answers a list envelope: the only ones that get a non-JSON 200.
 _LIST_PATHS = frozenset({"/v1/payments", "/v1/refunds", "/v1/events"})
-# Query parameters that filter lists on creation time (DESIGN.md section 3).
+# Query parameters that filter lists on creation time (docs/sandbox.md, Conventions).
 _TIME_FILTERS = frozenset({b"from", b"to"})
 # Lists whose rows the data faults change (events are left alone).
 _DATA_LISTS = frozenset({"/v1/payments", "/v1/refunds"})

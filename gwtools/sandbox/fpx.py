@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Test bank codes (DESIGN.md section 4) -> how their bank page ends. Like a real bank, a test
+#: Test bank codes (docs/sandbox.md, Test cards and FPX banks) -> how their bank page ends. Like a real bank, a test
 #: bank sends the customer to the bank page; there its one button ends the page this way (a
 #: customer action of ``domain.customer_action``).
 TEST_BANKS: Final[dict[str, str]] = {

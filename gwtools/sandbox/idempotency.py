@@ -1,4 +1,4 @@
-"""Idempotency keys (DESIGN.md section 3): per API key and endpoint, kept 24 h of sandbox time.
+"""Idempotency keys (docs/sandbox.md, Keys, limits, versions, idempotency): per API key and endpoint, kept 24 h of sandbox time.
 
 The first response is stored and replayed byte for byte with ``Idempotent-Replayed: true``;
 the same key with a different body is 409 ``idempotency_key_reused``; a duplicate arriving

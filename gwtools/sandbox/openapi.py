@@ -595,8 +595,8 @@ def build_openapi(variant: str) -> dict[str, Any]:
         "info": {
             "title": f"Payment gateway (sandbox, variant {variant})",
             "version": "2024-01-01",
-            "description": "The gateway interface of gateway-spec.md as the gwtools "
-            "sandbox serves it; see docs/sandbox.md.",
+            "description": "The payment gateway's interface as the gwtools sandbox "
+            "serves it; see docs/sandbox.md.",
         },
         "paths": paths,
         "components": {

@@ -1,4 +1,4 @@
-"""Token-bucket rate limits per API key (DESIGN.md section 3): O(1) per request."""
+"""Token-bucket rate limits per API key (docs/sandbox.md, Keys, limits): O(1) per request."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Internal records -> the served variant's JSON objects (DESIGN.md section 3 conventions)."""
+"""Internal records -> the served variant's JSON objects (docs/sandbox.md, Conventions)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def event_row(
 def event(
     ident: str, type_: str, created: float, livemode: bool, version: str, obj: bytes
 ) -> bytes:
-    """The event envelope of DESIGN.md section 3; ``obj`` is the object's JSON at that moment."""
+    """The event envelope (docs/sandbox.md, Events and webhooks); ``obj`` is the object's JSON at that moment."""
     head = orjson.dumps(
         {
             "id": ident,

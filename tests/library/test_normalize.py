@@ -159,7 +159,7 @@ def test_recorded_refund(variant: str) -> None:
 # --------------------------------------------------------------------------- statuses
 
 STATUS_TABLE = [
-    # raw, variant, canonical, outcome (DESIGN.md section 2)
+    # raw, variant, canonical, outcome (docs/tables.md)
     ("pending", "A", "pending", "open"),
     ("requires_action", "B", "requires_action", "open"),
     ("processing", "B", "processing", "open"),

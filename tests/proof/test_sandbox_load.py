@@ -131,7 +131,7 @@ def test_one_idempotency_key_sent_concurrently_creates_one_payment(api: Api) -> 
     assert sum(r.headers.get("Idempotent-Replayed") == "true" for r in ok) == len(ok) - 1
     for body, r in zip(bodies, responses, strict=True):
         if body is winner_body:
-            # DESIGN.md: a concurrent duplicate waits and replays, or is told 409.
+            # docs/sandbox.md: a concurrent duplicate waits and replays, or is told 409.
             assert r.status_code in (200, 201, 409), r.text
         else:
             assert_error(r, 409, "invalid_request_error", "idempotency_key_reused")

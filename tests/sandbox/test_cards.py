@@ -1,4 +1,4 @@
-"""Every test card of DESIGN.md section 4, in both variants (direct in B, checkout page in A)."""
+"""Every test card of docs/sandbox.md, in both variants (direct in B, checkout page in A)."""
 
 from __future__ import annotations
 

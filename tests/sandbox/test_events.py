@@ -14,7 +14,7 @@ from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, Receiver
 
 
 def _verify(secret: str, headers: dict[str, str], body: bytes) -> int:
-    """The receiver's check of DESIGN.md's Gateway-Signature; returns the timestamp."""
+    """The receiver's check of the Gateway-Signature (docs/sandbox.md); returns the timestamp."""
     parts = dict(item.split("=", 1) for item in headers["gateway-signature"].split(","))
     expected = hmac.new(
         secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256

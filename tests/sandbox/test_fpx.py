@@ -8,7 +8,7 @@ import pytest
 
 from tests.sandbox.conftest import CANCEL_URL, RETURN_URL, SUCCESS_URL, Payer, error_of
 
-#: Each test bank's page ends one way (DESIGN.md section 4): (status right after the page,
+#: Each test bank's page ends one way (docs/sandbox.md): (status right after the page,
 #: final status 30 s later, failure code).
 ENDINGS = {
     "TEST0001": ("succeeded", "succeeded", None),

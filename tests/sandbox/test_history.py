@@ -95,7 +95,7 @@ def test_sandbox_seeds_at_start() -> None:
         assert all(NOW.timestamp() - 10 * 86400 <= r[1] <= NOW.timestamp() for r in rows)
 
 
-#: The reason each declining test card's last four digits stand for (DESIGN.md section 4), on
+#: The reason each declining test card's last four digits stand for (docs/sandbox.md), on
 #: every brand: (error code, decline code).
 REASON_BY_LAST4 = {
     "0002": ("card_declined", "generic_decline"),
@@ -165,7 +165,7 @@ def test_history_declines_every_brand_and_fpx_banks_time_out(payer: Payer) -> No
         counts[0] += _fpx_outcome(payer, p) == "succeeded"
         counts[1] += 1
     assert len({won / n for won, n in tally.values()}) > 2, tally
-    # test banks appear in a test-mode history, each with the outcome DESIGN.md gives it
+    # test banks appear in a test-mode history, each with the outcome docs/sandbox.md gives it
     spec = {
         "TEST0001": {"succeeded"},
         "TEST0002": {"failed"},
@@ -182,7 +182,7 @@ def test_history_declines_every_brand_and_fpx_banks_time_out(payer: Payer) -> No
             assert _fpx_outcome(payer, p) in spec[bank] | {"open"}, (bank, p)
 
 
-#: What each test bank's page ends in (DESIGN.md section 4), as (status, failure code).
+#: What each test bank's page ends in (docs/sandbox.md), as (status, failure code).
 TEST_BANK_ENDINGS = {
     "TEST0001": ("succeeded", None),
     "TEST0002": ("failed", "payment_method_not_available"),

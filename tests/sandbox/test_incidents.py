@@ -103,7 +103,7 @@ def test_incidents_need_a_history() -> None:
 
 def test_the_sandbox_retries_the_declines_the_library_calls_soft() -> None:
     """The history's customers retry soft declines; the sandbox may not import the library's
-    classification (DESIGN: separate parts), so the two lists are kept equal by this test."""
+    classification (docs/architecture.md: separate parts), so the two lists are kept equal by this test."""
     from gwtools._schema import SOFT_DECLINE_CODES
     from gwtools.sandbox.history import SOFT_REASONS
 

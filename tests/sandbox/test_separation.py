@@ -1,4 +1,4 @@
-"""The sandbox is a separate part: it imports nothing of the library (DESIGN: separate parts),
+"""The sandbox is a separate part: it imports nothing of the library (docs/architecture.md: separate parts),
 so it can stand in for the real gateway without sharing a bug with the client it tests."""
 
 from __future__ import annotations
