@@ -1226,9 +1226,10 @@ def read_cache(
     since: Any = None,
     until: Any = None,
     status: str | Sequence[str] | None = None,
+    filesystem: Any = None,
     strict: bool = False,
 ) -> pd.DataFrame:
-    """The cached canonical table, without any network.
+    """The cached canonical table, without any gateway.
 
     ``cache_dir`` may be the cache root (as given to :func:`gwtools.connect`), an account
     directory's dataset, or a dataset directory itself. ``since``/``until`` bound
@@ -1237,12 +1238,27 @@ def read_cache(
 
         payments = gwtools.read_cache("data/sample-cache", "payments", status="failed")
 
+    A cache on shared storage is read as :func:`gwtools.scan_cache` reads it: give a URL
+    (``s3://bucket/gwtools``, any fsspec protocol) or ``filesystem=`` (a
+    ``pyarrow.fs.FileSystem`` or fsspec filesystem, with ``cache_dir`` a path on it).
+
     A cache no sync has completed (interrupted, or a disk that filled up), or one with a file
     that cannot be read, is returned with a :class:`gwtools.GatewayDataWarning` saying how
     many rows it holds and how to complete it; ``frame.attrs["gwtools_cache"]["complete"]``
     is False. ``strict=True`` raises :class:`gwtools.CacheError` instead.
     """
     check_filters(resource, since, until, status)  # before looking for the cache
-    return find_dataset(cache_dir, resource, account=account, mode=mode).read(
+    # Imported here: the lazy scans build on this module.
+    from gwtools.cache._scan import _resolve_filesystem, read_shared
+
+    remote = _resolve_filesystem(cache_dir, filesystem)
+    if remote is not None:
+        return read_shared(
+            cache_dir, resource, remote, account=account, mode=mode,
+            since=since, until=until, status=status, strict=strict,
+        )  # fmt: skip
+    text = os.fspath(cache_dir)
+    local = text[len("file://") :] if text.startswith("file://") else text
+    return find_dataset(local, resource, account=account, mode=mode).read(
         since=since, until=until, status=status, strict=strict
     )

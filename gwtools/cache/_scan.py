@@ -36,6 +36,7 @@ from typing import Any
 import duckdb
 import narwhals as nw
 import orjson
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
@@ -43,6 +44,7 @@ import pyarrow.fs as pafs
 from gwtools import _schema
 from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
+from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
 from gwtools.cache._dataset import (
     Dataset,
@@ -50,6 +52,7 @@ from gwtools.cache._dataset import (
     dataset_files,
     find_dataset,
     locate,
+    to_pandas,
 )
 
 __all__ = ["connection", "scan_cache"]
@@ -122,7 +125,15 @@ def _resolve_filesystem(
                     f"cannot open {text!r}: pyarrow does not know the scheme and fsspec is not "
                     "installed; pip install fsspec (and the protocol's package, e.g. s3fs)"
                 ) from None
-            fsspec_fs, path = fsspec.core.url_to_fs(text)
+            try:
+                fsspec_fs, path = fsspec.core.url_to_fs(text)
+            except (ImportError, ValueError) as exc:
+                # fsspec: "Protocol not known: …", or the protocol's package is missing.
+                raise ConfigurationError(
+                    f"cannot open {text!r}: {exc}. Check the URL's scheme (s3://, gs://, "
+                    "abfs://, hdfs://, file://, or any fsspec protocol whose package is "
+                    "installed, such as s3fs or gcsfs)"
+                ) from None
             fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_fs))
         return fs, path.rstrip("/")
     if not isinstance(filesystem, pafs.FileSystem):
@@ -147,7 +158,7 @@ class _RemoteDataset(Dataset):
         return state
 
 
-def _check_complete(dataset: Dataset, strict: bool) -> None:
+def _check_complete(dataset: Dataset, strict: bool, caller: str, stacklevel: int) -> None:
     """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
     if dataset.completed():
         return
@@ -161,9 +172,9 @@ def _check_complete(dataset: Dataset, strict: bool) -> None:
     from gwtools.sync._result import GatewayDataWarning
 
     warnings.warn(
-        message + "; scan_cache(..., strict=True) raises instead of warning",
+        message + f"; {caller}(..., strict=True) raises instead of warning",
         GatewayDataWarning,
-        stacklevel=3,
+        stacklevel=stacklevel + 1,
     )
 
 
@@ -196,19 +207,38 @@ def scan_cache(
         payments = gwtools.scan_cache("data/sample-cache", "payments", status="failed")
         analysis.decline_breakdown(payments)
     """
-    columns = list(_schema.columns(resource))
     filters = check_filters(resource, since, until, status).expressions()  # before the cache
-    con = connection()
     remote = _resolve_filesystem(cache_dir, filesystem)
+    where = (account, mode, filters, strict)
+    return _relation(cache_dir, resource, remote, *where, caller="scan_cache", stacklevel=3)[0]
+
+
+def _relation(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    remote: tuple[pafs.FileSystem, str] | None,
+    account: str | None,
+    mode: str | None,
+    filters: list[nw.Expr],
+    strict: bool,
+    *,
+    caller: str,
+    stacklevel: int,
+) -> tuple[duckdb.DuckDBPyRelation, Dataset]:
+    """:func:`scan_cache`'s table and the dataset it reads; ``caller`` and ``stacklevel``
+    name who warns of a partial cache."""
+    columns = list(_schema.columns(resource))
+    con = connection()
     rel: duckdb.DuckDBPyRelation
+    dataset: Dataset
     if remote is None:
         text = os.fspath(cache_dir)
         local = Path(text[len("file://") :] if text.startswith("file://") else text)
         dataset = find_dataset(local, resource, account=account, mode=mode)
-        _check_complete(dataset, strict)
+        _check_complete(dataset, strict, caller, stacklevel + 1)
         files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
         if not files:
-            return _empty(resource, con)
+            return _empty(resource, con), dataset
         # union_by_name: a file missing a column (written by another tool) gives nulls there.
         # No hive partitioning: the month folder's column would need a projection to drop,
         # and DuckDB pushes a filter on an expression (the JSON order id of the customer
@@ -220,10 +250,11 @@ def scan_cache(
     else:
         fs, root = remote
         folder = locate(fs, root, resource, account=account, mode=mode)
-        _check_complete(_RemoteDataset(fs, folder, resource), strict)
+        dataset = _RemoteDataset(fs, folder, resource)
+        _check_complete(dataset, strict, caller, stacklevel + 1)
         files = dataset_files(fs, folder)
         if not files:
-            return _empty(resource, con)
+            return _empty(resource, con), dataset
         schema = _arrow_schema(resource)
         if _needs_dedup(files):
             # One dataset per file: the file's name (write order) decides which version wins.
@@ -250,4 +281,48 @@ def scan_cache(
         lf = lf.filter(*filters)
     if lf.columns != columns:  # another tool's files, or the file names of a deduplication
         lf = lf.select(columns)
-    return lf.to_native()
+    return lf.to_native(), dataset
+
+
+def read_shared(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    remote: tuple[pafs.FileSystem, str],
+    *,
+    account: str | None,
+    mode: str | None,
+    since: Any,
+    until: Any,
+    status: str | Sequence[str] | None,
+    strict: bool,
+) -> pd.DataFrame:
+    """:func:`gwtools.read_cache` of a cache on shared storage: :func:`scan_cache`'s table in
+    ``read_cache``'s order (creation time, then id), counted batch by batch as it arrives."""
+    filters = check_filters(resource, since, until, status).expressions()
+    where = (account, mode, filters, strict)
+    rel, dataset = _relation(cache_dir, resource, remote, *where, caller="read_cache", stacklevel=4)
+    ordered = nw.from_native(rel).sort("created_at", "id", nulls_last=True).to_native()
+    meter = ResultMeter(
+        f"Reading the cached {resource} at {os.fspath(cache_dir)} into pandas",
+        f"Ask for part of them (since=, until=, status=), or work on them without loading "
+        f"them: gwtools.scan_cache(url, {resource!r}) is a lazy table every analysis takes.",
+    )
+    read = getattr(ordered, "to_arrow_reader", None) or ordered.fetch_record_batch
+    with read(_BATCH_ROWS) as reader:
+        table = meter.table(reader, reader.schema)
+    frame = to_pandas(table, resource)
+    state = dataset.state()
+    complete = dataset.completed(state)
+    frame.attrs["gwtools_cache"] = {
+        "complete": complete,
+        "path": os.fspath(cache_dir),
+        "last_sync": state.get("last_sync"),
+        "last_full_sync": state.get("last_full_sync"),
+        "damaged_files": [],
+        "message": None if complete else "no sync of them has completed: run `gwtools sync`",
+    }
+    return frame
+
+
+#: Rows per batch fetched from DuckDB by :func:`read_shared`.
+_BATCH_ROWS = 1_000_000

@@ -125,6 +125,69 @@ def test_a_file_url_reads_the_local_cache(engine_cache: Path) -> None:
     assert len(lazy) == len(gwtools.read_cache(engine_cache, "refunds"))
 
 
+def test_nothing_is_read_until_a_result_is_asked_for(tmp_path: Path) -> None:
+    # A file whose data pages are destroyed but whose footer is intact: making the lazy
+    # table reads footers only, so it works; asking for rows reads the pages, and fails.
+    _two_files(tmp_path)
+    part = next((tmp_path / "payments").glob("*/part-*1-a.parquet"))
+    data = bytearray(part.read_bytes())
+    footer_start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    data[4:footer_start] = bytes(footer_start - 4)
+    part.write_bytes(bytes(data))
+    lazy = gwtools.scan_cache(tmp_path, "payments")
+    assert lazy.columns == list(gwtools.empty_payments().columns)
+    with pytest.raises(duckdb.Error):
+        a.to_pandas(lazy)
+
+
+def test_read_cache_reads_shared_storage_as_it_reads_a_folder(
+    engine_cache: Path, tmp_path: Path
+) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    fsspec.filesystem("memory").put(str(engine_cache), f"/{tmp_path.name}", recursive=True)
+    url = f"memory://{tmp_path.name}"
+    for resource in ("payments", "refunds"):
+        local = gwtools.read_cache(engine_cache, resource)
+        pd.testing.assert_frame_equal(gwtools.read_cache(url, resource), local)
+    remote = gwtools.read_cache(url, "payments", status="failed", since="2026-09-01")
+    pd.testing.assert_frame_equal(
+        remote, gwtools.read_cache(engine_cache, "payments", status="failed", since="2026-09-01")
+    )
+    assert remote.attrs["gwtools_cache"]["complete"] is True
+    # A pyarrow filesystem object, a path on it: the same.
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(engine_cache), "shared/gw", destination_filesystem=memory)
+    pd.testing.assert_frame_equal(
+        gwtools.read_cache("shared/gw", "refunds", filesystem=memory),
+        gwtools.read_cache(engine_cache, "refunds"),
+    )
+    # The URL branch of scan_cache: a scheme pyarrow does not know goes through fsspec.
+    lazy = gwtools.scan_cache(url, "payments", status="failed")
+    assert set(a.to_pandas(lazy)["id"]) == set(
+        gwtools.read_cache(engine_cache, "payments", status="failed")["id"]
+    )
+
+
+def test_a_partial_cache_on_shared_storage_warns_in_read_cache(tmp_path: Path) -> None:
+    _two_files(tmp_path)
+    (tmp_path / "payments" / "_state.json").unlink()
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(tmp_path), "bucket", destination_filesystem=memory)
+    with pytest.warns(gwtools.GatewayDataWarning, match=r"read_cache\(\.\.\., strict=True\)"):
+        frame = gwtools.read_cache("bucket", "payments", filesystem=memory)
+    assert frame.attrs["gwtools_cache"]["complete"] is False
+    assert frame["id"].tolist() == ["pay_1", "pay_2"]  # every row, the newest version of pay_1
+    assert frame["status"].tolist() == ["succeeded", "failed"]
+    with pytest.raises(gwtools.CacheError, match="partial"):
+        gwtools.read_cache("bucket", "payments", filesystem=memory, strict=True)
+
+
+@pytest.mark.parametrize("read", [gwtools.read_cache, gwtools.scan_cache])
+def test_an_unknown_url_scheme_says_what_to_check(read: Any) -> None:
+    with pytest.raises(gwtools.ConfigurationError, match=r"'nosuch://b/gw'.*Check the URL"):
+        read("nosuch://b/gw", "payments")
+
+
 def test_an_fsspec_filesystem(engine_cache: Path) -> None:
     fsspec = pytest.importorskip("fsspec")
     memory = fsspec.filesystem("memory")
