@@ -528,8 +528,12 @@ class Dataset:
         if lines:
             with _writing(self.path, "recording rejected records"):
                 self.path.mkdir(parents=True, exist_ok=True)
-                with open(self.rejects_path, "ab") as fh:
-                    fh.write(b"\n".join(lines) + b"\n")
+                with open(self.rejects_path, "ab+") as fh:
+                    # A sync killed while appending leaves a last line without its end: end
+                    # it, so this append's records stay lines of their own.
+                    size = fh.seek(0, os.SEEK_END)
+                    ended = size == 0 or (fh.seek(size - 1) >= 0 and fh.read(1) == b"\n")
+                    fh.write((b"" if ended else b"\n") + b"\n".join(lines) + b"\n")
                     fh.flush()
                     os.fsync(fh.fileno())
         return len(lines)
@@ -540,7 +544,24 @@ class Dataset:
             raw = self.rejects_path.read_bytes().splitlines()
         except FileNotFoundError:
             raw = []
-        rows = [orjson.loads(line) for line in raw if line.strip()]
+        rows, torn = [], []
+        for number, line in enumerate(raw, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                torn.append(number)
+        if torn:
+            # Only a sync killed mid-append writes such a line; the next sync fetched (and
+            # recorded) those records again, as it fetches everything after the last one
+            # completed.
+            _warn(
+                f"{self.rejects_path}: line {', '.join(map(str, torn))} is not a whole record "
+                "(a sync was stopped while writing it) and is left out; the next sync "
+                "fetches those records again, from the last completed sync on, and records "
+                "what it rejects anew"
+            )
         return pd.DataFrame(rows, columns=["time", "sync_id", "resource", "reason", "record"])
 
     # -- recovery --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
+import gwtools
 from gwtools._schema import columns, conform
 from gwtools.cache import _dataset as _cache
 from gwtools.cache._dataset import Dataset, _next_seq, find_dataset, read_cache, to_arrow
@@ -219,6 +220,28 @@ def test_state_and_rejects(ds: Dataset) -> None:
     assert rejects[["reason", "record", "sync_id"]].values.tolist() == [
         ["record has no id", '{"amount": 5}', "s1"]
     ]
+
+
+def test_rejects_survive_a_sync_killed_while_appending(ds: Dataset) -> None:
+    from gwtools.normalize._normalize import Reject
+
+    first = Reject("payments", "record has no id", '{"amount": 5}')
+    ds.append_rejects([first, first], sync_id="s1")
+    whole = ds.rejects_path.read_bytes()
+    # What a kill in the middle of the second line's write leaves on disk.
+    ds.rejects_path.write_bytes(whole[: len(whole.splitlines()[0]) + 1 + 17])
+    ds.append_rejects([Reject("payments", "amount is not a number", "{}")], sync_id="s2")
+    with pytest.warns(gwtools.GatewayDataWarning, match=r"line 2 is not a whole record"):
+        rejects = ds.rejects()
+    assert rejects[["reason", "sync_id"]].values.tolist() == [
+        ["record has no id", "s1"],
+        ["amount is not a number", "s2"],
+    ]
+    # Whole again: a later append after a whole line adds no blank line, and reads warn no more.
+    ds.rejects_path.write_bytes(whole)
+    ds.append_rejects([first], sync_id="s3")
+    assert ds.rejects_path.read_bytes().count(b"\n\n") == 0
+    assert ds.rejects()["sync_id"].tolist() == ["s1", "s1", "s3"]
 
 
 #: Every step a compaction passes (each one a moment a reader can arrive in).
