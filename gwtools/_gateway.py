@@ -314,15 +314,37 @@ class Gateway:
 
         dataset = self._dataset(resource)
         if not dataset.exists():
+            self._warn_never_synced(dataset, stacklevel=2)
             return _empty(resource, connection())
         return scan_cache(dataset.path, resource, since=since, until=until, status=status)
+
+    @staticmethod
+    def _warn_never_synced(dataset: Any, stacklevel: int) -> None:
+        """An empty table from a cache no sync has written must not pass for "no payments"."""
+        from gwtools.sync._result import GatewayDataWarning
+
+        warnings.warn(
+            f"nothing is cached at {dataset.path} yet, so this {dataset.resource} table is "
+            "empty: no sync of them has run. Call gw.sync() (or `gwtools sync`) first",
+            GatewayDataWarning,
+            stacklevel=stacklevel + 1,
+        )
 
     def _read(self, resource: Resource, since: Any, until: Any, status: Any) -> pd.DataFrame:
         ds = self._dataset(resource)
         if not ds.exists():
             from gwtools._schema import empty
 
+            self._warn_never_synced(ds, stacklevel=3)
             frame = empty(resource)
+            frame.attrs["gwtools_cache"] = {
+                "complete": False,
+                "path": str(ds.path),
+                "last_sync": None,
+                "last_full_sync": None,
+                "damaged_files": [],
+                "message": "no sync has run: call gw.sync() first",
+            }
         else:
             frame = ds.read(since=since, until=until, status=status)
         if self.settings.embedded:

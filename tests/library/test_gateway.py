@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -88,6 +89,23 @@ def test_payments_filters_and_refresh(shop: Shop, tmp_path: Path) -> None:
         assert "gwtools_source" not in gw.payments(refresh=False).attrs  # a gateway's own data
         assert gw.last_result is not None and "payments" in str(gw.last_result)
         assert "<table>" in gw.last_result._repr_html_()
+
+
+def test_reading_a_cache_no_sync_has_written_warns(shop: Shop, tmp_path: Path) -> None:
+    shop.card()
+    with shop.connect(tmp_path) as gw:
+        # The gateway has a payment; this cache has none yet: empty, and said so.
+        with pytest.warns(gwtools.GatewayDataWarning, match=r"no sync of them has run.*gw\.sync"):
+            lazy = gw.scan("payments")
+        assert len(lazy) == 0 and lazy.columns == list(columns("payments"))
+        with pytest.warns(gwtools.GatewayDataWarning, match="nothing is cached at"):
+            frame = gw.refunds(refresh=False)
+        assert frame.empty and frame.attrs["gwtools_cache"]["complete"] is False
+        gw.sync()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", gwtools.GatewayDataWarning)
+            assert len(gw.scan("payments")) == 1 and len(gw.payments(refresh=False)) == 1
+            assert gw.refunds(refresh=False).attrs["gwtools_cache"]["complete"] is True
 
 
 def test_pacing_off_still_reads_rate_limit_headers(shop: Shop, tmp_path: Path) -> None:
