@@ -21,7 +21,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import matplotlib.dates as mdates
 import numpy as np
@@ -54,6 +56,37 @@ TOP = 6
 SANDBOX_NOTE = f"{SANDBOX_DATA}: not real payments"
 #: The colour of that note (the high-severity red: it must not be overlooked).
 SANDBOX_COLOUR = "#c0392b"
+
+
+_Plot = TypeVar("_Plot", bound=Callable[..., Figure])
+
+
+def _draws(analysis: str, *needed: str) -> Callable[[_Plot], _Plot]:
+    """Check that a plot is given the table ``analysis`` returns (``needed`` among its
+    columns), so that a canonical or lazy table gets a message saying what to pass, not a
+    KeyError from deep inside matplotlib code."""
+
+    def decorate(plot: _Plot) -> _Plot:
+        @functools.wraps(plot)
+        def checked(table: Any, *args: Any, **kwargs: Any) -> Figure:
+            advice = f"pass plots.{plot.__name__}(analysis.{analysis}, origin=...)"
+            if not isinstance(table, pd.DataFrame):
+                kind = f"{type(table).__module__}.{type(table).__qualname__}"
+                raise ConfigurationError(
+                    f"plots.{plot.__name__} draws the small table analysis.{analysis} returns, "
+                    f"not a {kind}: {advice}"
+                )
+            missing = [c for c in needed if c not in table.columns]
+            if missing:
+                raise ConfigurationError(
+                    f"plots.{plot.__name__} draws the table analysis.{analysis} returns; this "
+                    f"one lacks its {', '.join(missing)}: {advice}"
+                )
+            return plot(table, *args, **kwargs)
+
+        return cast(_Plot, checked)
+
+    return decorate
 
 
 def is_sandbox_data(data: Any) -> bool:
@@ -238,6 +271,7 @@ def _without_test_banks(table: pd.DataFrame, test: pd.Series) -> tuple[pd.DataFr
     return table[~test], f"{count} test bank{plural} not shown (each ends one fixed way)"
 
 
+@_draws("decline_breakdown(table)", "count", "cumulative_share")
 def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None) -> Figure:
     """Pareto chart of :func:`gwtools.analysis.decline_breakdown`: bars of failed
     payments per code (most frequent first, coloured soft/hard) and the cumulative share."""
@@ -274,6 +308,7 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None
     return label_sandbox(fig, breakdown, origin)
 
 
+@_draws("decline_rate(table, freq='week')", "period", "failed", "n")
 def decline_rate_over_time(
     rates: pd.DataFrame, *, group: str | None = None, top: int = TOP, origin: Any = None
 ) -> Figure:
@@ -293,6 +328,7 @@ def decline_rate_over_time(
     )
 
 
+@_draws("refund_rate(payments, refunds, freq='month')", "period", "currency")
 def refund_rate_over_time(
     rates: pd.DataFrame, *, measure: str = "count", top: int = TOP, origin: Any = None
 ) -> Figure:
@@ -336,6 +372,7 @@ def refund_rate_over_time(
     )
 
 
+@_draws("fpx_outcome_shares(table)", "attempts")
 def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Heatmap of :func:`gwtools.analysis.fpx_outcome_shares`: banks (rows, best first) x
     outcome share, each cell annotated, the attempts behind each row in its label. The
@@ -380,6 +417,7 @@ def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
     return label_sandbox(fig, shares, origin)
 
 
+@_draws("fpx_banks(table)", "fpx_bank_code", "rate", "ci_low", "ci_high", "n")
 def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Success rate per bank from :func:`gwtools.analysis.fpx_banks` with 95% interval
     whiskers, in the table's ranking (worst at the top: by the interval's upper end, banks with
@@ -426,6 +464,7 @@ def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     return label_sandbox(fig, banks, origin)
 
 
+@_draws("fpx_banks(table, freq='week')", "period", "fpx_bank_code")
 def fpx_rate_over_time(
     banks_over_time: pd.DataFrame, *, top: int = TOP, origin: Any = None
 ) -> Figure:
@@ -451,6 +490,7 @@ def fpx_rate_over_time(
     )
 
 
+@_draws("funnel(table)", "stage", "reached")
 def funnel(table: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Horizontal funnel of :func:`gwtools.analysis.funnel`: payments that reached each stage,
     with the share of created payments and the conversion from the stage before."""
@@ -503,6 +543,7 @@ def _alert_label(alert: pd.Series) -> str:
     return f"{obs:,.2f} vs {exp:,.2f} (n={n:,})"
 
 
+@_draws("monitor(payments, refunds)", "kind", "scope", "start", "end", "severity")
 def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any = None) -> Figure:
     """The alerts of :func:`gwtools.analysis.monitor` on a timeline: one row per kind and
     scope, a bar from each alert's start to its end coloured by severity (a diamond marks
@@ -561,6 +602,7 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any
     return label_sandbox(fig, alerts, origin)
 
 
+@_draws("quality(payments, refunds)", "rule", "count", "ok")
 def quality_rules(rules: pd.DataFrame, *, origin: Any = None) -> Figure:
     """The rules of :func:`gwtools.analysis.quality` as bars of the rows breaking each (red),
     with the rules that hold marked ok (green) and how many rows each looked at."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from gwtools import ConfigurationError, empty_refunds, plots
 from gwtools import analysis as a
-from gwtools import empty_refunds, plots
 
 Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
@@ -400,3 +401,44 @@ def test_is_sandbox_data_is_one_question_for_every_kind_of_origin(
         assert plots.is_sandbox_data(src) is embedded
         tables = Tables(lazy, lazy, "x", "UTC", now, sandbox_data=embedded)
         assert plots.is_sandbox_data(tables) is embedded
+
+
+#: Every public figure and the analysis whose table it draws.
+DRAWS = {
+    "decline_pareto": "decline_breakdown",
+    "decline_rate_over_time": "decline_rate",
+    "refund_rate_over_time": "refund_rate",
+    "fpx_outcome_heatmap": "fpx_outcome_shares",
+    "fpx_success_rates": "fpx_banks",
+    "fpx_rate_over_time": "fpx_banks",
+    "funnel": "funnel",
+    "monitor_timeline": "monitor",
+    "quality_rules": "quality",
+}
+
+
+def test_every_figure_is_listed() -> None:
+    # Public functions that draw a table: a DataFrame in, a Figure out.
+    figures = set()
+    for name, fn in vars(plots).items():
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != plots.__name__:
+            continue
+        sig = inspect.signature(fn)
+        first = next(iter(sig.parameters.values()))
+        if sig.return_annotation == "Figure" and first.annotation == "pd.DataFrame":
+            figures.add(name)
+            assert hasattr(fn, "__wrapped__"), f"plots.{name} does not check its table"
+    assert figures == set(DRAWS)
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_a_figure_given_a_table_of_payments_says_which_analysis_to_pass(
+    name: str, declines_frame: pd.DataFrame
+) -> None:
+    plot = getattr(plots, name)
+    lazy = duckdb.from_df(declines_frame)
+    with pytest.raises(ConfigurationError, match=rf"not a duckdb.*analysis\.{DRAWS[name]}\("):
+        plot(lazy)
+    # The canonical pandas table is not an analysis's table either: named columns missing.
+    with pytest.raises(ConfigurationError, match=rf"lacks its .*analysis\.{DRAWS[name]}\("):
+        plot(declines_frame)
