@@ -195,7 +195,6 @@ def run_report(
     if unknown:
         raise ConfigurationError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
     out = Path(out_dir).resolve()
-    (out / "tables").mkdir(parents=True, exist_ok=True)
     chosen = None if source is None else os.fspath(source)
     embedded = False
     source_name = None  # a cache folder, URL or Spark path: as load_tables describes it
@@ -226,6 +225,8 @@ def run_report(
         source_name=source_name,
         sandbox_data=embedded,
     )
+    # Only now, with the source open: a source that cannot be read leaves no folder behind.
+    (out / "tables").mkdir(parents=True, exist_ok=True)
     parameters = {
         "base_url": None,
         "source": chosen,

@@ -219,6 +219,34 @@ def test_report_command_refuses_bad_options_before_connecting(
     assert result.exit_code == 2 and message in result.output
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [("nowhere", "no cache at"), ("nosuch://bucket/gw", "Check the URL's scheme")],
+)
+def test_a_source_that_cannot_be_read_is_one_line_and_leaves_no_folder(
+    source: str, message: str, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from gwtools.cli import main
+
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        main,
+        [
+            "report",
+            "--out",
+            str(out),
+            "--source",
+            str(tmp_path / source) if "://" not in source else source,
+        ],
+    )
+    assert result.exit_code != 0
+    assert result.output.startswith("Error: ") and message in result.output
+    assert "Traceback" not in result.output and result.output.count("\n") == 1
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_demo_command_end_to_end(tmp_path: Path) -> None:
     """`gwtools demo` as the README runs it, in a subprocess (its sandbox ends with it);
