@@ -1144,6 +1144,14 @@ def _holds_dataset(fs: pafs.FileSystem, path: str) -> bool:
     )
 
 
+def _subfolders(fs: pafs.FileSystem, root: str) -> list[str]:
+    return sorted(
+        i.base_name
+        for i in fs.get_file_info(pafs.FileSelector(root))
+        if i.type == pafs.FileType.Directory
+    )
+
+
 def locate(
     fs: pafs.FileSystem,
     root: str,
@@ -1170,15 +1178,7 @@ def locate(
     for candidate in (root, f"{root}/{resource}"):
         if candidate.rsplit("/", 1)[-1] == resource and _holds_dataset(fs, candidate):
             return candidate
-    accounts = (
-        [account]
-        if account
-        else sorted(
-            i.base_name
-            for i in fs.get_file_info(pafs.FileSelector(root))
-            if i.type == pafs.FileType.Directory
-        )
-    )
+    accounts = [account] if account else _subfolders(fs, root)
     modes = [mode] if mode else ["test", "live"]
     found = [
         folder
@@ -1189,10 +1189,20 @@ def locate(
     if len(found) == 1:
         return found[0]
     if not found:
+        there = ""
+        if account or mode:
+            # What the folder does hold, so that a mistyped account or mode is plain to see.
+            held = [
+                f"account={a!r} mode={m!r}"
+                for a in _subfolders(fs, root)
+                for m in ("test", "live")
+                if _holds_dataset(fs, f"{root}/{a}/{m}/{resource}")
+            ]
+            there = f" (it holds {', '.join(held)})" if held else ""
         raise CacheNotFoundError(
             f"no cached {resource} under {where}"
-            f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}: "
-            "run a sync first, or check the directory"
+            f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}"
+            f"{there}: run a sync first, or check the directory"
         )
     choices = ", ".join(
         f"account={f.rsplit('/', 3)[-3]!r} mode={f.rsplit('/', 2)[-2]!r}" for f in found

@@ -214,6 +214,10 @@ def test_errors_say_what_to_do(tmp_path: Path, engine_cache: Path) -> None:
         gwtools.scan_cache(engine_cache.parent / "two", "payments")
     one = gwtools.scan_cache(engine_cache.parent / "two", "payments", account="other", mode="test")
     assert len(one) == len(gwtools.read_cache(engine_cache, "payments"))
+    # A mistyped account or mode: the message lists what the folder holds.
+    for wrong in ({"mode": "live"}, {"account": "acme", "mode": "test"}):
+        with pytest.raises(gwtools.CacheError, match=r"it holds account='acct' mode='test'\)"):
+            gwtools.read_cache(engine_cache, "payments", **wrong)  # type: ignore[arg-type]
     memory = pafs._MockFileSystem()
     with pytest.raises(gwtools.CacheError, match="no cache at 'missing'"):
         gwtools.scan_cache("missing", "payments", filesystem=memory)
@@ -231,7 +235,8 @@ def test_tables_on_two_engines_are_refused(engine_cache: Path) -> None:
 def test_gateway_scan_equals_payments(tmp_path: Path) -> None:
     gw = gwtools.connect(cache_dir=tmp_path)
     try:
-        assert len(gw.scan("payments")) == 0  # nothing cached yet: an empty lazy table
+        with pytest.warns(gwtools.GatewayDataWarning, match="no sync of them has run"):
+            assert len(gw.scan("payments")) == 0  # nothing cached yet: an empty lazy table
         gw.sync()
         pd.testing.assert_frame_equal(
             _sorted(a.to_pandas(gw.scan("payments", status="failed"))),
