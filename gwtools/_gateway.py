@@ -7,7 +7,7 @@ Example::
     gw = gwtools.connect()                  # the embedded sandbox; or connect(key, url)
     result = gw.sync()                      # incremental after the first time
     print(result)                           # rows new/updated/unchanged, requests, 429s
-    failed = gw.payments(since="2024-06-01", status="failed")
+    failed = gw.payments(since="2026-11-01", status="failed")
     refunds = gw.refunds(refresh=False)     # no network: just the cache
 
 Each Gateway owns one event loop, in a background thread, and one ``httpx.AsyncClient`` on
@@ -370,7 +370,7 @@ class Gateway:
         unreadable raises its :class:`~gwtools.MalformedBodyError` after the pages before
         it. Example::
 
-            for p in gw.iter_payments(since="2024-06-01", status="failed"):
+            for p in gw.iter_payments(since="2026-11-01", status="failed"):
                 print(p["id"], p["amount"], p["decline_code"])
         """
         return self._stream("payments", check_filters("payments", since, until, status))

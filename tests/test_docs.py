@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import gwtools
 from gwtools import _schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,3 +113,20 @@ def test_tables_md_decline_types_match_the_schema() -> None:
         ("hard", _schema.HARD_DECLINE_CODES),
     ):
         assert set(re.findall(r"`(\w+)`", rows[kind])) == set(codes)
+
+
+def test_the_lazy_example_selects_rows_of_the_shipped_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README's lazy-table example, as written, over data/sample-cache: its dates must fall
+    inside the sample (an example that selects nothing teaches nothing)."""
+    text = (ROOT / "README.md").read_text()
+    block = next(
+        b for b in re.findall(r"```python\n(.*?)```", text, re.S) if 'scan_cache("data/sample' in b
+    )
+    offline = block.split("gw = gwtools.connect()")[0]  # the part that needs no gateway
+    space: dict[str, Any] = {"gwtools": gwtools}
+    monkeypatch.chdir(ROOT)
+    exec(compile(offline, "README.md", "exec"), space)
+    assert len(space["payments"]) > 1000
+    assert 0 < len(space["first_week"]) < len(space["payments"])

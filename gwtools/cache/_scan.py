@@ -5,9 +5,10 @@ query plan over the cache's Parquet files that reads nothing until a result is a
 (``.df()``, ``.arrow()``, ``len()``, or any :mod:`gwtools.analysis` function, which runs its
 filters and group-bys in DuckDB and brings back only the small result)::
 
-    payments = gwtools.scan_cache("data/sample-cache", "payments", since="2024-05-01")
+    payments = gwtools.scan_cache("data/sample-cache", "payments", since="2026-09-01")
     analysis.decline_rate(payments, freq="week", tz="Asia/Kuala_Lumpur")
-    failed = gwtools.collect(payments.filter(...))   # or payments.df() for DuckDB's own dtypes
+    first_week = analysis.to_pandas(analysis.between(payments, "2026-09-01", "2026-09-08"))
+    # payments.df() gives DuckDB's own dtypes; analysis.to_pandas the canonical ones
 
 The table has the canonical columns in the canonical order with the cache's types (timestamps
 ``TIMESTAMP WITH TIME ZONE`` on a UTC connection, amounts ``BIGINT``, strings ``VARCHAR``).
