@@ -246,6 +246,11 @@ def _cached_folder(
     help="Sync before exporting (default), or read the cache as it is: nothing is contacted "
     "or started.",
 )
+@click.option(
+    "--source",
+    help="Export from this synced cache instead, read as it is with nothing synced: a folder "
+    "(the cache, an account's or the dataset's) or a URL (s3://…, any fsspec protocol).",
+)
 @connection_options
 def export(
     resource: str,
@@ -255,6 +260,7 @@ def export(
     until: str | None,
     status: tuple[str, ...],
     refresh: bool,
+    source: str | None,
     api_key_file: str | None,
     base_url: str | None,
     cache_dir: str | None,
@@ -271,8 +277,17 @@ def export(
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
     kind = cast("Resource", resource)
+    if source is not None and (api_key_file or base_url or cache_dir):
+        raise click.BadParameter(
+            "--source reads that cache as it is: leave out --api-key-file, --base-url and "
+            "--cache-dir (--account still chooses among the accounts it holds)",
+            param_hint="--source",
+        )
     try:
-        if refresh:
+        if source is not None:
+            table = scan_cache(source, kind, account=account, since=where[0], until=where[1],
+                               status=where[2])  # fmt: skip
+        elif refresh:
             with _connect(api_key_file, base_url, cache_dir, account) as gw:
                 # As payments() does: a payment's refunded_amount moves with its refunds.
                 gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))

@@ -205,6 +205,10 @@ def test_export_streams_batches_equal_to_the_eager_table(
     assert len(eager) > 600  # several batches
     eager.to_csv(tmp_path / "eager.csv", index=False)
 
+    # Far less than the table: any step that gathered it whole in pandas would stop here.
+    monkeypatch.setenv("GW_MAX_RESULT_MEMORY", "64KB")
+    with pytest.raises(gwtools.ResultTooLargeError):
+        gwtools.read_cache(SAMPLE, "payments")
     out, result = _export(tmp_path, env, "--no-refresh", "--since", "2024-05-01")
     assert result.exit_code == 0, result.output
     assert out.read_text() == (tmp_path / "eager.csv").read_text()
@@ -222,6 +226,22 @@ def test_export_streams_batches_equal_to_the_eager_table(
     assert result.exit_code == 0, result.output
     pd.testing.assert_frame_equal(pd.read_parquet(pq), gwtools.read_cache(SAMPLE, "refunds"))
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_export_from_a_source_reads_that_cache_as_it_is(tmp_path: Path) -> None:
+    before = _sandbox_threads()
+    expected = gwtools.read_cache(SAMPLE, "payments", status="failed")
+    for source in (SAMPLE, SAMPLE / "sandbox" / "test", SAMPLE.as_uri()):
+        out, result = _export(tmp_path, NO_KEY, "--source", str(source), "--status", "failed")
+        assert result.exit_code == 0, result.output
+        assert sorted(pd.read_csv(out)["id"]) == sorted(expected["id"])
+    assert _sandbox_threads() == before  # nothing started, nothing synced
+    out, result = _export(tmp_path, NO_KEY, "--source", str(SAMPLE), "--cache-dir", str(tmp_path))
+    assert result.exit_code == 2 and "leave out --api-key-file, --base-url and --cache-dir" in (
+        result.output
+    )
+    out, result = _export(tmp_path, NO_KEY, "--source", str(SAMPLE), "--account", "other")
+    assert result.exit_code == 1 and "it holds account='sandbox' mode='test'" in result.output
 
 
 @pytest.mark.parametrize("option", ["--since", "--until"])
