@@ -172,6 +172,51 @@ def test_killed_sync_then_a_sync_leaves_one_row_per_id_for_every_engine(
     assert set(back["id"]) == expected and back.attrs["gwtools_cache"]["complete"]
 
 
+#: Where an incremental sync dies while merging new payments into months that keep their
+#: old rows (the merge a full sync's replace does not take).
+INCREMENTAL_KILL_AT = ["compact.tmp-written@1", "compact.renamed@1", "compact.replaced@1"]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_at", INCREMENTAL_KILL_AT)
+def test_killed_incremental_merge_then_a_sync_leaves_one_row_per_id(
+    shop: Shop, kill_at: str, spark: Any
+) -> None:
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    before = set(ds.read()["id"])
+    card = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2031, "cvc": "123"}
+    new = set()
+    with httpx.Client(base_url=shop.base_url, timeout=60, verify=False) as http:
+        for amount in (1100, 1200, 1300):
+            r = http.post(
+                "/v1/payments",
+                json={"amount": amount, "currency": "myr",
+                      "payment_method_data": {"type": "card", "card": card}},
+                headers={"Authorization": f"Bearer {shop.key}"},
+            )  # fmt: skip
+            assert r.status_code in (200, 201), r.text[:300]
+            new.add(r.json()["id"])
+
+    killed = shop.sync_process(crash_at=kill_at, resources="payments")
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path)[0] == engine_counts(ds.path)[1]
+    assert set(before) <= set(ds.read()["id"])  # the old rows never left
+
+    with shop.connect() as gw:
+        result = gw.sync()
+    assert result.complete and result.resources["payments"].mode == "incremental"
+    assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path) == (603, 603)
+    assert set(ds.read()["id"]) == before | new
+    frame = spark.read.parquet(str(ds.path))
+    assert (frame.count(), frame.select("id").distinct().count()) == (603, 603)
+    assert not list(ds.staging_path.rglob("*.parquet"))
+
+
 @pytest.mark.spark
 def test_months_an_interrupted_sync_left_crowded_are_compacted_by_the_next_one(
     shop: Shop, spark: Any
