@@ -62,6 +62,12 @@ class Shop:
             self.key, self.base_url, cache_dir=self.cache_dir, account="shop", pages_per_batch=1
         )
 
+    def synced_ids(self) -> set[str]:
+        """Sync everything once (completely); the payment ids then cached."""
+        with self.connect() as gw:
+            assert gw.sync().complete
+        return set(self.dataset().read()["id"])
+
     def dataset(self, resource: str = "payments") -> Dataset:
         return Dataset.at(self.cache_dir, "shop", "test", resource)  # type: ignore[arg-type]
 
@@ -120,6 +126,29 @@ def assert_every_file_reads(dataset: Path) -> None:
             assert path.name in {"_state.json", "_rejects.jsonl", "_sync.lock"}, path
 
 
+def kill_a_sync(shop: Shop, kill_at: str, *, full: bool) -> None:
+    """A payments sync killed at ``kill_at``; right after, a direct reader already sees one row
+    per id and no partial file."""
+    killed = shop.sync_process(crash_at=kill_at, resources="payments", full=full)
+    assert killed.returncode == -9, killed.stderr[-2000:]  # died at the step, not before
+    path = shop.dataset().path
+    assert_every_file_reads(path)
+    assert engine_counts(path)[0] == engine_counts(path)[1]
+
+
+def assert_engines_read_each_id_once(ds: Dataset, expected: set[str], spark: Any) -> None:
+    """After a completed sync: DuckDB and Spark over the files count one row per id, exactly
+    the ``expected`` ids; every file reads whole; nothing is left staged."""
+    assert_every_file_reads(ds.path)
+    n = len(expected)
+    assert engine_counts(ds.path) == (n, n)
+    ids = duckdb.sql(f"select id from read_parquet('{ds.path}/**/*.parquet')").fetchall()
+    assert {i for (i,) in ids} == expected
+    frame = spark.read.parquet(str(ds.path))
+    assert (frame.count(), frame.select("id").distinct().count()) == (n, n)
+    assert not list(ds.staging_path.rglob("*.parquet"))  # leftovers merged
+
+
 #: Where the second sync (a full one) dies: in and between staged batches, at the start of
 #: the merge, inside a month's new file, around the rename that swaps a month, between
 #: months, before the state, and just after moving an unreadable file to quarantine.
@@ -143,31 +172,19 @@ KILL_AT = [
 def test_killed_sync_then_a_sync_leaves_one_row_per_id_for_every_engine(
     shop: Shop, kill_at: str, spark: Any
 ) -> None:
-    with shop.connect() as gw:
-        assert gw.sync().complete
-    ds = shop.dataset()
-    expected = set(ds.read()["id"])
+    expected = shop.synced_ids()
     assert len(expected) == 600
+    ds = shop.dataset()
     if kill_at.startswith("quarantine."):
         oldest = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))[0]
         (oldest / "part-00000000000000000001-deadbeef.parquet").write_bytes(b"")
 
-    killed = shop.sync_process(crash_at=kill_at, resources="payments", full=True)
-    assert killed.returncode == -9, killed.stderr[-2000:]  # died at the step, not before
-    # Even right after the kill, a direct reader sees one row per id and no partial file.
-    assert_every_file_reads(ds.path)
-    assert engine_counts(ds.path)[0] == engine_counts(ds.path)[1]
+    kill_a_sync(shop, kill_at, full=True)
 
     with shop.connect() as gw:  # the next sync: incremental, touches only recent months
         result = gw.sync()
     assert result.complete, result
-    assert_every_file_reads(ds.path)
-    assert engine_counts(ds.path) == (600, 600)
-    ids = duckdb.sql(f"select id from read_parquet('{ds.path}/**/*.parquet')").fetchall()
-    assert {i for (i,) in ids} == expected
-    frame = spark.read.parquet(str(ds.path))
-    assert (frame.count(), frame.select("id").distinct().count()) == (600, 600)
-    assert not list(ds.staging_path.rglob("*.parquet"))  # leftovers merged
+    assert_engines_read_each_id_once(ds, expected, spark)
     back = gwtools.read_cache(shop.cache_dir, "payments", account="shop", mode="test")
     assert set(back["id"]) == expected and back.attrs["gwtools_cache"]["complete"]
 
@@ -183,10 +200,8 @@ INCREMENTAL_KILL_AT = ["compact.tmp-written@1", "compact.renamed@1", "compact.re
 def test_killed_incremental_merge_then_a_sync_leaves_one_row_per_id(
     shop: Shop, kill_at: str, spark: Any
 ) -> None:
-    with shop.connect() as gw:
-        assert gw.sync().complete
+    before = shop.synced_ids()
     ds = shop.dataset()
-    before = set(ds.read()["id"])
     card = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2031, "cvc": "123"}
     new = set()
     with httpx.Client(base_url=shop.base_url, timeout=60, verify=False) as http:
@@ -200,21 +215,13 @@ def test_killed_incremental_merge_then_a_sync_leaves_one_row_per_id(
             assert r.status_code in (200, 201), r.text[:300]
             new.add(r.json()["id"])
 
-    killed = shop.sync_process(crash_at=kill_at, resources="payments")
-    assert killed.returncode == -9, killed.stderr[-2000:]
-    assert_every_file_reads(ds.path)
-    assert engine_counts(ds.path)[0] == engine_counts(ds.path)[1]
+    kill_a_sync(shop, kill_at, full=False)
     assert set(before) <= set(ds.read()["id"])  # the old rows never left
 
     with shop.connect() as gw:
         result = gw.sync()
     assert result.complete and result.resources["payments"].mode == "incremental"
-    assert_every_file_reads(ds.path)
-    assert engine_counts(ds.path) == (603, 603)
-    assert set(ds.read()["id"]) == before | new
-    frame = spark.read.parquet(str(ds.path))
-    assert (frame.count(), frame.select("id").distinct().count()) == (603, 603)
-    assert not list(ds.staging_path.rglob("*.parquet"))
+    assert_engines_read_each_id_once(ds, before | new, spark)
 
 
 @pytest.mark.spark
