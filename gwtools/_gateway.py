@@ -325,7 +325,7 @@ class Gateway:
 
         warnings.warn(
             f"nothing is cached at {dataset.path} yet, so this {dataset.resource} table is "
-            "empty: no sync of them has run. Call gw.sync() (or `gwtools sync`) first",
+            "empty: no sync of them has completed. Call gw.sync() (or `gwtools sync`) first",
             GatewayDataWarning,
             stacklevel=stacklevel + 1,
         )

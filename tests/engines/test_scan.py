@@ -235,7 +235,7 @@ def test_tables_on_two_engines_are_refused(engine_cache: Path) -> None:
 def test_gateway_scan_equals_payments(tmp_path: Path) -> None:
     gw = gwtools.connect(cache_dir=tmp_path)
     try:
-        with pytest.warns(gwtools.GatewayDataWarning, match="no sync of them has run"):
+        with pytest.warns(gwtools.GatewayDataWarning, match="no sync of them has completed"):
             assert len(gw.scan("payments")) == 0  # nothing cached yet: an empty lazy table
         gw.sync()
         pd.testing.assert_frame_equal(

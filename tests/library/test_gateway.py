@@ -95,7 +95,9 @@ def test_reading_a_cache_no_sync_has_written_warns(shop: Shop, tmp_path: Path) -
     shop.card()
     with shop.connect(tmp_path) as gw:
         # The gateway has a payment; this cache has none yet: empty, and said so.
-        with pytest.warns(gwtools.GatewayDataWarning, match=r"no sync of them has run.*gw\.sync"):
+        with pytest.warns(
+            gwtools.GatewayDataWarning, match=r"no sync of them has completed.*gw\.sync"
+        ):
             lazy = gw.scan("payments")
         assert len(lazy) == 0 and lazy.columns == list(columns("payments"))
         with pytest.warns(gwtools.GatewayDataWarning, match="nothing is cached at"):
