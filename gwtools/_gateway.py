@@ -343,7 +343,7 @@ class Gateway:
                 "last_sync": None,
                 "last_full_sync": None,
                 "damaged_files": [],
-                "message": "no sync has run: call gw.sync() first",
+                "message": "no sync has completed: call gw.sync() first",
             }
         else:
             frame = ds.read(since=since, until=until, status=status)
