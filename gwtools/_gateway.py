@@ -334,17 +334,12 @@ class Gateway:
         ds = self._dataset(resource)
         if not ds.exists():
             from gwtools._schema import empty
+            from gwtools.cache._dataset import cache_info
 
             self._warn_never_synced(ds, stacklevel=3)
             frame = empty(resource)
-            frame.attrs["gwtools_cache"] = {
-                "complete": False,
-                "path": str(ds.path),
-                "last_sync": None,
-                "last_full_sync": None,
-                "damaged_files": [],
-                "message": "no sync has completed: call gw.sync() first",
-            }
+            message = "no sync has completed: call gw.sync() first"
+            frame.attrs["gwtools_cache"] = cache_info(str(ds.path), {}, message)
         else:
             frame = ds.read(since=since, until=until, status=status)
         if self.settings.embedded:

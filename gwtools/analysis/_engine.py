@@ -162,21 +162,14 @@ def _collect(lf: nw.LazyFrame[Any]) -> pd.DataFrame:
     the memory and 1.6x the time. Arrow types are mapped to the dtypes ``.df()`` gives."""
     if lf.implementation is not nw.Implementation.DUCKDB:
         return cast(pd.DataFrame, lf.collect("pandas").to_native())
-    rel = lf.to_native()
-    # to_arrow_reader from DuckDB 1.5 on, where fetch_record_batch is deprecated
-    read = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
-    reader = read(_BATCH_ROWS)
+    from gwtools.cache._scan import metered_arrow
+
     # Batch by batch, so that a row-level result too large for this machine stops with a
     # clear error (streaming measured no slower: classify_declines of 10M, 3.8-4.0 s either way).
     meter = ResultMeter("A lazy table's rows collected to pandas", _TOO_LARGE_ADVICE)
-    # Closed however it ends: a result left open blocks the connection's next query.
-    with reader:
-        table = meter.table(reader, reader.schema)
-    return from_arrow(table)
+    return from_arrow(metered_arrow(lf.to_native(), meter))
 
 
-#: Rows per batch fetched from DuckDB.
-_BATCH_ROWS: Final = 1_000_000
 _TOO_LARGE_ADVICE: Final = (
     "Ask for fewer rows: narrow the table first (analysis.between(table, start, end), or a "
     "filter on it), or use an analysis that aggregates in the engine (decline_rate, "

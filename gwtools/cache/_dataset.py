@@ -531,8 +531,8 @@ class Dataset:
                 with open(self.rejects_path, "ab+") as fh:
                     # A sync killed while appending leaves a last line without its end: end
                     # it, so this append's records stay lines of their own.
-                    size = fh.seek(0, os.SEEK_END)
-                    ended = size == 0 or (fh.seek(size - 1) >= 0 and fh.read(1) == b"\n")
+                    fh.seek(max(fh.seek(0, os.SEEK_END) - 1, 0))
+                    ended = fh.read(1) in (b"", b"\n")  # empty, or its last line is whole
                     fh.write((b"" if ended else b"\n") + b"\n".join(lines) + b"\n")
                     fh.flush()
                     os.fsync(fh.fileno())
@@ -976,23 +976,16 @@ class Dataset:
                 f"files of {', '.join(dict.fromkeys(waiting))} that could not be read were moved "
                 f"to {self.quarantine_path}, and no sync has fetched those months again yet"
             )
-        info: dict[str, Any] = {
-            "complete": not problems,
-            "path": str(self.path),
-            "last_sync": state.get("last_sync"),
-            "last_full_sync": state.get("last_full_sync"),
-            "damaged_files": [str(f) for f in damaged],
-            "message": None,
-        }
+        message = None
         if problems:
-            info["message"] = (
+            message = (
                 "; ".join(problems) + ". Run `gwtools sync` (or gwtools.connect().sync()) to "
                 "complete the cache"
             )
             if strict:
-                raise CacheError(info["message"])
-            _warn(info["message"] + "; read_cache(..., strict=True) raises instead of warning")
-        frame.attrs["gwtools_cache"] = info
+                raise CacheError(message)
+            _warn(message + "; read_cache(..., strict=True) raises instead of warning")
+        frame.attrs["gwtools_cache"] = cache_info(str(self.path), state, message, damaged)
         return frame
 
     def _oldest_file_time(self) -> str | None:
@@ -1144,6 +1137,21 @@ def _holds_dataset(fs: pafs.FileSystem, path: str) -> bool:
     )
 
 
+def cache_info(
+    path: str, state: dict[str, Any], message: str | None, damaged: Iterable[Path] = ()
+) -> dict[str, Any]:
+    """What ``frame.attrs["gwtools_cache"]`` says of the cache a frame was read from: complete
+    unless ``message`` says what is missing."""
+    return {
+        "complete": message is None,
+        "path": path,
+        "last_sync": state.get("last_sync"),
+        "last_full_sync": state.get("last_full_sync"),
+        "damaged_files": [str(f) for f in damaged],
+        "message": message,
+    }
+
+
 def _subfolders(fs: pafs.FileSystem, root: str) -> list[str]:
     return sorted(
         i.base_name
@@ -1178,38 +1186,32 @@ def locate(
     for candidate in (root, f"{root}/{resource}"):
         if candidate.rsplit("/", 1)[-1] == resource and _holds_dataset(fs, candidate):
             return candidate
-    accounts = [account] if account else _subfolders(fs, root)
-    modes = [mode] if mode else ["test", "live"]
-    found = [
-        folder
-        for a in accounts
-        for m in modes
+    # Every dataset under root, then those of the account and mode asked for: the error can
+    # then say what the folder does hold, so that a mistyped account or mode is plain to see.
+    held = {
+        (a, m): folder
+        for a in _subfolders(fs, root)
+        for m in ("test", "live")
         if _holds_dataset(fs, folder := f"{root}/{a}/{m}/{resource}")
-    ]
+    }
+    found = [f for (a, m), f in held.items() if account in (None, a) and mode in (None, m)]
     if len(found) == 1:
         return found[0]
     if not found:
-        there = ""
-        if account or mode:
-            # What the folder does hold, so that a mistyped account or mode is plain to see.
-            held = [
-                f"account={a!r} mode={m!r}"
-                for a in _subfolders(fs, root)
-                for m in ("test", "live")
-                if _holds_dataset(fs, f"{root}/{a}/{m}/{resource}")
-            ]
-            there = f" (it holds {', '.join(held)})" if held else ""
+        there = f" (it holds {_labels(held)})" if held and (account or mode) else ""
         raise CacheNotFoundError(
             f"no cached {resource} under {where}"
             f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}"
             f"{there}: run a sync first, or check the directory"
         )
-    choices = ", ".join(
-        f"account={f.rsplit('/', 3)[-3]!r} mode={f.rsplit('/', 2)[-2]!r}" for f in found
-    )
+    choices = _labels({k: f for k, f in held.items() if f in found})
     raise ConfigurationError(
         f"several cached {resource} datasets under {where} ({choices}); pass account= and mode="
     )
+
+
+def _labels(datasets: dict[tuple[str, str], str]) -> str:
+    return ", ".join(f"account={a!r} mode={m!r}" for a, m in datasets)
 
 
 def visible(name: str) -> bool:
@@ -1242,8 +1244,10 @@ def find_dataset(
     account: str | None = None,
     mode: str | None = None,
 ) -> Dataset:
-    """The local dataset of ``resource`` under ``cache_dir`` (see :func:`locate`)."""
-    root = os.fspath(Path(cache_dir).expanduser())
+    """The local dataset of ``resource`` under ``cache_dir``, a folder or a ``file://`` URL
+    (see :func:`locate`)."""
+    text = os.fspath(cache_dir)
+    root = os.fspath(Path(text.removeprefix("file://")).expanduser())
     folder = locate(pafs.LocalFileSystem(), root, resource, account=account, mode=mode)
     return Dataset(Path(folder), resource)
 
@@ -1278,18 +1282,16 @@ def read_cache(
     many rows it holds and how to complete it; ``frame.attrs["gwtools_cache"]["complete"]``
     is False. ``strict=True`` raises :class:`gwtools.CacheError` instead.
     """
-    check_filters(resource, since, until, status)  # before looking for the cache
+    where = check_filters(resource, since, until, status)  # before looking for the cache
     # Imported here: the lazy scans build on this module.
     from gwtools.cache._scan import _resolve_filesystem, read_shared
 
     remote = _resolve_filesystem(cache_dir, filesystem)
     if remote is not None:
         return read_shared(
-            cache_dir, resource, remote, account=account, mode=mode,
-            since=since, until=until, status=status, strict=strict,
+            cache_dir, resource, remote, where.expressions(), account=account, mode=mode,
+            strict=strict,
         )  # fmt: skip
-    text = os.fspath(cache_dir)
-    local = text[len("file://") :] if text.startswith("file://") else text
-    return find_dataset(local, resource, account=account, mode=mode).read(
+    return find_dataset(cache_dir, resource, account=account, mode=mode).read(
         since=since, until=until, status=status, strict=strict
     )

@@ -50,6 +50,7 @@ from gwtools._schema import Resource
 from gwtools.cache._dataset import (
     Dataset,
     _arrow_schema,
+    cache_info,
     dataset_files,
     find_dataset,
     locate,
@@ -233,9 +234,7 @@ def _relation(
     rel: duckdb.DuckDBPyRelation
     dataset: Dataset
     if remote is None:
-        text = os.fspath(cache_dir)
-        local = Path(text[len("file://") :] if text.startswith("file://") else text)
-        dataset = find_dataset(local, resource, account=account, mode=mode)
+        dataset = find_dataset(cache_dir, resource, account=account, mode=mode)
         _check_complete(dataset, strict, caller, stacklevel + 1)
         files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
         if not files:
@@ -289,17 +288,15 @@ def read_shared(
     cache_dir: str | os.PathLike[str],
     resource: Resource,
     remote: tuple[pafs.FileSystem, str],
+    filters: list[nw.Expr],
     *,
     account: str | None,
     mode: str | None,
-    since: Any,
-    until: Any,
-    status: str | Sequence[str] | None,
     strict: bool,
 ) -> pd.DataFrame:
-    """:func:`gwtools.read_cache` of a cache on shared storage: :func:`scan_cache`'s table in
-    ``read_cache``'s order (creation time, then id), counted batch by batch as it arrives."""
-    filters = check_filters(resource, since, until, status).expressions()
+    """:func:`gwtools.read_cache` of a cache on shared storage (``filters`` already checked):
+    :func:`scan_cache`'s table in ``read_cache``'s order (creation time, then id), counted
+    batch by batch as it arrives."""
     where = (account, mode, filters, strict)
     rel, dataset = _relation(cache_dir, resource, remote, *where, caller="read_cache", stacklevel=4)
     ordered = nw.from_native(rel).sort("created_at", "id", nulls_last=True).to_native()
@@ -308,22 +305,24 @@ def read_shared(
         f"Ask for part of them (since=, until=, status=), or work on them without loading "
         f"them: gwtools.scan_cache(url, {resource!r}) is a lazy table every analysis takes.",
     )
-    read = getattr(ordered, "to_arrow_reader", None) or ordered.fetch_record_batch
-    with read(_BATCH_ROWS) as reader:
-        table = meter.table(reader, reader.schema)
-    frame = to_pandas(table, resource)
+    frame = to_pandas(metered_arrow(ordered, meter), resource)
     state = dataset.state()
-    complete = dataset.completed(state)
-    frame.attrs["gwtools_cache"] = {
-        "complete": complete,
-        "path": os.fspath(cache_dir),
-        "last_sync": state.get("last_sync"),
-        "last_full_sync": state.get("last_full_sync"),
-        "damaged_files": [],
-        "message": None if complete else "no sync of them has completed: run `gwtools sync`",
-    }
+    partial = (
+        None if dataset.completed(state) else "no sync of them has completed: run `gwtools sync`"
+    )
+    frame.attrs["gwtools_cache"] = cache_info(os.fspath(cache_dir), state, partial)
     return frame
 
 
-#: Rows per batch fetched from DuckDB by :func:`read_shared`.
+#: Rows per batch fetched from DuckDB.
 _BATCH_ROWS = 1_000_000
+
+
+def metered_arrow(rel: duckdb.DuckDBPyRelation, meter: ResultMeter) -> pa.Table:
+    """``rel``'s rows as one Arrow table, fetched batch by batch so that ``meter`` stops a
+    result too large for this machine before it is all in memory."""
+    # to_arrow_reader from DuckDB 1.5 on, where fetch_record_batch is deprecated
+    read = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+    # Closed however it ends: a result left open blocks the connection's next query.
+    with read(_BATCH_ROWS) as reader:
+        return meter.table(reader, reader.schema)
