@@ -92,16 +92,11 @@ def _end() -> dt.datetime:
 
 
 def open_dashboard(p: Any, r: Any) -> Any:
-    """Not timed: the declines dashboard (gwtools.widgets) opened on the table, its dates set
-    to one month. Opening counts the filters' choices and draws the whole table once."""
-    import datetime as dt
-
+    """Not timed: the declines dashboard (gwtools.widgets) opened on the table and one month.
+    Opening counts the filters' choices over the whole table, then refreshes on the month."""
     from gwtools import widgets as W
 
-    dash = W.declines_dashboard(p, tz=TZ)
-    dash.since.value = dt.date.fromisoformat(DASH_SINCE)
-    dash.until.value = dt.date.fromisoformat(DASH_UNTIL)
-    return dash
+    return W.declines_dashboard(p, tz=TZ, since=DASH_SINCE, until=DASH_UNTIL)
 
 
 def dashboard_refresh(dash: Any, r: Any) -> Any:

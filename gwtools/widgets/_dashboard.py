@@ -8,7 +8,7 @@ import datetime as dt
 import html
 import io
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from gwtools import ConfigurationError, Gateway, open_source, write_table
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, local_time, resolve_tz
+from gwtools.analysis._time import DateLike, to_timestamp
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, tidy_tables
 
@@ -42,6 +43,8 @@ _PERCENT_COLUMNS = frozenset(
     }
 )
 _ALL = "(all)"
+#: A multi-select filter's value as given: one value, several, or None (all).
+Choice = str | Sequence[str] | None
 
 
 def default_export_dir() -> Path:
@@ -162,6 +165,11 @@ class Dashboard(widgets.VBox):
     ``attrs``, or from ``origin=`` (a lazy table cannot carry the label: pass the Gateway,
     Source or the notebooks' ``load_tables`` result it came from; see
     :func:`gwtools.plots.is_sandbox_data`).
+
+    ``since``, ``until``, ``method``, ``currency``, ``status`` and ``bank`` open it on those
+    filters (as :meth:`set_filters` takes them); by default it opens on every payment, from
+    the first day to the last. Over a large table, open it on the window you want: the first
+    refresh then reads only that window.
     """
 
     title: ClassVar[str] = "Dashboard"
@@ -178,6 +186,12 @@ class Dashboard(widgets.VBox):
         max_rows: int = 50,
         now: dt.datetime | pd.Timestamp | str | None = None,
         origin: Any = None,
+        since: DateLike = None,
+        until: DateLike = None,
+        method: Choice = None,
+        currency: Choice = None,
+        status: Choice = None,
+        bank: Choice = None,
     ) -> None:
         payments, refunds, found = _source_tables(
             payments, refunds, need_refunds=self.needs_refunds
@@ -197,6 +211,7 @@ class Dashboard(widgets.VBox):
         self.drilled: pd.DataFrame = pd.DataFrame()
         self.figure: Figure | None = None
         self.exported: list[Path] = []
+        self._quiet = False
 
         facets = _facets(self.payments)
         self.total = int(facets["n"].sum())
@@ -243,8 +258,14 @@ class Dashboard(widgets.VBox):
             "status": self.status,
             "bank": self.bank,
         }
+        # Opening on the filters given costs one refresh, not one for the whole table first
+        # (over 100M payments, most of the opening time).
+        _hide(*(getattr(self, name) for name in self.hidden))
+        given = {"since": since, "until": until, "method": method, "currency": currency}
+        given |= {"status": status, "bank": bank}
+        self._apply_filters({k: v for k, v in given.items() if v is not None})
         for control in [*self.filters.values(), self.chart, self.freq, *self.controls()]:
-            control.observe(self.refresh, names="value")
+            control.observe(self._changed, names="value")
         self.drill.observe(self.update_drilldown, names="value")
         self.csv_button.on_click(lambda _: self._export_clicked("csv"))
         self.parquet_button.on_click(lambda _: self._export_clicked("parquet"))
@@ -276,6 +297,8 @@ class Dashboard(widgets.VBox):
     # ----- what subclasses provide -------------------------------------------------
     #: Whether the dashboard needs the refunds table as well.
     needs_refunds: ClassVar[bool] = False
+    #: Controls this dashboard does not use: hidden, and refused as filters.
+    hidden: ClassVar[tuple[str, ...]] = ()
     #: Whether ``from``/``to`` filter the payments (False: the dashboard uses them otherwise,
     #: as the monitor's window, and :meth:`matching` keeps every date).
     dates_filter: ClassVar[bool] = True
@@ -302,6 +325,84 @@ class Dashboard(widgets.VBox):
         return _newest_first(E.lazy(view), list(E.columns_of(E.lazy(view))))
 
     # ----- shared machinery --------------------------------------------------------
+    def set_filters(self, **values: Any) -> None:
+        """Set several filters and refresh once (setting the widgets one by one refreshes
+        after each). Keywords: ``since``, ``until`` (dates, ``None`` for no bound), ``method``,
+        ``currency``, ``status``, ``bank`` (a value or a list of values, an FPX bank by its
+        code; empty for all). A value the data does not hold raises
+        :class:`~gwtools.ConfigurationError` naming the choices, and nothing is changed.
+
+        Example: ``dash.set_filters(since="2026-10-01", until="2026-10-31", method="card")``.
+        """
+        self._apply_filters(values)
+        self.refresh()
+
+    def _changed(self, change: Any) -> None:
+        if not self._quiet:
+            self.refresh(change)
+
+    def _apply_filters(self, values: dict[str, Any]) -> None:
+        """Check every given filter value, then set them all without refreshing."""
+        unknown = sorted(set(values) - set(self.filters))
+        if unknown:
+            raise ConfigurationError(
+                f"{type(self).__name__} has no filter {', '.join(unknown)}: "
+                f"use {', '.join(self.filters)}"
+            )
+        chosen: dict[str, Any] = {}
+        for name, value in values.items():
+            control = self.filters[name]
+            if control.layout.display == "none":
+                raise ConfigurationError(
+                    f"the {self.name} dashboard has no {name} filter: leave {name} out"
+                )
+            if name in ("since", "until"):
+                chosen[name] = self._day(name, value)
+            else:
+                chosen[name] = self._selection(name, control, value)
+        self._quiet = True
+        try:
+            for name, value in chosen.items():
+                self.filters[name].value = value
+        finally:
+            self._quiet = False
+
+    def _day(self, name: str, value: DateLike) -> dt.date | None:
+        """A ``since``/``until`` value as the local day its date picker holds."""
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            return value
+        try:
+            if not isinstance(value, str | dt.datetime | None):
+                raise TypeError  # a number would pass as nanoseconds since 1970
+            stamp = to_timestamp(value, self.tz)
+        except (ConfigurationError, TypeError):
+            raise ConfigurationError(
+                f"{name}={value!r} is not a date: use YYYY-MM-DD, a datetime.date, or None "
+                "for no bound"
+            ) from None
+        return None if stamp is None else stamp.tz_convert(self.tz).date()
+
+    @staticmethod
+    def _selection(name: str, control: Any, value: Any) -> tuple[str, ...]:
+        """A multi-select's value: a value or several, each one of its choices."""
+        if isinstance(value, str):
+            values = [value]
+        elif isinstance(value, Iterable):
+            values = list(value)
+        else:
+            raise ConfigurationError(
+                f"{name}={value!r}: give a value, a list of values, or an empty list for all"
+            )
+        options = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        missing = [v for v in values if v not in options]
+        if missing:
+            shown = [o[0] if isinstance(o, tuple) else o for o in control.options]
+            raise ConfigurationError(
+                f"{name}={missing!r}: the payments hold no such {name}"
+                + (f"; choose among {shown}" if shown else " (they hold none at all)")
+            )
+        return tuple(values)
+
     def _multi(self, description: str, values: pd.Series) -> widgets.SelectMultiple:
         return widgets.SelectMultiple(
             options=_options(values),

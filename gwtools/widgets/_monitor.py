@@ -28,7 +28,7 @@ from gwtools.analysis import MonitorSettings, monitor
 from gwtools.analysis import _engine as E
 from gwtools.analysis._monitor import _utc
 from gwtools.report import refunds_of
-from gwtools.widgets._dashboard import Dashboard, View, _hide
+from gwtools.widgets._dashboard import Dashboard, View
 
 #: Columns of the drill-down rows: the payments behind an alert, refunds of a refund spike.
 ALERT_PAYMENT_COLUMNS: Final = (
@@ -153,6 +153,7 @@ class MonitorDashboard(Dashboard):
     title = "Monitoring: alerts"
     name = "monitor"
     dates_filter = False  # from/to choose the window; the baseline lies before it
+    hidden = ("status", "freq", "chart")  # a status filter would skew every rate
 
     def __init__(
         self,
@@ -169,12 +170,13 @@ class MonitorDashboard(Dashboard):
         self.settings = settings or MonitorSettings()
         self.alerts: pd.DataFrame = pd.DataFrame()
         self._ready = False
+        # from/to are the monitored window, by default the monitor's own, not the data's span.
+        window = {"since": kwargs.pop("since", None), "until": kwargs.pop("until", None)}
         super().__init__(payments, refunds, **kwargs)
-        _hide(self.status, self.freq, self.chart)  # a status filter would skew every rate
         self.since.description, self.until.description = "window from", "to"
         self.since.style.description_width = "initial"  # the longer label, not cut
         self.drill.layout.width = "640px"  # an alert's label names kind, scope and start
-        self.since.value = self.until.value = None  # the monitor's own default window
+        self._apply_filters(window)
         self._ready = True
         self.refresh()
 

@@ -21,7 +21,7 @@ from gwtools import plots
 from gwtools.analysis import _engine as E
 from gwtools.analysis import quality
 from gwtools.report import refunds_of
-from gwtools.widgets._dashboard import Dashboard, View, _hide
+from gwtools.widgets._dashboard import Dashboard, View
 
 #: Columns of the rows a quality rule's examples name.
 EXAMPLE_COLUMNS: Final = (
@@ -101,6 +101,7 @@ class QualityDashboard(Dashboard):
     title = "Data quality: rules"
     name = "quality"
     needs_refunds = True
+    hidden = ("freq", "chart")
 
     def __init__(
         self, payments: Any, refunds: Any, *, completeness: Any = None, **kwargs: Any
@@ -108,7 +109,6 @@ class QualityDashboard(Dashboard):
         self.completeness = completeness
         self.rules: pd.DataFrame = pd.DataFrame()
         super().__init__(payments, refunds, **kwargs)
-        _hide(self.freq, self.chart)
 
     def _refunds_of(self, view: Any) -> Any:
         """The refunds of the payments in ``view`` and those whose payment is not cached at

@@ -120,6 +120,22 @@ def test_the_window_and_filters_rerun_the_monitor(history: dict[str, Any], tmp_p
     assert "cannot monitor" in d.summary.value and "must come before" in d.summary.value
 
 
+def test_the_monitor_opens_on_a_window_given_and_has_no_status_filter(
+    history: dict[str, Any], tmp_path: Path
+) -> None:
+    day = (history["start"] - pd.Timedelta(days=2)).date()
+    since = day - dt.timedelta(days=6)
+    d = widgets.monitor_dashboard(history["payments"], history["refunds"], tz="UTC",
+                                  export_dir=tmp_path, since=since, until=str(day))  # fmt: skip
+    assert (d.since.value, d.until.value) == (since, day)
+    assert f"monitored window {since:%Y-%m-%d} 00:00" in d.summary.value
+    assert "card_testing" not in set(d.result["kind"])
+    with pytest.raises(gwtools.ConfigurationError, match="the monitor dashboard has no status"):
+        widgets.monitor_dashboard(history["payments"], history["refunds"], status="failed")
+    with pytest.raises(gwtools.ConfigurationError, match="no status filter"):
+        d.set_filters(status="failed")
+
+
 def test_lazy_tables_give_the_same_alerts(history: dict[str, Any], tmp_path: Path) -> None:
     eager = widgets.monitor_dashboard(history["payments"], history["refunds"], tz="UTC",
                                       export_dir=tmp_path)  # fmt: skip

@@ -169,6 +169,81 @@ def test_fpx_dashboard_bank_filter_and_drilldown(payments: pd.DataFrame, tmp_pat
     assert d.result["bank"].tolist()[0] == "Maybank2u (MB2U0227)"
 
 
+class _Counted(w.DeclinesDashboard):
+    """The declines dashboard, counting its refreshes."""
+
+    refreshes = 0
+
+    def refresh(self, change: Any = None) -> None:
+        self.refreshes += 1
+        super().refresh(change)
+
+
+def test_a_dashboard_opens_on_the_filters_given_with_one_refresh(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    d = _Counted(payments, tz="Asia/Kuala_Lumpur", export_dir=tmp_path, since="2026-11-02",
+                 until=dt.date(2026, 11, 3), method="card", currency=["MYR", "JPY"])  # fmt: skip
+    assert d.refreshes == 1
+    assert (d.since.value, d.until.value) == (dt.date(2026, 11, 2), dt.date(2026, 11, 3))
+    assert (d.method.value, d.currency.value) == (("card",), ("MYR", "JPY"))
+    # 2 and 3 Nov in Kuala Lumpur, cards: pay_2 (00:30 on the 2nd there), pay_3, pay_4
+    assert sorted(d.view["id"]) == ["pay_2", "pay_3", "pay_4"]
+    assert "<b>3</b> of 7" in d.summary.value
+    assert sorted(d.result["decline_code"]) == ["insufficient_funds", "lost_card"]
+
+    f = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path, bank="MB2U0227")
+    assert f.result["fpx_bank_code"].tolist() == ["MB2U0227"]
+
+
+def test_set_filters_refreshes_once_and_matches_setting_the_widgets_one_by_one(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    one_by_one = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    one_by_one.until.value = dt.date(2026, 11, 3)
+    one_by_one.status.value = ("failed",)
+    d = _Counted(payments, tz="UTC", export_dir=tmp_path)
+    d.set_filters(until="2026-11-03", status="failed")
+    assert d.refreshes == 2  # opening, then one for both filters
+    assert d.view["id"].tolist() == one_by_one.view["id"].tolist() == ["pay_1", "pay_2", "pay_4",
+                                                                        "pay_5"]  # fmt: skip
+    pd.testing.assert_frame_equal(d.result, one_by_one.result)
+    d.set_filters(since=None, status=[])  # no lower bound, every status
+    assert (d.since.value, d.status.value, d.matched) == (None, (), 6)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"method": "paypal"},
+            r"method=\['paypal'\]: the payments hold no such method; "
+            r"choose among \['card', 'fpx'\]",
+        ),
+        ({"currency": ["MYR", "usd"]}, r"currency=\['usd'\].*choose among \['JPY', 'MYR'\]"),
+        ({"bank": "Maybank2u"}, r"bank=\['Maybank2u'\].*'Maybank2u \(MB2U0227\)'"),
+        ({"status": 3}, r"status=3: give a value, a list of values"),
+        ({"since": "2026-13-01"}, r"since='2026-13-01' is not a date: use YYYY-MM-DD"),
+        ({"until": 20261101}, r"until=20261101 is not a date"),
+    ],
+)
+def test_a_filter_the_data_cannot_take_is_refused_and_nothing_changes(
+    payments: pd.DataFrame, tmp_path: Path, given: dict[str, Any], message: str
+) -> None:
+    from gwtools import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=message):
+        w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path, **given)
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    before = {name: control.value for name, control in d.filters.items()}
+    with pytest.raises(ConfigurationError, match=message):
+        d.set_filters(**({"status": "failed"} | given))  # nor is a valid value beside it
+    assert {name: control.value for name, control in d.filters.items()} == before
+    assert d.matched == 7
+    with pytest.raises(ConfigurationError, match="has no filter brand: use since, until, method"):
+        d.set_filters(brand="visa")
+
+
 def test_dashboard_on_empty_payments(make_payments: Build, tmp_path: Path) -> None:
     d = w.declines_dashboard(make_payments([]), tz="UTC", export_dir=tmp_path)
     assert d.result.empty and d.since.value is None
