@@ -44,7 +44,7 @@ from gwtools._config import (
 )
 from gwtools._errors import ConfigurationError, GatewayError
 from gwtools._schema import Resource
-from gwtools.cache._dataset import Dataset
+from gwtools.cache._dataset import SANDBOX_DATA, Dataset
 from gwtools.http._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
 from gwtools.sync._plan import DEFAULT_OVERLAP
 from gwtools.sync._result import SyncResult
@@ -56,8 +56,6 @@ __all__ = ["SANDBOX_DATA", "Gateway", "cache_path", "cache_state", "connect"]
 T = TypeVar("T")
 RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
 
-#: ``DataFrame.attrs["gwtools_source"]`` of frames from the embedded sandbox: not real data.
-SANDBOX_DATA = "sandbox data"
 #: Pages :meth:`Gateway.iter_payments` fetches ahead of the records it has handed out.
 _PAGES_AHEAD = 4
 
@@ -334,12 +332,12 @@ class Gateway:
         ds = self._dataset(resource)
         if not ds.exists():
             from gwtools._schema import empty
-            from gwtools.cache._dataset import cache_info
+            from gwtools.cache._dataset import set_cache_attrs
 
             self._warn_never_synced(ds, stacklevel=3)
             frame = empty(resource)
             message = "no sync has completed: call gw.sync() first"
-            frame.attrs["gwtools_cache"] = cache_info(str(ds.path), {}, message)
+            set_cache_attrs(frame, str(ds.path), {}, message)
         else:
             frame = ds.read(since=since, until=until, status=status)
         if self.settings.embedded:
@@ -576,13 +574,11 @@ def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[s
     """What the last sync recorded about a cached dataset (its ``_state.json``: high-water
     mark, last full sync, the completeness report), ``{}`` if nothing was synced there.
 
-    ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder).
+    ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder, or
+    a cache's URL on shared storage). ``sandbox_data`` says the embedded sandbox filled it.
     Use it to check a cache's freshness or completeness without reading its rows.
     """
-    from gwtools.cache._dataset import find_dataset
+    from gwtools.cache._scan import dataset_state
 
     check_resource(resource)
-    try:
-        return find_dataset(cache_dir, resource).state()
-    except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
-        return {}
+    return dataset_state(cache_dir, resource)

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from gwtools import ConfigurationError, Gateway, Source
+from gwtools import ConfigurationError, Gateway
 from gwtools._gateway import SANDBOX_DATA
 from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate
 from gwtools.analysis._fpx import TEST_BANKS
@@ -93,10 +93,11 @@ def is_sandbox_data(data: Any) -> bool:
     """Whether ``data`` is known to be sandbox data, so that what shows it must say so.
 
     The one test figures, dashboards and reports use. ``data`` is where a table came from:
-    a pandas DataFrame (frames read from the embedded sandbox carry
-    ``attrs["gwtools_source"] == "sandbox data"``), a :class:`gwtools.Gateway` or
-    :class:`gwtools.Source` (connected to the embedded sandbox), anything with a boolean
-    ``sandbox_data`` (a report's :class:`~gwtools.report.Tables`, a dashboard), or a bool.
+    a pandas DataFrame (frames read from the embedded sandbox, or from a cache it filled,
+    carry ``attrs["gwtools_source"] == "sandbox data"``), a :class:`gwtools.Gateway`
+    (connected to the embedded sandbox), anything with a boolean ``sandbox_data`` (a
+    :class:`gwtools.Source`, a report's :class:`~gwtools.report.Tables`, a dashboard), or a
+    bool.
     A lazy table (DuckDB, Spark) has nowhere to keep a label: ask the Gateway or Source it
     was scanned from. Anything else, None included, is not known to be sandbox data, so
     real data is never labelled.
@@ -107,8 +108,6 @@ def is_sandbox_data(data: Any) -> bool:
         return bool(data.attrs.get("gwtools_source") == SANDBOX_DATA)
     if isinstance(data, Gateway):
         return data.settings.embedded
-    if isinstance(data, Source):
-        return data.embedded
     flag = getattr(data, "sandbox_data", None)
     return flag if isinstance(flag, bool) else False
 

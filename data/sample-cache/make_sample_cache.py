@@ -20,6 +20,7 @@ from pathlib import Path
 
 import gwtools._gateway as gateway
 from gwtools._embedded import DEMO, PINNED_NOW
+from gwtools.cache._dataset import find_dataset
 from gwtools.sandbox import Sandbox
 
 HERE = Path(__file__).resolve().parent
@@ -44,8 +45,18 @@ def main() -> None:
     assert result.complete and result.rejected == 0, result
     for lock in HERE.rglob("_sync.lock"):  # a lock file is not part of the sample
         lock.unlink()
+    mark_sandbox_data()
     print(result)
     print(f"sample cache written to {HERE / 'sandbox' / 'test'}")
+
+
+def mark_sandbox_data() -> None:
+    """Record in the sample's state that it is sandbox data, as a sync by the embedded
+    sandbox does (this one ran against a sandbox on loopback, which gwtools cannot tell from
+    a real gateway), so reports and figures made from the sample say "sandbox data"."""
+    for resource in ("payments", "refunds"):
+        dataset = find_dataset(HERE, resource, account="sandbox")
+        dataset.write_state({**dataset.state(), "sandbox_data": True})
 
 
 if __name__ == "__main__":

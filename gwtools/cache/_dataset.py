@@ -985,7 +985,7 @@ class Dataset:
             if strict:
                 raise CacheError(message)
             _warn(message + "; read_cache(..., strict=True) raises instead of warning")
-        frame.attrs["gwtools_cache"] = cache_info(str(self.path), state, message, damaged)
+        set_cache_attrs(frame, str(self.path), state, message, damaged)
         return frame
 
     def _oldest_file_time(self) -> str | None:
@@ -1137,12 +1137,22 @@ def _holds_dataset(fs: pafs.FileSystem, path: str) -> bool:
     )
 
 
-def cache_info(
-    path: str, state: dict[str, Any], message: str | None, damaged: Iterable[Path] = ()
-) -> dict[str, Any]:
-    """What ``frame.attrs["gwtools_cache"]`` says of the cache a frame was read from: complete
-    unless ``message`` says what is missing."""
-    return {
+#: ``DataFrame.attrs["gwtools_source"]`` of frames of sandbox data (from the embedded sandbox,
+#: or read from a cache it filled): not real payments.
+SANDBOX_DATA = "sandbox data"
+
+
+def set_cache_attrs(
+    frame: pd.DataFrame,
+    path: str,
+    state: dict[str, Any],
+    message: str | None,
+    damaged: Iterable[Path] = (),
+) -> None:
+    """What a frame read from the cache says of it: ``attrs["gwtools_cache"]`` (complete
+    unless ``message`` says what is missing) and, for data the embedded sandbox synced,
+    ``attrs["gwtools_source"]``, so figures and reports made from it say so."""
+    frame.attrs["gwtools_cache"] = {
         "complete": message is None,
         "path": path,
         "last_sync": state.get("last_sync"),
@@ -1150,6 +1160,8 @@ def cache_info(
         "damaged_files": [str(f) for f in damaged],
         "message": message,
     }
+    if state.get("sandbox_data") is True:
+        frame.attrs["gwtools_source"] = SANDBOX_DATA
 
 
 def _subfolders(fs: pafs.FileSystem, root: str) -> list[str]:

@@ -50,10 +50,10 @@ from gwtools._schema import Resource
 from gwtools.cache._dataset import (
     Dataset,
     _arrow_schema,
-    cache_info,
     dataset_files,
     find_dataset,
     locate,
+    set_cache_attrs,
     to_pandas,
 )
 
@@ -158,6 +158,26 @@ class _RemoteDataset(Dataset):
         except (FileNotFoundError, orjson.JSONDecodeError):
             return {}
         return state
+
+
+def dataset_state(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    *,
+    account: str | None = None,
+    mode: str | None = None,
+) -> dict[str, Any]:
+    """The ``_state.json`` of ``resource``'s dataset under ``cache_dir`` (a folder or URL, as
+    :func:`scan_cache` finds it), ``{}`` when nothing was synced there."""
+    try:
+        remote = _resolve_filesystem(cache_dir, None)
+        if remote is None:
+            return find_dataset(cache_dir, resource, account=account, mode=mode).state()
+        fs, root = remote
+        folder = locate(fs, root, resource, account=account, mode=mode)
+        return _RemoteDataset(fs, folder, resource).state()
+    except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
+        return {}
 
 
 def _check_complete(dataset: Dataset, strict: bool, caller: str, stacklevel: int) -> None:
@@ -310,7 +330,7 @@ def read_shared(
     partial = (
         None if dataset.completed(state) else "no sync of them has completed: run `gwtools sync`"
     )
-    frame.attrs["gwtools_cache"] = cache_info(os.fspath(cache_dir), state, partial)
+    set_cache_attrs(frame, os.fspath(cache_dir), state, partial)
     return frame
 
 

@@ -37,7 +37,8 @@ class Source:
     ``payments``/``refunds`` are lazy DuckDB tables (or PySpark DataFrames for a Spark source)
     with the canonical columns; pass them to any :mod:`gwtools.analysis` function.
     ``description`` names the origin without key, port or local path; ``embedded`` is True for
-    the embedded sandbox (its clock is the time pending ages are measured at).
+    the embedded sandbox (its clock is the time pending ages are measured at);
+    ``sandbox_data`` for it and for a cache it filled (what shows the data says so).
     """
 
     payments: Any
@@ -45,6 +46,10 @@ class Source:
     description: str
     engine: str
     embedded: bool = False
+    sandbox_data: bool = False
+
+    def __post_init__(self) -> None:
+        self.sandbox_data = self.sandbox_data or self.embedded
 
 
 def describe_url(text: str) -> str:
@@ -137,7 +142,8 @@ def open_source(
         session = spark_session(spark_master)
         if spark_path is not None:
             payments, refunds = _spark_tables(session, spark_path)
-            return Source(payments, refunds, describe_url(spark_path), SPARK)
+            sandbox = _filled_by_sandbox(spark_path, None, None)
+            return Source(payments, refunds, describe_url(spark_path), SPARK, False, sandbox)
         gw = _synced(base_url, cache_dir, account, sync)
         payments, refunds = _spark_tables(session, str(gw.cache_path))
         return Source(payments, refunds, _describe_gateway(gw), SPARK, gw.settings.embedded)
@@ -155,7 +161,16 @@ def open_source(
         scan_cache(text, "refunds", account=account, mode=mode),
         describe_url(text),
         "duckdb",
+        sandbox_data=_filled_by_sandbox(text, account, mode),
     )
+
+
+def _filled_by_sandbox(path: str, account: str | None, mode: str | None) -> bool:
+    """Whether the embedded sandbox synced the payments cached at ``path`` (their state says)."""
+    from gwtools.cache._scan import dataset_state
+
+    state = dataset_state(path, "payments", account=account, mode=mode)
+    return state.get("sandbox_data") is True
 
 
 def _describe_gateway(gw: Any) -> str:

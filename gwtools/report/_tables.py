@@ -250,7 +250,7 @@ def load_tables(
         since_s,
         until_s,
         currency,
-        sandbox_data=sandbox_data or src.embedded,
+        sandbox_data=sandbox_data or src.sandbox_data,
     )
 
 

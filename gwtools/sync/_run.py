@@ -216,7 +216,9 @@ async def _sync_one(
     res.rejects_by_reason, res.problems = dict(writer.reasons), list(outcome.problems)
     if not complete and not res.problems:
         res.problems.append(f"{resource}: the first list page could not be read")
-    _write_state(ds, state, res, outcome, writer, incremental=incremental)
+    _write_state(
+        ds, state, res, outcome, writer, incremental=incremental, sandbox=ctx.settings.embedded
+    )
     res.seconds = time.perf_counter() - started
     log.info("synced %s: %s", resource, res)
     return _OneResult(res, stats.changed)
@@ -388,9 +390,11 @@ def _write_state(
     writer: BatchWriter,
     *,
     incremental: bool,
+    sandbox: bool,
 ) -> None:
     """Record the sync in the dataset's state, last: an incomplete sync keeps the old
-    high-water mark, so the next one lists the gap again."""
+    high-water mark, so the next one lists the gap again. ``sandbox``: the rows came from the
+    embedded sandbox, so whoever reads the folder later labels them "sandbox data"."""
     high_water = state.get("high_water")
     new_high = high_water
     if writer.max_created is not None and res.complete:
@@ -408,6 +412,7 @@ def _write_state(
             "api_variant": outcome.variant or state.get("api_variant"),
             "strategy": outcome.strategy,
             "time_filters_ignored": outcome.time_filters_ignored,
+            "sandbox_data": sandbox,
             # What this sync's checks found (`gwtools check` reports an incomplete last sync).
             "completeness": res.report(),
         }

@@ -16,6 +16,7 @@ import gwtools
 from gwtools import analysis as a
 from gwtools.cache._dataset import to_arrow
 from gwtools.cache._scan import connection
+from tests.engines.conftest import SAMPLE
 from tests.toolkit.conftest import build_payments
 
 
@@ -166,6 +167,33 @@ def test_read_cache_reads_shared_storage_as_it_reads_a_folder(
     assert set(a.to_pandas(lazy)["id"]) == set(
         gwtools.read_cache(engine_cache, "payments", status="failed")["id"]
     )
+
+
+def test_a_cache_the_sandbox_filled_is_labelled_sandbox_data_wherever_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """The shipped sample is sandbox data: its state says so, and every reader of the folder
+    (or of a copy on shared storage) labels what it reads; a copy without that state is not
+    labelled (real data never is)."""
+    from gwtools import plots, report
+
+    fsspec = pytest.importorskip("fsspec")
+    sample = SAMPLE.parents[1]
+    fsspec.filesystem("memory").put(str(sample), f"/{tmp_path.name}", recursive=True)
+    for where in (sample, f"memory://{tmp_path.name}"):
+        assert gwtools.cache_state(where, "payments")["sandbox_data"] is True
+        assert gwtools.read_cache(where, "payments").attrs["gwtools_source"] == "sandbox data"
+        source = gwtools.open_source(where)
+        assert source.sandbox_data and not source.embedded and plots.is_sandbox_data(source)
+    tables = report.load_tables(source=str(sample), tz="UTC")
+    assert tables.sandbox_data and repr(tables).startswith("sandbox data: not real payments")
+
+    unmarked = tmp_path / "copy"
+    shutil.copytree(sample, unmarked)
+    for state in unmarked.rglob("_state.json"):
+        state.write_text(state.read_text().replace('"sandbox_data": true', '"sandbox_data": false'))
+    assert "gwtools_source" not in gwtools.read_cache(unmarked, "payments").attrs
+    assert not gwtools.open_source(unmarked).sandbox_data
 
 
 def test_a_partial_cache_on_shared_storage_warns_in_read_cache(tmp_path: Path) -> None:

@@ -44,6 +44,10 @@ def test_embedded_sandbox_when_nothing_is_configured(
     assert gw.refunds(refresh=False).attrs["gwtools_source"] == "sandbox data"
     assert gw.payments(since="2100-01-01", refresh=False).attrs["gwtools_source"] == "sandbox data"
     assert (tmp_path / "sandbox" / "test" / "payments" / "_state.json").exists()
+    # The folder says so too: whoever reads it later, without the Gateway, labels the rows.
+    assert gateway.cache_state(gw.cache_path, "payments")["sandbox_data"] is True
+    assert gwtools.read_cache(tmp_path, "refunds").attrs["gwtools_source"] == "sandbox data"
+    assert gwtools.open_source(tmp_path).sandbox_data
     gw.close()
     again.close()
 
@@ -87,6 +91,9 @@ def test_payments_filters_and_refresh(shop: Shop, tmp_path: Path) -> None:
         assert set(gw.payments()["id"]) == {ok, declined, later}
         assert gw.payments(since="2100-01-01", refresh=False).empty
         assert "gwtools_source" not in gw.payments(refresh=False).attrs  # a gateway's own data
+        assert gateway.cache_state(gw.cache_path, "payments")["sandbox_data"] is False
+        assert "gwtools_source" not in gwtools.read_cache(tmp_path, "payments").attrs
+        assert not gwtools.open_source(tmp_path).sandbox_data
         assert gw.last_result is not None and "payments" in str(gw.last_result)
         assert "<table>" in gw.last_result._repr_html_()
 
