@@ -161,7 +161,10 @@ def _collect(lf: nw.LazyFrame[Any]) -> pd.DataFrame:
     every text value, which for row-level results (``orders`` of 1M payments) took half again
     the memory and 1.6x the time. Arrow types are mapped to the dtypes ``.df()`` gives."""
     if lf.implementation is not nw.Implementation.DUCKDB:
-        return cast(pd.DataFrame, lf.collect("pandas").to_native())
+        from gwtools._pyspark import quiet_pyspark
+
+        with quiet_pyspark():
+            return cast(pd.DataFrame, lf.collect("pandas").to_native())
     from gwtools.cache._scan import metered_arrow
 
     # Batch by batch, so that a row-level result too large for this machine stops with a

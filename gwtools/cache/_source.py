@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from gwtools import _schema
 from gwtools._errors import CacheError, ConfigurationError
+from gwtools._pyspark import quiet_pyspark
 
 __all__ = ["SPARK", "Source", "open_source"]
 
@@ -76,7 +77,8 @@ def spark_session(master: str | None = None, config: Mapping[str, str] | None = 
         builder = SparkSession.builder.master(master or "local[2]").appName("gwtools")
         for key, value in {"spark.sql.session.timeZone": "UTC", **(config or {})}.items():
             builder = builder.config(key, value)
-        session = builder.getOrCreate()
+        with quiet_pyspark():
+            session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     return session
 
