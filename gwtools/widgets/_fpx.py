@@ -65,5 +65,6 @@ class FpxDashboard(Dashboard):
 
 def fpx_dashboard(payments: Any = None, **kwargs: Any) -> FpxDashboard:
     """FPX bank dashboard over canonical payments (card payments are left out), or a
-    Gateway / nothing for the gateway's cache."""
+    Gateway / nothing for the gateway's cache. Keywords as :func:`declines_dashboard`'s
+    (``bank="MB2U0227"`` opens on one bank)."""
     return FpxDashboard(payments, **kwargs)

@@ -251,6 +251,7 @@ def monitor_dashboard(payments: Any, refunds: Any = None, **kwargs: Any) -> Moni
     """Monitoring dashboard over the canonical payments (and refunds, for refund spikes):
     alerts on a timeline and in a table, and the payments behind a selected alert. Keywords:
     ``tz``, ``days``, ``baseline_days``, ``settings`` (:class:`~gwtools.analysis.MonitorSettings`),
-    ``export_dir``, ``max_rows``. Example: ``monitor_dashboard(payments, refunds, tz="Asia/Kuala_Lumpur")``.
+    ``export_dir``, ``max_rows``; ``since``/``until`` (the monitored window's local days, by
+    default the last ``days`` of the data), ``method``, ``currency``, ``bank`` to open on them. Example: ``monitor_dashboard(payments, refunds, tz="Asia/Kuala_Lumpur")``.
     """
     return MonitorDashboard(payments, refunds, **kwargs)

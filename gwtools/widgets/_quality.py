@@ -153,5 +153,6 @@ class QualityDashboard(Dashboard):
 def quality_dashboard(payments: Any, refunds: Any, **kwargs: Any) -> QualityDashboard:
     """Data-quality dashboard: each rule with its count, pass or fail, and the rows behind a
     selected failing rule. Keywords: ``completeness`` (as :func:`gwtools.analysis.quality`
-    takes it), ``tz``, ``export_dir``, ``max_rows``. Example: ``quality_dashboard(payments, refunds)``."""
+    takes it), ``tz``, ``export_dir``, ``max_rows``; ``since``, ``until``, ``method``,
+    ``currency``, ``status``, ``bank`` to open on those filters. Example: ``quality_dashboard(payments, refunds)``."""
     return QualityDashboard(payments, refunds, **kwargs)

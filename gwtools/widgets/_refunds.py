@@ -79,5 +79,5 @@ class RefundsDashboard(Dashboard):
 
 def refunds_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) -> RefundsDashboard:
     """Refunds dashboard over canonical payments and refunds (both on one engine), or a
-    Gateway / nothing for the gateway's cache."""
+    Gateway / nothing for the gateway's cache. Keywords as :func:`declines_dashboard`'s."""
     return RefundsDashboard(payments, refunds, **kwargs)
