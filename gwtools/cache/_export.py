@@ -36,7 +36,8 @@ __all__ = ["BATCH_ROWS", "batches", "write_table"]
 BATCH_ROWS = 100_000
 
 
-def _canonical(columns: list[str]) -> _schema.Resource | None:
+def canonical_resource(columns: list[str]) -> _schema.Resource | None:
+    """The resource whose canonical columns ``columns`` are, in order; else None."""
     for resource in ("payments", "refunds"):
         if columns == list(_schema.columns(resource)):
             return resource
@@ -67,7 +68,7 @@ def batches(table: Any, rows: int | None = None) -> Iterator[pd.DataFrame]:
     import duckdb
 
     if isinstance(native, duckdb.DuckDBPyRelation):
-        resource = _canonical(list(native.columns))
+        resource = canonical_resource(list(native.columns))
         reader = native.to_arrow_reader(rows)
         schema = reader.schema
         empty = True
@@ -107,7 +108,7 @@ def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
     plain = frame.select(
         *[F.unix_micros(F.col(c)).alias(c) if c in stamps else F.col(c) for c in columns]
     )
-    resource = _canonical(columns)
+    resource = canonical_resource(columns)
 
     def finish(chunk: list[Any]) -> pd.DataFrame:
         out = pd.DataFrame.from_records(chunk, columns=columns)

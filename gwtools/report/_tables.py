@@ -268,7 +268,8 @@ def save_tables(
     """Write each table as ``<name>.csv`` and ``<name>.parquet`` into ``out_dir`` and return
     the file names (not paths: they end up in notebook outputs). ``out_dir=None`` writes
     nothing, so an interactive run leaves no files behind. A lazy table (a whole canonical
-    table, say) is streamed in batches, never loaded whole.
+    table, say) is streamed in batches, never loaded whole; canonical payments and refunds
+    come out in creation order (then id) on DuckDB and on Spark alike.
 
     A table of more than ``csv_max_rows`` rows (default: what a spreadsheet opens) gets its
     Parquet file only, with a warning naming the command that writes its CSV: 10M canonical
@@ -280,7 +281,8 @@ def save_tables(
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     names = []
-    for name, frame in tables.items():
+    for name, table in tables.items():
+        frame = _in_creation_order(table)
         suffixes = ["csv", "parquet"]
         if csv_max_rows is not None and (rows := count_rows(frame)) > csv_max_rows:
             warnings.warn(_csv_skipped(name, rows, csv_max_rows), stacklevel=2)
@@ -290,6 +292,22 @@ def save_tables(
             write_table(frame, path, suffix)  # renamed into place: never half-written
             names.append(path.name)
     return names
+
+
+def _in_creation_order(table: Any) -> Any:
+    """A canonical table from Spark sorted as ``read_cache`` sorts it (creation time, then id):
+    Spark reads the month files in no set order (the largest first), so a report's
+    ``payments.csv`` would start in whichever month is busiest. DuckDB's scan already reads
+    the months in order; anything else is written as given."""
+    if not type(table).__module__.startswith("pyspark"):
+        return table
+    from gwtools.cache._export import canonical_resource
+
+    if canonical_resource(list(table.columns)) is None:
+        return table
+    from pyspark.sql import functions as F
+
+    return table.orderBy(F.col("created_at").asc_nulls_last(), F.col("id").asc_nulls_last())
 
 
 def _csv_skipped(name: str, rows: int, limit: int) -> str:

@@ -515,6 +515,31 @@ def test_save_tables_streams_a_lazy_table_to_what_pandas_writes(
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t" / "lazy.parquet"), eager)
 
 
+@pytest.mark.spark
+def test_save_tables_writes_spark_canonical_tables_in_creation_order(
+    tmp_path: Path, make_payments: Build, make_refunds: Build, spark: Any
+) -> None:
+    """Spark reads the month files biggest first; a report's payments.csv is in read_cache's
+    order (creation time, then id) whatever the engine. Other tables keep their own order."""
+    import gwtools
+
+    days = ["2026-09-03", "2026-10-01", "2026-10-01", "2026-10-02", "2026-11-05", "2026-09-01"]
+    payments = make_payments(
+        [{"id": f"pay_{9 - i}", "status": "succeeded", "amount": 100, "created_at": f"{d}T02:00:00Z"}
+         for i, d in enumerate(days)]
+    )  # fmt: skip
+    cache = _cache(tmp_path, payments, make_refunds([{"payment_id": "pay_9", "amount": 50}]))
+    src = gwtools.open_source("spark", spark_path=str(cache))
+    shuffled = src.payments.orderBy("amount", "id", ascending=False)  # any order but creation
+    report.save_tables({"payments": shuffled, "ids": src.payments.select("id")}, tmp_path / "t")
+    with pytest.warns(gwtools.GatewayDataWarning, match="partial"):  # written, never synced
+        eager = gwtools.read_cache(cache, "payments")
+    assert eager["id"].tolist() == ["pay_4", "pay_9", "pay_7", "pay_8", "pay_6", "pay_5"]
+    eager.to_csv(tmp_path / "eager.csv", index=False)
+    assert (tmp_path / "t" / "payments.csv").read_text() == (tmp_path / "eager.csv").read_text()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t" / "payments.parquet"), eager)
+
+
 def test_report_from_a_cache_folder_reads_it_and_syncs_nothing(
     tmp_path: Path, make_payments: Build, make_refunds: Build, monkeypatch: pytest.MonkeyPatch
 ) -> None:
