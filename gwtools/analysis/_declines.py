@@ -126,13 +126,13 @@ def decline_breakdown(
     keys = as_list(by)
     failed = classified(payments)
     E.require(failed, keys)
-    counts = E.to_pandas(failed.group_by(keys).agg(nw.len().alias("count")))
-    out = counts.astype({"count": "int64"}).set_index(keys)
-    out = out.join(totals_by_currency(failed, keys, locale=locale))
+    by_reason = keys == ["decline_reason"]
+    fine = _per_currency(failed, [*keys, "failure_code", "decline_code"] if by_reason else keys)
+    out = _counts(fine, keys).join(totals_by_currency(fine, keys, locale=locale, currency="_cur"))
     total = int(out["count"].sum())
     out = out.reset_index()
-    if keys == ["decline_reason"]:
-        out = out.merge(_codes_per_reason(failed), on="decline_reason", how="left")
+    if by_reason:
+        out = out.merge(_codes_per_reason(fine), on="decline_reason", how="left")
     out["share"] = out["count"] / total if total else 0.0
     # Most frequent first; ties in code order (failure code, then decline code), as ever.
     ties = [c for c in ("failure_code", "decline_code") if c in out and c not in keys]
@@ -158,11 +158,26 @@ def decline_breakdown(
     return out[[*lead, *rest, *amounts]].reset_index(drop=True)
 
 
-def _codes_per_reason(failed: nw.LazyFrame[Any]) -> pd.DataFrame:
-    """Per decline reason, the failure and decline codes seen with it (joined, code order)."""
-    pairs = E.to_pandas(
-        failed.group_by("decline_reason", "failure_code", "decline_code").agg(nw.len())
+def _per_currency(failed: nw.LazyFrame[Any], grain: list[str]) -> pd.DataFrame:
+    """The one query of a declines table: failed payments per ``grain`` and currency
+    (``_cur``), their ``count`` and ``amount`` (minor units). A handful of rows, from which
+    the counts, amounts and codes are finished in pandas."""
+    return E.to_pandas(
+        failed.with_columns(_cur=nw.col("currency").str.to_uppercase())
+        .group_by([*dict.fromkeys(grain), "_cur"])
+        .agg(nw.len().alias("count"), nw.col("amount").sum())
     )
+
+
+def _counts(fine: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``count`` per ``keys`` (null keys kept) from :func:`_per_currency`'s rows."""
+    counts = fine.groupby(keys, dropna=False)["count"].sum().astype("int64")
+    return counts.to_frame()
+
+
+def _codes_per_reason(fine: pd.DataFrame) -> pd.DataFrame:
+    """Per decline reason, the failure and decline codes seen with it (joined, code order)."""
+    pairs = fine[["decline_reason", "failure_code", "decline_code"]]
     rows = []
     for reason, group in pairs.groupby("decline_reason", dropna=False, sort=False):
         row: dict[str, Any] = {"decline_reason": reason}
@@ -177,10 +192,9 @@ def _codes_per_reason(failed: nw.LazyFrame[Any]) -> pd.DataFrame:
 def decline_types(payments: E.Table, *, locale: str | None = None) -> pd.DataFrame:
     """Soft versus hard declines: ``count``, ``share``, ``retry`` (may a retry succeed?) and
     the amount per currency. Soft declines are worth a retry; hard ones are not."""
-    failed = classified(payments)
-    counts = E.to_pandas(failed.group_by("decline_type").agg(nw.len().alias("count")))
-    out = counts.astype({"count": "int64"}).set_index("decline_type")
-    out = out.join(totals_by_currency(failed, ["decline_type"], locale=locale))
+    fine = _per_currency(classified(payments), ["decline_type"])
+    totals = totals_by_currency(fine, ["decline_type"], locale=locale, currency="_cur")
+    out = _counts(fine, ["decline_type"]).join(totals)
     order = ["soft", "hard", "unclassified"]
     out = out.reindex([t for t in order if t in out.index])
     out.index.name = "decline_type"

@@ -50,19 +50,21 @@ def totals_by_currency(
     minor: str = "amount",
     prefix: str = "amount",
     locale: str | None = None,
+    currency: str = "currency",
 ) -> pd.DataFrame:
     """Per group of ``keys``: one ``<prefix>_<CUR>`` column (major units) per currency and a
     formatted ``<prefix>`` column listing the non-zero totals.
 
     Sums run on the integer minor units in the table's engine, then convert once, so no
-    float drift. ``frame`` is any table an analysis takes (pandas, lazy DuckDB, Spark).
+    float drift. ``frame`` is any table an analysis takes (pandas, lazy DuckDB, Spark), or
+    sums already grouped finer than ``keys`` (``currency`` names its currency column).
     """
     import narwhals as nw
 
     from gwtools.analysis._engine import lazy, to_pandas
 
     keys = list(keys)
-    lf = lazy(frame).with_columns(_cur=nw.col("currency").str.to_uppercase())
+    lf = lazy(frame).with_columns(_cur=nw.col(currency).str.to_uppercase())
     sums = to_pandas(lf.group_by([*keys, "_cur"]).agg(nw.col(minor).sum()))
     sums[minor] = sums[minor].astype("Int64")
     currencies = sorted(sums["_cur"].dropna().astype(str).unique())
