@@ -20,6 +20,9 @@ from gwtools.sandbox.errors import SandboxConfigError
 from gwtools.sandbox.gateway import Gateway
 from gwtools.sandbox.store import Store
 
+#: How long the sandbox keeps an idle connection open: past httpx's 5 s keep-alive expiry.
+KEEP_ALIVE_SECONDS = 65
+
 
 class Sandbox:
     """A local gateway over real HTTP, for tests, notebooks and the demo.
@@ -126,6 +129,10 @@ class Sandbox:
             lifespan="on",
             log_level="warning",
             access_log=False,
+            # Longer than any client keeps an idle connection (httpx: 5 s, uvicorn's default
+            # too): with equal times, a request sent on a connection as the server closes it
+            # fails with "Server disconnected without sending a response".
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

@@ -163,3 +163,15 @@ def test_in_process_asgi_app() -> None:
 
     r = asyncio.run(main())
     assert r.status_code == 200 and r.json()["meta"]["total"] == 0
+
+
+def test_idle_connections_outlive_an_httpx_clients_keep_alive(sandbox_a: Sandbox) -> None:
+    """A client reusing an idle connection must never meet a server that has just closed it
+    ("Server disconnected without sending a response"): the sandbox keeps idle connections
+    longer than httpx does (5 s), so the client is always the one to drop them."""
+    from httpx._config import DEFAULT_LIMITS
+
+    assert sandbox_a._server is not None
+    server_keeps = sandbox_a._server.config.timeout_keep_alive
+    assert DEFAULT_LIMITS.keepalive_expiry is not None
+    assert server_keeps > DEFAULT_LIMITS.keepalive_expiry
