@@ -169,15 +169,25 @@ def dataset_state(
 ) -> dict[str, Any]:
     """The ``_state.json`` of ``resource``'s dataset under ``cache_dir`` (a folder or URL, as
     :func:`scan_cache` finds it), ``{}`` when nothing was synced there."""
+    remote = _resolve_filesystem(cache_dir, None)
     try:
-        remote = _resolve_filesystem(cache_dir, None)
-        if remote is None:
-            return find_dataset(cache_dir, resource, account=account, mode=mode).state()
-        fs, root = remote
-        folder = locate(fs, root, resource, account=account, mode=mode)
-        return _RemoteDataset(fs, folder, resource).state()
+        return _find(cache_dir, resource, remote, account, mode).state()
     except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
         return {}
+
+
+def _find(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    remote: tuple[pafs.FileSystem, str] | None,
+    account: str | None,
+    mode: str | None,
+) -> Dataset:
+    """``resource``'s dataset under ``cache_dir``: local, or on ``remote``'s filesystem."""
+    if remote is None:
+        return find_dataset(cache_dir, resource, account=account, mode=mode)
+    fs, root = remote
+    return _RemoteDataset(fs, locate(fs, root, resource, account=account, mode=mode), resource)
 
 
 def _check_complete(dataset: Dataset, strict: bool, caller: str, stacklevel: int) -> None:
@@ -235,6 +245,21 @@ def scan_cache(
     return _relation(cache_dir, resource, remote, *where, caller="scan_cache", stacklevel=3)[0]
 
 
+def scan_dataset(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    *,
+    account: str | None = None,
+    mode: str | None = None,
+) -> tuple[duckdb.DuckDBPyRelation, Dataset]:
+    """:func:`scan_cache`'s whole table and the dataset it reads (whose state says more of
+    it), found once."""
+    remote = _resolve_filesystem(cache_dir, None)
+    return _relation(
+        cache_dir, resource, remote, account, mode, [], False, caller="scan_cache", stacklevel=3
+    )
+
+
 def _relation(
     cache_dir: str | os.PathLike[str],
     resource: Resource,
@@ -252,10 +277,9 @@ def _relation(
     columns = list(_schema.columns(resource))
     con = connection()
     rel: duckdb.DuckDBPyRelation
-    dataset: Dataset
+    dataset = _find(cache_dir, resource, remote, account, mode)
+    _check_complete(dataset, strict, caller, stacklevel + 1)
     if remote is None:
-        dataset = find_dataset(cache_dir, resource, account=account, mode=mode)
-        _check_complete(dataset, strict, caller, stacklevel + 1)
         files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
         if not files:
             return _empty(resource, con), dataset
@@ -268,11 +292,9 @@ def _relation(
             files, hive_partitioning=False, union_by_name=True, filename=_needs_dedup(files)
         )
     else:
-        fs, root = remote
-        folder = locate(fs, root, resource, account=account, mode=mode)
-        dataset = _RemoteDataset(fs, folder, resource)
-        _check_complete(dataset, strict, caller, stacklevel + 1)
-        files = dataset_files(fs, folder)
+        assert isinstance(dataset, _RemoteDataset)
+        fs = dataset.fs
+        files = dataset_files(fs, dataset.folder)
         if not files:
             return _empty(resource, con), dataset
         schema = _arrow_schema(resource)

@@ -39,7 +39,7 @@ class Source:
     with the canonical columns; pass them to any :mod:`gwtools.analysis` function.
     ``description`` names the origin without key, port or local path; ``embedded`` is True for
     the embedded sandbox (its clock is the time pending ages are measured at);
-    ``sandbox_data`` for it and for a cache it filled (what shows the data says so).
+    ``sandbox_cache`` for a cache it filled, read without it.
     """
 
     payments: Any
@@ -47,10 +47,12 @@ class Source:
     description: str
     engine: str
     embedded: bool = False
-    sandbox_data: bool = False
+    sandbox_cache: bool = False
 
-    def __post_init__(self) -> None:
-        self.sandbox_data = self.sandbox_data or self.embedded
+    @property
+    def sandbox_data(self) -> bool:
+        """Whether the data is sandbox data, so that what shows it says so."""
+        return self.embedded or self.sandbox_cache
 
 
 def describe_url(text: str) -> str:
@@ -124,7 +126,7 @@ def open_source(
       ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
     """
     from gwtools._gateway import Gateway
-    from gwtools.cache._scan import scan_cache
+    from gwtools.cache._scan import dataset_state, scan_cache, scan_dataset
 
     if isinstance(source, Gateway):
         return Source(
@@ -144,7 +146,8 @@ def open_source(
         session = spark_session(spark_master)
         if spark_path is not None:
             payments, refunds = _spark_tables(session, spark_path)
-            sandbox = _filled_by_sandbox(spark_path, None, None)
+            state = dataset_state(spark_path, "payments")
+            sandbox = _filled_by_sandbox(state)
             return Source(payments, refunds, describe_url(spark_path), SPARK, False, sandbox)
         gw = _synced(base_url, cache_dir, account, sync)
         payments, refunds = _spark_tables(session, str(gw.cache_path))
@@ -158,20 +161,18 @@ def open_source(
             "duckdb",
             gw.settings.embedded,
         )
+    payments, dataset = scan_dataset(text, "payments", account=account, mode=mode)
     return Source(
-        scan_cache(text, "payments", account=account, mode=mode),
+        payments,
         scan_cache(text, "refunds", account=account, mode=mode),
         describe_url(text),
         "duckdb",
-        sandbox_data=_filled_by_sandbox(text, account, mode),
+        sandbox_cache=_filled_by_sandbox(dataset.state()),
     )
 
 
-def _filled_by_sandbox(path: str, account: str | None, mode: str | None) -> bool:
-    """Whether the embedded sandbox synced the payments cached at ``path`` (their state says)."""
-    from gwtools.cache._scan import dataset_state
-
-    state = dataset_state(path, "payments", account=account, mode=mode)
+def _filled_by_sandbox(state: Mapping[str, Any]) -> bool:
+    """Whether the embedded sandbox synced the payments whose ``_state.json`` this is."""
     return state.get("sandbox_data") is True
 
 
