@@ -696,7 +696,7 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
         except (nw.exceptions.ColumnNotFoundError, KeyError) as exc:
             if isinstance(exc, KeyError) and not (exc.args and isinstance(exc.args[0], str)):
                 raise
@@ -706,5 +706,13 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
                 "canonical table (gwtools.read_cache/scan_cache, Gateway.payments/scan, or a "
                 "Spark DataFrame read from the cache); docs/tables.md lists its columns."
             ) from None
+        if isinstance(out, pd.DataFrame) and out.columns.has_duplicates:
+            # A group key named like one of the result's own columns (by="refunded_amount").
+            twice = sorted({str(c) for c in out.columns[out.columns.duplicated()]})
+            raise ConfigurationError(
+                f"{fn.__name__}() would give two columns named {twice}: a by= key has the "
+                "name of a column it computes; group by another column"
+            )
+        return out
 
     return wrapper

@@ -10,6 +10,7 @@ import pandas as pd
 
 from gwtools.analysis import _engine as E
 from gwtools.analysis._rates import add_rate, column, finish_keys, lazy_keys
+from gwtools.analysis._time import resolve_tz
 
 #: Failure codes that mean the bank never answered (the sandbox's test banks: TEST0004 times out and
 #: the payment fails with ``processing_error``).
@@ -129,6 +130,8 @@ def bank_table(
         grouped, keys = _counts(payments, freq, tz)
     if grouped.empty:
         empty = pd.DataFrame({c: pd.Series(dtype="string") for c in columns})
+        if freq:
+            empty["period"] = pd.Series(dtype=pd.DatetimeTZDtype("us", resolve_tz(tz)))
         empty.insert(2, "test_bank", pd.Series(dtype=bool))
         for c in ["attempts", *FPX_OUTCOMES, "n"]:
             empty[c] = pd.Series(dtype="int64")

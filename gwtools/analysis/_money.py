@@ -12,14 +12,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+from babel import Locale, UnknownLocaleError
 from babel.numbers import format_currency, get_currency_precision
+
+from gwtools._errors import ConfigurationError
 
 DEFAULT_LOCALE = "en_MY"
 
 
 def resolve_locale(locale: str | None = None) -> str:
-    """``locale``, else ``GW_LOCALE``, else ``en_MY`` (``RM1,234.50``)."""
-    return locale or os.environ.get("GW_LOCALE") or DEFAULT_LOCALE
+    """``locale``, else ``GW_LOCALE``, else ``en_MY`` (``RM1,234.50``); one Babel does not
+    know is refused."""
+    name = locale or os.environ.get("GW_LOCALE") or DEFAULT_LOCALE
+    try:
+        Locale.parse(name)
+    except (ValueError, TypeError, UnknownLocaleError):
+        source = "locale=" if locale else "GW_LOCALE="
+        raise ConfigurationError(
+            f"unknown locale {source}{name!r}: use a name such as 'en_MY', 'ms_MY' or 'en_US'"
+        ) from None
+    return name
 
 
 def exponent(currency: str) -> int:
@@ -61,10 +73,18 @@ def totals_by_currency(
     """
     import narwhals as nw
 
-    from gwtools.analysis._engine import lazy, to_pandas
+    from gwtools.analysis._engine import columns_of, lazy, to_pandas
 
-    keys = list(keys)
-    lf = lazy(frame).with_columns(_cur=nw.col(currency).str.to_uppercase())
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    lf = lazy(frame)
+    missing = [c for c in dict.fromkeys([*keys, minor, currency]) if c not in columns_of(lf)]
+    if missing or not keys:
+        raise ConfigurationError(
+            f"totals_by_currency needs group keys and the table's columns: {missing or keys} "
+            f"{'are not columns of the table' if missing else 'names no key'}; e.g. "
+            "totals_by_currency(payments, ['method_type'])"
+        )
+    lf = lf.with_columns(_cur=nw.col(currency).str.to_uppercase())
     sums = to_pandas(lf.group_by([*keys, "_cur"]).agg(nw.col(minor).sum()))
     sums[minor] = sums[minor].astype("Int64")
     currencies = sorted(sums["_cur"].dropna().astype(str).unique())

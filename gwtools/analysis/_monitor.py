@@ -25,11 +25,12 @@ import narwhals as nw
 import numpy as np
 import pandas as pd
 
+from gwtools._errors import ConfigurationError
 from gwtools.analysis import _engine as E
 from gwtools.analysis._fpx import TEST_BANKS, outcome_expr
 from gwtools.analysis._rates import wilson_interval
 from gwtools.analysis._recovery import ORDER_COLUMNS
-from gwtools.analysis._time import DateLike, resolve_tz, to_timestamp
+from gwtools.analysis._time import DateLike, next_day, resolve_tz, to_timestamp
 
 #: Monitor kinds, in the order alerts of one start time are listed.
 MONITOR_KINDS: Final = ("decline_spike", "card_testing", "fpx_bank_outage", "refund_spike")
@@ -225,7 +226,11 @@ def _window(
     if start is None:
         start = end - pd.Timedelta(days=days)
     if start >= end:
-        raise ValueError(f"since ({start}) must come before until ({end})")
+        first = since if since is not None else f"{start} ({days:g} days before until)"
+        last = until if until is not None else f"{end} (the newest row)"
+        raise ConfigurationError(
+            f"since ({first}) must come before until ({last}): swap them, or move one"
+        )
     return _Window(start, end, start - pd.Timedelta(days=baseline_days), tz)
 
 
@@ -277,11 +282,14 @@ def _wall(lf: nw.LazyFrame[Any], freq: str, tz: str, name: str = "_wall") -> nw.
     return E.with_period(lf, "created_at", tz, "h" if freq == "h" else "day", name)
 
 
-def _aware(values: pd.Series, tz: str) -> pd.Series:
-    """Collected wall-clock bucket starts -> aware local timestamps; an ambiguous one is NaT
-    (and left out of the counts, as pandas' group-by leaves out NaT buckets)."""
+def _aware(values: pd.Series, tz: str, freq: str) -> pd.Series:
+    """Collected wall-clock bucket starts -> aware local timestamps. A day starts at its
+    first midnight (one a clock change repeats, as in America/Havana, is still one day); an
+    ambiguous hour is NaT (and left out of the counts, as pandas' group-by leaves out NaT
+    buckets): its wall-clock bucket holds two hours."""
+    ambiguous: Any = "NaT" if freq == "h" else np.ones(len(values), dtype=bool)
     out: pd.Series = E.wall_time(values).dt.tz_localize(
-        tz, ambiguous="NaT", nonexistent="shift_forward"
+        tz, ambiguous=ambiguous, nonexistent="shift_forward"
     )
     return out
 
@@ -296,13 +304,13 @@ def _by_part(
 ) -> pd.DataFrame:
     """Counts (``n``) and sums of the 0/1 columns ``sums`` per ``_part`` (1 recent, 0
     baseline), local ``bucket`` (recent rows only) and ``keys``, counted in the engine.
-    ``bucket`` comes back aware in ``tz`` (NaT where ambiguous)."""
+    ``bucket`` comes back aware in ``tz`` (NaT where an hour is ambiguous)."""
     lf = lf.with_columns(_part=_part(w))
     lf = _wall(lf.filter(~nw.col("_part").is_null()), freq, tz)
     lf = lf.with_columns(bucket=nw.when(nw.col("_part") == 1).then(nw.col("_wall")))
     aggs = [nw.len().alias("n"), *(nw.col(c).sum() for c in sums)]
     out = E.to_pandas(lf.group_by(["_part", "bucket", *keys]).agg(*aggs))
-    out["bucket"] = _aware(out["bucket"], tz)
+    out["bucket"] = _aware(out["bucket"], tz, freq)
     return out
 
 
@@ -377,7 +385,7 @@ def _decline_spikes(
                     "decline_spike",
                     scope,
                     start,
-                    start + pd.Timedelta(days=1),
+                    next_day(start),
                     rate,
                     p0,
                     limit,
@@ -530,7 +538,7 @@ def _fpx_outages(
             if int(n.sum()) * q_test**length <= alpha:
                 # The run's rows are consecutive: every hour between its first and last
                 # with attempts of this bank holds some of them.
-                lo, hi = _aware(pd.Series([best["lo"], best["hi"]]), FPX_TZ)
+                lo, hi = _aware(pd.Series([best["lo"], best["hi"]]), FPX_TZ, "h")
                 hit = (span >= lo) & (span <= hi) & (n > 0).to_numpy()
                 flagged[hit] = True
         for first, last in _runs(flagged):
@@ -613,7 +621,7 @@ def _refund_spikes(
                 "refund_spike",
                 "refunds",
                 start,
-                start + pd.Timedelta(days=1),
+                next_day(start),
                 k,
                 lam,
                 limit,
@@ -651,7 +659,7 @@ def monitor(
     zone = resolve_tz(tz)
     unknown = [k for k in kinds if k not in MONITOR_KINDS]
     if unknown:
-        raise ValueError(f"unknown monitor kinds {unknown}: use {', '.join(MONITOR_KINDS)}")
+        raise ConfigurationError(f"unknown monitor kinds {unknown}: use {', '.join(MONITOR_KINDS)}")
     s = settings or MonitorSettings()
     first, last = _bounds(payments)
     w = _window([last, _bounds(refunds)[1]], since, until, days, baseline_days, zone)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from gwtools.analysis import _engine as E
 from gwtools.analysis._monitor import REFUND_COLUMNS
+from gwtools.analysis._time import resolve_tz
 
 #: rule -> what it checks (the ``description`` column of :func:`quality`).
 QUALITY_RULES: Final[dict[str, str]] = {
@@ -203,7 +204,7 @@ def quality(
     refunds: Any,
     *,
     completeness: Any = None,
-    tz: str = "UTC",
+    tz: str | None = None,
 ) -> pd.DataFrame:
     """One row per rule of :data:`QUALITY_RULES`: ``rule``, ``description``, ``checked``
     (rows the rule looked at), ``count`` (rows breaking it), ``ok`` and ``examples`` (up to
@@ -211,7 +212,8 @@ def quality(
 
     ``completeness``: what the last sync said about itself, if at hand: a ``SyncResult``, its
     per-resource report, the datasets' ``_state.json`` contents ({resource: state}) or a bool;
-    the rule is left out when nothing is given.
+    the rule is left out when nothing is given. ``tz``: the zone whose clock hours the
+    hourly-holes rule counts (default ``GW_TIMEZONE``, else UTC).
 
     Takes pandas or lazy tables (DuckDB, Spark, both on one engine): every rule runs in the
     engine; only counts, up to five example ids per rule (smallest first) and per-hour counts
@@ -219,6 +221,7 @@ def quality(
 
     Example: ``quality(payments, refunds).query("not ok")``.
     """
+    tz = resolve_tz(tz)
     lp, lr = E.lazy_pair(payments, refunds)
     # Only the columns the rules read (the scan reads no others).
     lp, lr = lp.select(*_PAYMENT_COLUMNS), lr.select(*REFUND_COLUMNS)

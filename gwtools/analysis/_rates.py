@@ -9,7 +9,8 @@ behaves at 0 and n successes, where small groups live.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from statistics import NormalDist
 from typing import Any, Final, Literal, cast
 
@@ -95,17 +96,36 @@ def add_rate(
 
 
 def as_list(by: By) -> list[str]:
-    """``by`` as a list of column names."""
+    """``by`` as a list of column names; a name twice, a non-name or ``period`` (made by
+    ``freq=``) is refused."""
     if by is None:
         return []
-    return [by] if isinstance(by, str) else list(by)
+    keys: list[Any] = [by] if isinstance(by, str) or not isinstance(by, Iterable) else list(by)
+    wrong = [k for k in keys if not isinstance(k, str)]
+    if wrong:
+        raise ConfigurationError(f"by={by!r}: name columns as strings, e.g. by='method_type'")
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ConfigurationError(f"by={by!r} names {twice} more than once: name each once")
+    if "period" in keys:
+        raise ConfigurationError(
+            "by='period': periods come from freq= ('day', 'week' or 'month'), not from by="
+        )
+    return keys
 
 
 def band_labels(edges: Sequence[float] = AMOUNT_BANDS) -> list[str]:
     """The labels of ``edges``' bands, in order: ``"0–10"`` … ``"≥5,000"``."""
-    bounds = [*edges, np.inf]
-    labels = [f"{a:,.0f}–{b:,.0f}" for a, b in itertools.pairwise(bounds[:-1])]
-    labels.append(f"≥{bounds[-2]:,.0f}")
+    values = list(edges) if isinstance(edges, Sequence) and not isinstance(edges, str) else []
+    numeric = all(isinstance(e, numbers.Real) and not isinstance(e, bool) for e in values)
+    if not values or not numeric or any(a >= b for a, b in itertools.pairwise(values)):
+        raise ConfigurationError(
+            f"edges={edges!r}: give amount band edges as increasing numbers in major units, "
+            "e.g. (0, 10, 50, 100)"
+        )
+    shown = [f"{e:,.0f}" if float(e).is_integer() else f"{e:,}" for e in values]
+    labels = [f"{a}–{b}" for a, b in itertools.pairwise(shown)]
+    labels.append(f"≥{shown[-1]}")
     return labels
 
 
@@ -183,7 +203,8 @@ def lazy_keys(
     extra: dict[str, nw.Expr] = {}
     zone = None
     if "amount_band" in keys:
-        extra["amount_band"] = band_expr(lf)
+        if "amount_band" not in names:  # else already made (e.g. a refund's payment's band)
+            extra["amount_band"] = band_expr(lf)
         if "currency" not in keys:
             keys.insert(keys.index("amount_band"), "currency")
     if freq is not None:

@@ -21,6 +21,8 @@ group-wise aggregates. Only small results come back: one row per group for :func
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -80,7 +82,17 @@ _PREFIXES: Final = {0: "order:", 1: "customer:", 2: "payment:"}
 
 
 def _gap_seconds(window: pd.Timedelta | str) -> float:
-    return float(pd.Timedelta(window).total_seconds())
+    gap: Any = pd.NaT
+    # A bare number would read as nanoseconds.
+    if isinstance(window, str | dt.timedelta):
+        with contextlib.suppress(ValueError):
+            gap = pd.Timedelta(window)
+    if pd.isna(gap) or gap <= pd.Timedelta(0):
+        raise ConfigurationError(
+            f"window={window!r} is not a positive duration: use e.g. '24h', '30min' or a "
+            "pandas Timedelta"
+        )
+    return float(gap.total_seconds())
 
 
 #: What an order's row needs of its payments (beyond ``metadata``, read first).
@@ -467,6 +479,8 @@ def acceptance(
     # chains' filter keeps DuckDB from pushing that filter (the JSON order id) into the
     # Parquet scan, which then reads every column of every customer's payment.
     source = [k for k in as_list(by) if k != "amount_band"]
+    if len(source) < len(as_list(by)):
+        source.append("amount_major")  # bands are read from it (amount and currency travel)
     attempts = _keyed(payments, key, window, ["id", "created_at", "outcome", *source])
     keyed, keys = lazy_keys(attempts, by, freq, tz)
     order_counts = _collect_counts(_order_flags(keyed, keys, exact=False), keys, tz)

@@ -21,12 +21,13 @@ from gwtools.analysis._rates import (
     By,
     add_rate,
     as_list,
+    band_expr,
     complete_periods,
     finish_keys,
     lazy_keys,
     sort_keys,
 )
-from gwtools.analysis._time import business_days_between, resolve_tz
+from gwtools.analysis._time import business_days_between, resolve_tz, to_timestamp
 
 Cohort = Literal["payment", "refund"]
 
@@ -158,6 +159,8 @@ def refund_rate(
         )
         table = finish_keys(table, keys, tz).set_index(keys)
         extra = [k for k in by_keys if k not in E.columns_of(live)]
+        if "amount_band" in extra:  # the band of the refund's payment, as in the denominator
+            lp = lp.with_columns(amount_band=band_expr(lp))
         pay = lp.select(nw.col("id").alias("payment_id"), *(nw.col(k) for k in extra))
         lr_keyed, rkeys = lazy_keys(
             live.join(pay.filter(~nw.col("payment_id").is_null()), on="payment_id", how="left"),
@@ -251,7 +254,9 @@ def partial_vs_full(
     total = int(out["payments"].sum())
     out.insert(1, "share", out["payments"] / total if total else 0.0)
     out.index.name = "kind"
-    return out.reset_index()
+    out = out.reset_index()
+    out["kind"] = out["kind"].astype("string")
+    return out
 
 
 def time_to_refund(payments: E.Table, refunds: E.Table, by: By = "method_type") -> pd.DataFrame:
@@ -296,9 +301,9 @@ def pending_refunds(
     Pass ``now`` (e.g. the sandbox clock) for reproducible ages; default: the current time.
     """
     zone = resolve_tz(tz)
-    current = pd.Timestamp(now) if now is not None else pd.Timestamp.now(tz="UTC")
-    if current.tzinfo is None:
-        current = current.tz_localize(zone)
+    current = to_timestamp(now, zone) if now is not None else None
+    if current is None:  # no now, or an empty string
+        current = pd.Timestamp.now(tz="UTC")
     lp, lr = E.lazy_pair(payments, refunds)
     pending = lr.filter(E.truthy(nw.col("status") == "pending"))
     out = _rows(details(lp, pending, kind=False), refunds)

@@ -129,16 +129,33 @@ def to_timestamp(
         return None
     zone = resolve_tz(tz)
     try:
+        if not isinstance(value, str | dt.date):
+            raise TypeError  # a number would pass as nanoseconds since 1970
         parsed = pd.Timestamp(value)
-    except ValueError:
+    except (TypeError, ValueError):
         raise ConfigurationError(
-            f"cannot read {value!r} as a date: use YYYY-MM-DD or ISO 8601"
+            f"cannot read {value!r} as a date: use YYYY-MM-DD, ISO 8601 or a datetime.date"
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.tz_localize(zone)
-    if end and _is_date(value):
-        parsed = parsed + pd.Timedelta(days=1)
+        if end and _is_date(value):
+            # The next calendar day, not 24 hours: a day is 23 or 25 on a clock change.
+            parsed = parsed + pd.Timedelta(days=1)
+        parsed = localize(parsed, zone)
     return parsed.tz_convert("UTC")
+
+
+def localize(wall: pd.Timestamp, zone: str | dt.tzinfo) -> pd.Timestamp:
+    """Wall-clock time ``wall`` in ``zone``. A time a clock change repeats reads as its first
+    occurrence and one it skips as the change's instant, as period starts do (a local
+    midnight is both in some zones, e.g. America/Havana and America/Santiago)."""
+    return wall.tz_localize(zone, ambiguous=True, nonexistent="shift_forward")
+
+
+def next_day(start: pd.Timestamp) -> pd.Timestamp:
+    """The start of the local day after the one ``start`` (an aware local midnight) begins."""
+    if start.tzinfo is None:
+        return start + pd.Timedelta(days=1)
+    return localize(start.tz_localize(None) + pd.Timedelta(days=1), start.tzinfo)
 
 
 def between(
@@ -164,6 +181,11 @@ def between(
     ts = nw.col(column)
     lo = to_timestamp(since, tz)
     hi = to_timestamp(until, tz, end=True)
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigurationError(
+            f"since={since!r} is after until={until!r}, so no row can match: swap them "
+            "(a date is a whole local day, so since and until may be the same day)"
+        )
     # Plain comparisons, no fill_null: DuckDB pushes them into the Parquet scan and skips
     # row groups outside the range. A null timestamp compares null (SQL) or False (pandas):
     # left out either way.

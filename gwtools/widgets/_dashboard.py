@@ -372,10 +372,8 @@ class Dashboard(widgets.VBox):
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             return value
         try:
-            if not isinstance(value, str | dt.datetime | None):
-                raise TypeError  # a number would pass as nanoseconds since 1970
             stamp = to_timestamp(value, self.tz)
-        except (ConfigurationError, TypeError):
+        except ConfigurationError:
             raise ConfigurationError(
                 f"{name}={value!r} is not a date: use YYYY-MM-DD, a datetime.date, or None "
                 "for no bound"
