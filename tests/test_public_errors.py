@@ -88,7 +88,35 @@ CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
         lambda _: gwtools.scan_cache(SAMPLE, "refunds", status="captured"),
         gwtools.ConfigurationError,
     ),
+    "read_cache: no folder given": (
+        lambda _: gwtools.read_cache(None, "payments"),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "scan_cache: empty folder name": (
+        lambda _: gwtools.scan_cache("", "payments"),
+        gwtools.ConfigurationError,
+    ),
+    "read_cache: not a filesystem": (
+        lambda _: gwtools.read_cache(SAMPLE, "payments", filesystem="local"),
+        gwtools.ConfigurationError,
+    ),
+    "scan_cache: a file": (
+        lambda _: gwtools.scan_cache(SAMPLE / "make_sample_cache.py", "payments"),
+        gwtools.CacheNotFoundError,
+    ),
     # open_source
+    "open_source: an option a folder does not use": (
+        lambda _: gwtools.open_source(SAMPLE, base_url="http://127.0.0.1:9"),
+        gwtools.ConfigurationError,
+    ),
+    "open_source: spark options on the gateway": (
+        lambda _: gwtools.open_source("gateway", spark_path="/data"),
+        gwtools.ConfigurationError,
+    ),
+    "open_source: a near miss": (
+        lambda _: gwtools.open_source("gatway"),
+        gwtools.ConfigurationError,
+    ),
     "open_source: unknown name": (
         lambda _: gwtools.open_source("mysql"),
         gwtools.GatewayError,

@@ -1181,15 +1181,21 @@ def locate(
     mode: str | None = None,
 ) -> str:
     """The dataset folder of ``resource`` under ``root`` on ``fs``: ``root`` itself,
-    ``{root}/{resource}``, or ``{root}/{account}/{mode}/{resource}``; one rule for local and
-    shared storage.
+    ``{root}/{resource}``, ``{root}/{account}/{mode}/{resource}``, or, ``root`` being an
+    account's folder, ``{root}/{mode}/{resource}``; one rule for local and shared storage.
 
     With ``account``/``mode`` left out, the only matching dataset under ``root`` is used; if
     several match, the error lists them so you can pick one.
     """
     _schema.columns(resource)
     root = root.rstrip("/") or "/"
-    where = root if isinstance(fs, pafs.LocalFileSystem) else f"{root!r} on {fs.type_name}"
+    protocol = fs.type_name.removeprefix("py::fsspec+")  # pyarrow's name of an fsspec one
+    where = root if isinstance(fs, pafs.LocalFileSystem) else f"{root!r} on {protocol}"
+    if fs.get_file_info(root).type == pafs.FileType.File:
+        raise CacheNotFoundError(
+            f"{where} is a file, not a cache folder: pass the folder that holds the cache "
+            "(the one given to gwtools.connect(cache_dir=…), or GW_CACHE_DIR)"
+        )
     if not _is_dir(fs, root):
         raise CacheNotFoundError(
             f"no cache at {where}: run gwtools.connect().sync() (or `gwtools sync`) first, "
@@ -1206,6 +1212,13 @@ def locate(
         for m in ("test", "live")
         if _holds_dataset(fs, folder := f"{root}/{a}/{m}/{resource}")
     }
+    if not held:  # root may be an account's folder, holding its modes
+        name = root.rsplit("/", 1)[-1]
+        held = {
+            (name, m): folder
+            for m in ("test", "live")
+            if _holds_dataset(fs, folder := f"{root}/{m}/{resource}")
+        }
     found = [f for (a, m), f in held.items() if account in (None, a) and mode in (None, m)]
     if len(found) == 1:
         return found[0]

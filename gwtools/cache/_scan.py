@@ -113,6 +113,15 @@ def _resolve_filesystem(
     cache_dir: str | os.PathLike[str], filesystem: Any
 ) -> tuple[pafs.FileSystem, str] | None:
     """``(filesystem, path)`` for a cache on shared storage, ``None`` for a local path."""
+    if not isinstance(cache_dir, str | os.PathLike):
+        raise ConfigurationError(
+            f"the cache folder must be a path or URL, got {cache_dir!r}: for the configured "
+            "gateway's cache use gwtools.cache_path(), or gw.scan(...) / gw.payments()"
+        )
+    if not os.fspath(cache_dir).strip():
+        raise ConfigurationError(
+            'the cache folder is an empty string: give its path or URL ("." for here)'
+        )
     if filesystem is None:
         text = os.fspath(cache_dir)
         if "://" not in text or text.startswith("file://"):
@@ -139,6 +148,11 @@ def _resolve_filesystem(
             fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_fs))
         return fs, path.rstrip("/")
     if not isinstance(filesystem, pafs.FileSystem):
+        if not all(hasattr(filesystem, a) for a in ("info", "ls", "open")):
+            raise ConfigurationError(
+                f"filesystem= must be a pyarrow.fs.FileSystem or an fsspec filesystem, got "
+                f"{filesystem!r}; or leave it out and give a URL (s3://bucket/gwtools)"
+            )
         # An fsspec filesystem: pyarrow reads through it.
         filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
     return filesystem, os.fspath(cache_dir).rstrip("/")

@@ -13,6 +13,7 @@ the data is one argument, the same everywhere::
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -128,6 +129,10 @@ def open_source(
     from gwtools._gateway import Gateway
     from gwtools.cache._scan import dataset_state, scan_cache, scan_dataset
 
+    given = {"base_url": base_url, "cache_dir": cache_dir, "account": account, "mode": mode,
+             "spark_master": spark_master, "spark_path": spark_path}  # fmt: skip
+    source = _named_source(source)
+    _refuse_unused(source, {k: v for k, v in given.items() if v is not None})
     if isinstance(source, Gateway):
         return Source(
             source.scan("payments"),
@@ -169,6 +174,54 @@ def open_source(
         "duckdb",
         sandbox_cache=_filled_by_sandbox(dataset.state()),
     )
+
+
+#: What each kind of source reads of open_source's options (the others would be ignored).
+_USES: dict[str, frozenset[str]] = {
+    "gateway": frozenset({"base_url", "cache_dir", "account"}),
+    "a Gateway": frozenset(),
+    "spark with spark_path": frozenset({"spark_master", "spark_path"}),
+    "spark": frozenset({"spark_master", "base_url", "cache_dir", "account"}),
+    "a cache folder or URL": frozenset({"account", "mode"}),
+}
+
+
+def _named_source(source: Any) -> Any:
+    """``"gateway"``/``"spark"`` whatever their case and spaces, unless such a folder exists;
+    a near miss (``"gatway"``) that is no folder is refused with the likely name."""
+    if not isinstance(source, str) or source in (_GATEWAY, SPARK) or os.path.exists(source):
+        return source
+    word = source.strip().lower()
+    if word in (_GATEWAY, SPARK):
+        return word
+    close = difflib.get_close_matches(word, [_GATEWAY, SPARK], n=1, cutoff=0.75)
+    if close and "/" not in source and "://" not in source:
+        raise ConfigurationError(
+            f"source={source!r} is neither a source name nor a folder here: did you mean "
+            f"{close[0]!r}? (else give the cache folder's path or URL)"
+        )
+    return source
+
+
+def _refuse_unused(source: Any, given: Mapping[str, Any]) -> None:
+    """Refuse options the chosen kind of source would ignore, naming what it reads."""
+    from gwtools._gateway import Gateway
+
+    if isinstance(source, Gateway):
+        kind = "a Gateway"
+    elif source is None or source == _GATEWAY:
+        kind = "gateway"
+    elif source == SPARK:
+        kind = "spark with spark_path" if given.get("spark_path") is not None else "spark"
+    else:
+        kind = "a cache folder or URL"
+    unused = sorted(set(given) - _USES[kind])
+    if unused:
+        reads = ", ".join(sorted(_USES[kind])) or "none of these options (it is synced already)"
+        raise ConfigurationError(
+            f"open_source({kind}) does not use {', '.join(unused)}: leave "
+            f"{'it' if len(unused) == 1 else 'them'} out (it reads {reads})"
+        )
 
 
 def _filled_by_sandbox(state: Mapping[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import narwhals as nw
 import pandas as pd
 
-from gwtools import open_source, write_table
+from gwtools import ConfigurationError, open_source, write_table
 from gwtools._embedded import REGISTRY
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
@@ -141,7 +141,16 @@ def _select(
     tz: str,
     currency: str | None,
 ) -> tuple[Any, Any]:
-    """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy)."""
+    """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy).
+    A currency the payments do not hold is refused, naming those they do: a typo would
+    otherwise read as a report of no payments."""
+    if currency:
+        held = E.distinct(E.lazy(payments), nw.col("currency").str.to_uppercase())
+        if held and currency.upper() not in held:
+            raise ConfigurationError(
+                f"currency={currency!r}: the payments are in {', '.join(held)}; pick one of "
+                "them, or leave the currency out for all (kept apart)"
+            )
     if isinstance(payments, pd.DataFrame) and isinstance(refunds, pd.DataFrame):
         return _select_pandas(payments, refunds, since, until, tz, currency)
     if currency:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -167,8 +168,15 @@ def test_filters(ds: Dataset, tmp_path: Path) -> None:
 
 def test_find_dataset_by_root_account_or_dataset_dir(ds: Dataset, tmp_path: Path) -> None:
     ds.write_batch(frame([("a", "failed", "2024-05-01")]))
-    for where in (tmp_path, tmp_path / "acct" / "test", ds.path):
+    for where in (tmp_path, tmp_path / "acct", tmp_path / "acct" / "test", ds.path):
         assert find_dataset(where, "payments").path == ds.path
+    live = Dataset.at(tmp_path, "acct", "live", "payments")
+    live.write_batch(frame([("c", "failed", "2024-05-01")]))
+    synced(live)
+    with pytest.raises(ValueError, match="account='acct' mode='test', account='acct' mode='live'"):
+        find_dataset(tmp_path / "acct", "payments")
+    assert find_dataset(tmp_path / "acct", "payments", mode="live").path == live.path
+    shutil.rmtree(live.path.parent)
     other = Dataset.at(tmp_path, "other", "test", "payments")
     other.write_batch(frame([("b", "failed", "2024-05-01")]))
     synced(other)
@@ -462,3 +470,17 @@ def test_part_files_use_a_codec_every_engine_reads(ds: Dataset) -> None:
         meta = pq.ParquetFile(f).metadata
         codecs = {meta.row_group(0).column(i).compression for i in range(meta.num_columns)}
         assert codecs == {"SNAPPY"}, f
+
+
+def test_source_names_read_whatever_their_case_unless_such_a_folder_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gwtools.cache._source import _named_source
+
+    monkeypatch.chdir(tmp_path)
+    assert _named_source(" Spark ") == "spark" and _named_source("GATEWAY") == "gateway"
+    (tmp_path / "Spark").mkdir()
+    assert _named_source("Spark") == "Spark"  # a folder of that name is read as one
+    with pytest.raises(ValueError, match="did you mean 'spark'"):
+        _named_source("sprak")
+    assert _named_source("data/gatway") == "data/gatway"  # a path: no guessing

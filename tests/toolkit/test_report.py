@@ -12,7 +12,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from gwtools import report
+from gwtools import ConfigurationError, report
 from gwtools.analysis import to_pandas
 from gwtools.cache._dataset import Dataset
 
@@ -333,8 +333,17 @@ def test_report_on_a_selection_with_no_payments(
     gateway_with_payments: tuple[Gateway, str], tmp_path: Path
 ) -> None:
     gw, _ = gateway_with_payments
+    # A currency the payments do not hold is refused (a typo would read as no payments): an
+    # empty selection is a window without payments.
+    with pytest.raises(ConfigurationError, match="currency='EUR': the payments are in"):
+        report.run_report(tmp_path / "r", currency="EUR", gateway=gw, notebooks=[])
+    assert not (tmp_path / "r").exists()
     result = report.run_report(
-        tmp_path / "r", currency="EUR", gateway=gw, notebooks=["04_fpx_banks.ipynb"]
+        tmp_path / "r",
+        since="2001-01-01",
+        until="2001-01-31",
+        gateway=gw,
+        notebooks=["04_fpx_banks.ipynb"],
     )
     assert result.overview.payments == 0
     assert "0 payments and 0 refunds" in result.html[0].read_text()  # ran through, said so
