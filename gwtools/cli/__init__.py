@@ -65,6 +65,10 @@ class LazyGroup(click.Group):
             errors = sys.modules.get("gwtools._errors")
             if errors is not None and isinstance(exc, errors.GatewayError):
                 raise click.ClickException(str(exc)) from None
+            if isinstance(exc, OSError):  # a file or folder the command could not use
+                from gwtools.cli._paths import oserror_line
+
+                raise click.ClickException(oserror_line(exc)) from None
             raise
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from gwtools.cli._paths import out_dir
 from gwtools.cli._sync import _connect, connection_options
 
 
@@ -90,6 +91,7 @@ _report_options = [
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
+    callback=out_dir,
     help="Directory for the HTML pages, index.html and tables/.",
 )
 @_report_options[0]
@@ -178,6 +180,7 @@ def _require(extra: str, command: str) -> None:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("gwtools-report"),
+    callback=out_dir,
     show_default=True,
     help="Directory for the report.",
 )

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import click
 
+from gwtools.cli._paths import out_file
+
 if TYPE_CHECKING:
     pass
 
@@ -158,6 +160,10 @@ def sync(
             warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
             result = gw.sync(resources or _RESOURCES, full=full)
     except GatewayError as exc:
+        if as_json:  # a script reading standard output gets an answer too (redacted, as all)
+            said = {k: getattr(exc, k) for k in ("http_status", "code", "param", "request_id")}
+            error = {"error": type(exc).__name__, "message": str(exc), **said}
+            click.echo(json.dumps({"complete": False, **error}, indent=2))
         raise click.ClickException(str(exc)) from None
     finally:
         gw.close()
@@ -220,10 +226,15 @@ def _cached_folder(
     else:
         source = f"account {folder.parent.name!r} in {folder.name} mode"
     if not gwtools.cache_state(folder, resource) and not (folder / resource).is_dir():
+        ctx = click.get_current_context(silent=True)
+        also = (
+            ", or export without --no-refresh (which syncs before exporting)"
+            if ctx is not None and ctx.info_name == "export"
+            else ""
+        )
         raise click.ClickException(
             f"nothing cached yet for {source}: no {resource} under {folder / resource}. Run "
-            "`gwtools sync` with the same options first, or export without --no-refresh "
-            "(which syncs before exporting)."
+            f"`gwtools sync` with the same options first{also}."
         )
     return folder
 
@@ -235,6 +246,7 @@ def _cached_folder(
     "--out",
     type=click.Path(dir_okay=False, writable=True, allow_dash=True),
     required=True,
+    callback=out_file,
     help="File to write ('-' for standard output, CSV only).",
 )
 @click.option("--since", help="Only rows created at or after this date/time (UTC if naive).")

@@ -9,11 +9,14 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import click
 from tqdm import tqdm
@@ -133,6 +136,7 @@ def sandbox(
         )
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
+    key_out = _open_key_file(key_file) if key_file is not None else None
     bar = tqdm(
         total=seed_payments,
         unit=" payments",
@@ -165,13 +169,26 @@ def sandbox(
         )
     except ClockRangeError as exc:
         raise click.BadParameter(str(exc), param_hint="--now") from None
+    except sqlite3.Error as exc:
+        raise click.BadParameter(
+            f"cannot open {db} as the sandbox's SQLite database ({exc}): its folder must exist "
+            "and be writable; pick another path",
+            param_hint="--db",
+        ) from None
     try:
         sb.start()
         bar.close()
     except OSError as exc:
+        # A port in use, or one this user may not bind, is the port's fault; anything else
+        # (an address that is not this machine's, a name that does not resolve) the host's.
+        port_fault = exc.errno in (errno.EADDRINUSE, errno.EACCES)
+        advice = (
+            "pick another --port (0 = any free port)"
+            if port_fault
+            else "pick another --host (127.0.0.1 for this machine only, 0.0.0.0 for all)"
+        )
         raise click.ClickException(
-            f"cannot listen on {host}:{port}: {exc.strerror}; pick "
-            "another --port (0 = any free port)."
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; {advice}."
         ) from None
     click.echo(
         f"Sandbox gateway, variant {sb.variant}: {sb.base_url}  (API under /v1, "
@@ -182,11 +199,10 @@ def sandbox(
             f"Incident {placed['incident']}: {placed['start']} to {placed['end']} "
             f"({placed['payments']} payments)"
         )
-    if key_file is not None:
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(sb.secret_key + "\n")
+    if key_out is not None:
+        with key_out:
+            key_out.truncate(0)
+            key_out.write(sb.secret_key + "\n")
         click.echo(f"Test secret key {mask(sb.secret_key)} written to {key_file}")
     else:
         click.echo(f"Test secret key: {sb.secret_key}")
@@ -198,3 +214,23 @@ def sandbox(
         pass
     finally:
         sb.close()
+
+
+def _open_key_file(path: Path) -> TextIO:
+    """The key file, opened (mode 600, its folder made) before the sandbox starts: a path that
+    cannot be written is refused at once, not after the history is generated."""
+    if path.parent.exists() and not path.parent.is_dir():
+        raise click.BadParameter(
+            f"cannot write {path}: {path.parent} is a file, not a folder; pick another path",
+            param_hint="--key-file",
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Not truncated yet: a sandbox that then fails to start leaves an old key as it was.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot write {path}: {exc.strerror or exc}; pick another path",
+            param_hint="--key-file",
+        ) from None
+    return os.fdopen(fd, "w")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -80,6 +81,17 @@ def test_key_from_file_and_never_from_an_argument(shop: Shop, tmp_path: Path) ->
         main, ["sync", "--api-key", shop.key, "--cache-dir", str(tmp_path / "c")], env=env
     )
     assert result.exit_code != 0 and "GW_API_KEY" in result.output and shop.key not in result.output
+
+
+def test_a_failed_sync_answers_json_on_standard_output(shop: Shop, tmp_path: Path) -> None:
+    wrong = shop.key[:-4] + ("zzzz" if not shop.key.endswith("zzzz") else "yyyy")
+    env = {**_env(shop, tmp_path), "GW_API_KEY": wrong}
+    result = CliRunner().invoke(main, ["sync", "--json"], env=env)
+    assert result.exit_code == 1, result.output
+    answer = json.loads(result.stdout)
+    assert answer["complete"] is False and answer["error"] == "AuthenticationError"
+    assert answer["http_status"] == 401 and answer["code"] == "invalid_api_key"
+    assert "Error:" in result.stderr and wrong not in result.output
 
 
 def test_bad_input_gets_a_clear_error(shop: Shop, tmp_path: Path) -> None:

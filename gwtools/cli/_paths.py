@@ -1,0 +1,87 @@
+"""Output paths of the commands, checked before any work starts.
+
+A report, an export or a sandbox database that cannot be written should say so at once, in
+one line, not as a traceback after a sync of thousands of payments. Checks leave nothing
+behind: a folder made to try it is removed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _cannot(path: Path, why: str) -> click.BadParameter:
+    return click.BadParameter(f"cannot write {path}: {why}; pick another path")
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why files cannot be written in ``folder`` (made for the test and removed again if
+    missing), or None when they can: a scratch file is written and removed, a real test (a
+    permission check says yes to root even where nothing can be written, e.g. under /proc)."""
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    made: list[Path] = []
+    probe = folder
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        for step in reversed(made):
+            step.mkdir()
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".gwtools-probe-"):
+            pass
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename and exc.filename != str(folder) else ""
+        return f"{where}{exc.strerror or exc}"
+    finally:
+        for step in made:  # deepest first: only what this check made, and only if empty
+            with contextlib.suppress(OSError):
+                step.rmdir()
+    return None
+
+
+def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Click callback: an output file (or ``-``) whose folder exists and can be written."""
+    if value is None or str(value) == "-":
+        return value
+    path = Path(value)
+    if path.is_dir():
+        raise _cannot(path, "it is a folder; name a file")
+    if not path.parent.exists():
+        raise _cannot(path, f"the folder {path.parent} does not exist (create it first)")
+    why = _unwritable(path.parent)
+    if why:
+        raise _cannot(path, why)
+    return value
+
+
+def out_dir(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Click callback: an output folder that exists or can be made, and can be written."""
+    if value is None:
+        return value
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise _cannot(path, "it is a file, not a folder")
+    why = _unwritable(path)
+    if why:
+        raise _cannot(path, why)
+    return value
+
+
+def oserror_line(exc: OSError) -> str:
+    """One line for an operating-system error a command met (a file or folder it could not
+    use), naming the path."""
+    where = exc.filename
+    if isinstance(where, str | bytes | os.PathLike):
+        name = Path(os.fsdecode(where))
+        # A file renamed into place is written under a hidden temporary name beside it.
+        if name.name.startswith(".") and name.name.endswith(".tmp"):
+            name = name.parent
+        return f"cannot use {name}: {exc.strerror or exc}"
+    return f"{exc.strerror or exc}"

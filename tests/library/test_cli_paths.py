@@ -1,0 +1,113 @@
+"""Paths and sources the commands are given: refused in one line before any work, and
+nothing left behind."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gwtools.cli import main
+from gwtools.cli._paths import oserror_line
+from gwtools.sandbox.cli import sandbox
+from tests.library.test_cli import NO_KEY, SAMPLE, _export
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), env={**NO_KEY, **(env or {})})
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a folder\n")
+    return path
+
+
+def test_export_into_a_missing_folder_is_refused_before_reading(tmp_path: Path) -> None:
+    out = tmp_path / "no" / "such" / "out.csv"
+    code, said = _run("export", "payments", "--format", "csv", "--out", str(out),
+                      "--source", str(SAMPLE))  # fmt: skip
+    assert code == 2, said
+    assert f"cannot write {out}: the folder {out.parent} does not exist" in said
+    assert "Traceback" not in said and not (tmp_path / "no").exists()
+
+
+def test_report_and_demo_under_a_file_are_refused_before_any_sync(a_file: Path) -> None:
+    code, said = _run("report", "--out", str(a_file / "report"), "--source", str(SAMPLE))
+    assert code == 2 and f"cannot write {a_file / 'report'}: Not a directory" in said, said
+    code, said = _run("demo", "--out", str(a_file / "report"))
+    assert code == 2 and "Not a directory" in said, said
+    assert "Starting the embedded sandbox" not in said  # refused before the sandbox starts
+    code, said = _run("report", "--out", str(a_file), "--source", str(SAMPLE))
+    assert code == 2 and "is a file" in said, said
+
+
+def test_a_writable_report_folder_is_checked_without_leaving_it_behind(tmp_path: Path) -> None:
+    # The check makes and removes the folders; a report whose source fails leaves none.
+    out = tmp_path / "a" / "b"
+    code, said = _run("report", "--out", str(out), "--source", str(tmp_path / "nothing"))
+    assert code == 1 and "no cache at" in said, said
+    assert not (tmp_path / "a").exists()
+
+
+def test_report_refuses_days_in_the_wrong_order_and_an_absent_currency(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    code, said = _run("report", "--out", str(out), "--source", str(SAMPLE),
+                      "--since", "2024-05-10", "--until", "2024-05-01")  # fmt: skip
+    assert code == 1 and "since='2024-05-10' is after until='2024-05-01'" in said, said
+    code, said = _run("report", "--out", str(out), "--source", str(SAMPLE), "--currency", "ZZZ")
+    assert code == 1 and "currency='ZZZ': the payments are in MYR" in said, said
+    assert not out.exists()
+
+
+def test_sandbox_files_and_host_are_checked(tmp_path: Path, a_file: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(sandbox, ["--db", str(tmp_path / "no" / "s.db"), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert f"cannot open {tmp_path / 'no' / 's.db'} as the sandbox's SQLite database" in (
+        result.output
+    )
+    result = runner.invoke(sandbox, ["--key-file", str(a_file / "key"), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert f"cannot write {a_file / 'key'}: {a_file} is a file, not a folder" in result.output
+    result = runner.invoke(sandbox, ["--host", "256.1.1.1", "--port", "0"])
+    assert result.exit_code == 1, result.output
+    assert "cannot listen on 256.1.1.1:0" in result.output
+    assert "pick another --host" in result.output and "--port" not in result.output
+
+
+def test_sources_that_are_not_caches_say_so(tmp_path: Path, a_file: Path) -> None:
+    _, result = _export(tmp_path, NO_KEY, "--source", "")
+    assert result.exit_code == 1 and "the cache folder is an empty string" in result.output
+    _, result = _export(tmp_path, NO_KEY, "--source", str(a_file))
+    assert result.exit_code == 1 and "is a file, not a cache folder" in result.output
+    _, result = _export(tmp_path, NO_KEY, "--source", "memory://")
+    assert result.exit_code == 1 and "on memory" in result.output and "py::" not in result.output
+
+
+def test_an_accounts_folder_is_a_source(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE / "sandbox", tmp_path / "sandbox")
+    out, result = _export(tmp_path, NO_KEY, "--source", str(tmp_path / "sandbox"))
+    assert result.exit_code == 0, result.output
+    assert "wrote 2,000 payments" in result.output and out.exists()
+
+
+def test_advice_on_an_empty_cache_fits_the_command(tmp_path: Path) -> None:
+    env = {"GW_CACHE_DIR": str(tmp_path / "empty")}
+    for command in ("check", "monitor"):
+        code, said = _run(command, env=env)
+        assert code == 1 and "Run `gwtools sync` with the same options first." in said, said
+        assert "export" not in said
+    _, result = _export(tmp_path, {**NO_KEY, **env}, "--no-refresh")
+    assert "or export without --no-refresh" in result.output
+
+
+def test_an_os_error_reads_as_one_line_naming_the_path() -> None:
+    hidden = OSError(2, "No such file or directory", "/x/reports/.out.csv.1a2b.tmp")
+    assert oserror_line(hidden) == "cannot use /x/reports: No such file or directory"
+    plain = PermissionError(13, "Permission denied", "/x/out.csv")
+    assert oserror_line(plain) == "cannot use /x/out.csv: Permission denied"
