@@ -14,6 +14,11 @@ result; peak MB the child's ``VmHWM``.
 
     python benchmarks/floors.py                     # 10M and 100M
     python benchmarks/floors.py --sizes 10M --repeat 3
+    python benchmarks/floors.py --orders --sizes 10M   # the what-if of one row per order
+
+``--orders`` builds, beside the cache, the table of one row per order that a sync would have
+to keep (as ``orders`` computes it), and times reading ``acceptance``'s per-order half back
+from it. At 100M its build's spill filled this machine's 24 GB of free disk: run it at 10M.
 
 Prints a table and writes benchmarks/results/floors.json.
 """
@@ -129,6 +134,48 @@ def child(name: str, cache: Path) -> dict[str, Any]:
     }
 
 
+def orders_child(cache: Path) -> dict[str, Any]:
+    """The per-order table's build, then acceptance's per-order half read back from it."""
+    import duckdb
+
+    import gwtools
+    from gwtools.analysis import _recovery as orders
+
+    target = cache.parent / f".orders-what-if-{cache.name}.parquet"
+    try:
+        t0 = time.perf_counter()
+        payments = gwtools.scan_cache(cache, "payments")
+        keyed = orders._keyed(payments, orders.ORDER_KEY, orders.ORDER_WINDOW, orders._NEEDED)
+        orders._per_order(keyed).to_native().write_parquet(str(target))
+        build = time.perf_counter() - t0
+        peak = round(scale._status_kb("self", "VmHWM:") / 1024)
+        con = duckdb.connect()
+        table = f"read_parquet('{target}')"
+        flags = ("count(*), sum((final_outcome = 'succeeded')::INT), "
+                 "sum((decided_attempts > 0)::INT)")  # fmt: skip
+        day = "(epoch_us(created_at) + 28800000000) // 86400000000"  # Kuala Lumpur, UTC+8
+        month = "date_trunc('month', timezone('Asia/Kuala_Lumpur', created_at))"
+        seconds = {}
+        for name, key in (("by_integer_day", day), ("by_local_month", month)):
+            best = float("inf")
+            for _ in range(2):
+                t1 = time.perf_counter()
+                con.execute(f"SELECT {key} AS k, {flags} FROM {table} GROUP BY k").fetchall()
+                best = min(best, time.perf_counter() - t1)
+            seconds[name] = round(best, 3)
+        rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        return {
+            "analysis": "orders_table",
+            "build_seconds": round(build, 1),
+            "build_peak_mb": peak,
+            "rows": rows,
+            "bytes": target.stat().st_size,
+            "read_seconds": seconds,
+        }
+    finally:
+        target.unlink(missing_ok=True)
+
+
 def run_child(name: str, cache: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--child", name, str(cache)],
@@ -163,11 +210,23 @@ def main() -> None:
     parser.add_argument("--only", help=f"floors to run, comma-separated: {', '.join(FLOORS)}")
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is kept")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--orders", action="store_true", help="the per-order table's what-if")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         name, cache = args.child
-        print(MARK + json.dumps(child(name, Path(cache))), flush=True)
+        got = orders_child(Path(cache)) if name == "orders_table" else child(name, Path(cache))
+        print(MARK + json.dumps(got), flush=True)
+        return
+    if args.orders:
+        import _scale_data
+
+        for n in (scale.parse_size(s) for s in args.sizes.split(",") if s.strip()):
+            got = run_child("orders_table", _scale_data.ensure_cache(args.root, n, args.seed))
+            got.update(size=scale.label(n), payments=n, when=_scale_data.stamp_now())
+            print(json.dumps(got, indent=2), flush=True)
+            if "error" not in got:
+                _write([got])
         return
     names = list(FLOORS)
     if args.only:
