@@ -21,6 +21,7 @@ Frames read from the embedded sandbox's data carry ``attrs["gwtools_source"] ==
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime as dt
 import os
@@ -355,8 +356,9 @@ class Gateway:
         page as you iterate; nothing is read from or written to the cache.
 
         For streaming users (a pipeline that forwards records, a one-off count) who do not
-        want a Parquet cache. Pages are fetched on demand, a few ahead of the consumer, so
-        memory stays flat whatever the size; stopping early stops the listing. Each record
+        want a Parquet cache. Pages are fetched on demand, a few ahead of the consumer (four,
+        and the requests in flight when it paused), so memory stays flat whatever the size;
+        stopping early stops the listing. Each record
         comes once; the order is the gateway's page order (not sorted). Filters are checked
         as in :meth:`payments`, when called. Records the normaliser rejects and unknown
         statuses are reported as :class:`~gwtools.GatewayDataWarning`; a page that stays
@@ -387,13 +389,23 @@ class Gateway:
         assert self._client is not None
         client = self._client
         done = object()
-        # A bounded hand-over on the gateway's loop: the pager's sink waits while it is full,
-        # so fetching stays a few pages ahead of the consumer (the pager's back-pressure).
-        pages: asyncio.Queue[Any] = asyncio.Queue(maxsize=_PAGES_AHEAD)
+        # The hand-over, touched only on the gateway's loop. The pager awaits ``room`` before
+        # each request, so fetching stays a few pages ahead of the consumer however many
+        # windows it lists at once. The consumer waits for a page or for the listing's end,
+        # whichever comes: an ending listing (done, failed or cancelled) always wakes it.
+        pages: collections.deque[bytes] = collections.deque()
+        room, changed, finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        room.set()
         malformed: list[GatewayError] = []
 
         async def sink(body: bytes, _info: Any) -> None:
-            await pages.put(body)
+            pages.append(body)
+            changed.set()
+            if len(pages) >= _PAGES_AHEAD:
+                room.clear()
+
+        async def ready() -> None:
+            await room.wait()
 
         async def listing() -> Any:
             try:
@@ -404,14 +416,33 @@ class Gateway:
                     since=where.since.to_pydatetime() if where.since is not None else None,
                     until=where.until.to_pydatetime() if where.until is not None else None,
                     on_malformed=malformed.append,
+                    ready=ready,
                 )
             finally:
-                task = asyncio.current_task()
-                if task is None or not task.cancelling():  # the consumer is still there
-                    await pages.put(done)
+                finished.set()
+                changed.set()
+
+        async def next_body() -> Any:
+            while not pages:
+                if finished.is_set():
+                    return done
+                changed.clear()
+                await changed.wait()
+            if len(pages) <= _PAGES_AHEAD:
+                room.set()
+            return pages.popleft()
 
         def next_page() -> Any:
-            return asyncio.run_coroutine_threadsafe(pages.get(), loop.loop).result()
+            try:
+                return asyncio.run_coroutine_threadsafe(next_body(), loop.loop).result()
+            except RuntimeError:
+                if not loop.loop.is_closed():
+                    raise
+                raise ConfigurationError(
+                    f"the Gateway was closed while its {resource} were being streamed: finish "
+                    f"iterating before gw.close() (or the with-block's end), or call "
+                    f"gw.iter_{resource}() again"
+                ) from None
 
         future = asyncio.run_coroutine_threadsafe(listing(), loop.loop)
         seen: set[str] = set()  # time windows overlap by a second: a record may come twice

@@ -317,12 +317,17 @@ class PageNumbers:
         return total
 
     async def _fetch(self, params: dict[str, Any], pages: list[int]) -> dict[int, PageInfo]:
+        # As many pages in hand as the client sends requests at once: more would only queue
+        # for its limiter, and would pass the sink's ``ready`` before any page had arrived.
+        slots = asyncio.Semaphore(max(1, self.run.client.concurrency))
+
         async def one(n: int) -> tuple[int, PageInfo | None]:
-            got = await self.run.fetch_checked({**params, "page": n}, _page_share(n))
-            if got is None:
-                return n, None
-            await self.run.sink(*got)
-            return n, got[1]
+            async with slots:
+                got = await self.run.fetch_checked({**params, "page": n}, _page_share(n))
+                if got is None:
+                    return n, None
+                await self.run.sink(*got)
+                return n, got[1]
 
         results = await asyncio.gather(*(one(n) for n in pages))
         return {n: info for n, info in results if info is not None}

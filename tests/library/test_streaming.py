@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import threading
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -72,3 +75,78 @@ def test_an_unreadable_page_raises_malformed_body_error(shop: Shop, tmp_path: Pa
     finally:
         shop.clear_faults()
     assert isinstance(info.value, gwtools.APIError) and info.value.http_status == 200
+
+
+def test_a_listing_that_fails_midway_raises_its_error_and_ends(shop: Shop, tmp_path: Path) -> None:
+    """The pages before the failure come, then its error: never a consumer left waiting (on
+    variant B the windows run in a task group, whose cancellation bookkeeping once read as
+    "the consumer left", so no end was handed over and ``next()`` waited for ever)."""
+    shop.history(payments=3000, days=10)  # 30 pages: most are still to fetch after the first
+    got: list[Any] = []
+    errors: list[BaseException] = []
+    with shop.connect(tmp_path, max_attempts=1, concurrency=4) as gw:
+        stream = gw.iter_payments()
+        got.append(next(stream))
+        shop.faults(error_rate=1.0)  # every request from now on fails
+        try:
+            # In a thread, joined with a bound far past the run, so a hang fails the test
+            # instead of the suite.
+            worker = threading.Thread(target=_drain, args=(stream, got, errors), daemon=True)
+            worker.start()
+            worker.join(120)
+        finally:
+            shop.clear_faults()
+        assert not worker.is_alive(), "the stream never ended"
+    assert len(errors) == 1 and isinstance(errors[0], gwtools.APIError), errors
+    assert errors[0].http_status == 500 and 1 <= len(got) < 3000
+
+
+def _drain(stream: Any, got: list[Any], errors: list[BaseException]) -> None:
+    try:
+        got.extend(stream)
+    except BaseException as exc:  # handed to the test thread
+        errors.append(exc)
+
+
+def test_the_pager_sends_no_request_past_a_closed_gate(shop: Shop, tmp_path: Path) -> None:
+    """``ready`` is awaited just before each request: once the consumer's gate closes, only
+    the requests already in flight complete (at most the client's concurrency on variant A;
+    on B one per time window). Variant A asked for every page at once, so all 30 passed the
+    gate before any page arrived."""
+    from gwtools.http._paging import _WINDOW_DAYS, list_pages
+
+    shop.history(payments=3000, days=10)  # 30 pages
+    with shop.connect(tmp_path, concurrency=4) as gw:
+        loop = gw._ensure()
+        client = gw._client
+        assert client is not None
+
+        async def run() -> int:
+            gate, settled = asyncio.Event(), asyncio.Event()
+            gate.set()
+            count = {"passed": 0, "sunk": 0}
+
+            async def ready() -> None:
+                await gate.wait()
+                count["passed"] += 1
+
+            async def sink(_body: bytes, _info: Any) -> None:
+                count["sunk"] += 1
+                if count["sunk"] == 2:
+                    gate.clear()
+                if not gate.is_set() and count["sunk"] >= count["passed"]:
+                    settled.set()
+
+            task = asyncio.ensure_future(
+                list_pages(client, "payments", sink, on_malformed=lambda _e: None, ready=ready)
+            )
+            try:
+                await asyncio.wait_for(settled.wait(), 120)
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            return count["passed"]
+
+        passed = loop.run(run())
+    in_flight = 4 if shop.variant == "A" else len(_WINDOW_DAYS) + 1
+    assert 2 <= passed <= 2 + in_flight < 30, passed
