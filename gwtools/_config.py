@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import numbers
 import operator
 import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -218,6 +219,23 @@ def account_name(api_key: str, account: str | None) -> str:
     return f"key-{digest}"
 
 
+def check_kinds(**given: Any) -> None:
+    """Refuse a key, URL, account or folder that is not text (a folder may be a path): a
+    number or bytes would fail later, far from the argument, or be shown where a key must
+    never be."""
+    for name, value in given.items():
+        ok = (str, os.PathLike) if name == "cache_dir" else (str,)
+        if value is not None and not isinstance(value, ok):
+            shown = (
+                "bytes" if isinstance(value, bytes) else f"a value of type {type(value).__name__}"
+            )
+            raise ConfigurationError(
+                f"{name} must be text{' or a path' if name == 'cache_dir' else ''}, got {shown}"
+                f"{' (decode it first)' if isinstance(value, bytes) else ''}",
+                param=name,
+            )
+
+
 def resolve_settings(
     api_key: str | None = None,
     base_url: str | None = None,
@@ -227,6 +245,7 @@ def resolve_settings(
     account: str | None = None,
 ) -> Settings | None:
     """Settings from arguments and environment; ``None`` means "use the embedded sandbox"."""
+    check_kinds(api_key=api_key, base_url=base_url, account=account, cache_dir=cache_dir)
     key = api_key if api_key is not None else os.environ.get("GW_API_KEY") or None
     url = base_url if base_url is not None else os.environ.get("GW_BASE_URL") or None
     if service_version not in SERVICE_VERSIONS:
@@ -384,7 +403,7 @@ def _timestamp(value: Any, name: str) -> pd.Timestamp:
 
     example = "use e.g. '2024-05-01', '2024-05-01T08:00:00+08:00' or a datetime"
     # A number would be read as nanoseconds since 1970: almost never what was meant.
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, numbers.Number):  # numpy's numbers too
         raise ConfigurationError(
             f"{name}={value!r} is a number, not a date or time; {example}", param=name
         )
@@ -405,7 +424,8 @@ def _statuses(resource: str, status: str | Sequence[str]) -> tuple[str, ...]:
     from gwtools._schema import PAYMENT_STATUSES, REFUND_STATUSES
 
     allowed: tuple[str, ...] = PAYMENT_STATUSES if resource == "payments" else REFUND_STATUSES
-    values = [status] if isinstance(status, str) else list(status)
+    iterable = isinstance(status, Iterable) and not isinstance(status, str | bytes)
+    values = list(status) if iterable else [status]
     if not values:
         raise ConfigurationError(
             f"status={status!r} selects no status at all, so nothing would match; leave status "

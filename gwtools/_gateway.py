@@ -30,7 +30,7 @@ import warnings
 import weakref
 from collections.abc import Coroutine, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import httpx
 import pandas as pd
@@ -40,6 +40,7 @@ from gwtools._config import (
     Settings,
     cache_folder,
     check_filters,
+    check_kinds,
     check_resource,
     resolve_settings,
 )
@@ -88,6 +89,38 @@ class _LoopThread:
             self.loop.close()
 
 
+#: Tuning arguments that count something: at least 1 (0 would send nothing and wait for ever).
+_COUNTS: Final = ("burst", "concurrency", "max_attempts", "max_429_attempts", "pages_per_batch")
+
+
+def _check_tuning(**given: Any) -> None:
+    """Refuse tuning a sync could not run with, naming the argument (before anything starts)."""
+    for name in _COUNTS:
+        value = given[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigurationError(f"{name} must be a whole number of at least 1, got {value!r}",
+                                     param=name)  # fmt: skip
+    for name in ("max_rps", "timeout"):
+        value = given[name]
+        if value is None and name == "max_rps":
+            continue  # no pacing
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
+            raise ConfigurationError(
+                f"{name} must be a number of {'requests per second' if name == 'max_rps' else 'seconds'}"
+                f" above 0{', or None for no pacing' if name == 'max_rps' else ''}, got {value!r}",
+                param=name,
+            )
+    overlap = given["overlap"]
+    if not isinstance(overlap, dt.timedelta) or overlap < dt.timedelta(0):
+        raise ConfigurationError(
+            f"overlap must be a datetime.timedelta of 0 or more, got {overlap!r}", param="overlap"
+        )
+    if given["progress"] not in (None, True, False):
+        raise ConfigurationError(
+            f"progress must be True, False or None, got {given['progress']!r}", param="progress"
+        )
+
+
 def _first_gateway_error(group: BaseExceptionGroup[Any]) -> GatewayError | None:
     """The first GatewayError in a group raised by concurrent requests, if any."""
     for exc in group.exceptions:
@@ -134,6 +167,11 @@ class Gateway:
         progress: bool | None = None,
     ) -> None:
         self.settings = settings
+        _check_tuning(
+            max_rps=max_rps, burst=burst, concurrency=concurrency, timeout=timeout,
+            max_attempts=max_attempts, max_429_attempts=max_429_attempts,
+            pages_per_batch=pages_per_batch, overlap=overlap, progress=progress,
+        )  # fmt: skip
         self._client_args: dict[str, Any] = {
             "transport": transport,
             "max_rps": max_rps,
@@ -222,6 +260,11 @@ class Gateway:
             result = gw.sync()
             result.new, result.updated, result.rate_limited
         """
+        if not isinstance(resources, str | Sequence) or not resources:
+            raise ConfigurationError(
+                f"resources={resources!r}: name 'payments', 'refunds' or both (the default)",
+                param="resources",
+            )
         wanted: tuple[Resource, ...] = (
             (resources,) if isinstance(resources, str) else tuple(resources)
         )
@@ -311,6 +354,7 @@ class Gateway:
         """
         from gwtools.cache._scan import _empty, connection, scan_cache
 
+        check_filters(resource, since, until, status)  # refused even before the first sync
         dataset = self._dataset(resource)
         if not dataset.exists():
             self._warn_never_synced(dataset, stacklevel=2)
@@ -433,16 +477,13 @@ class Gateway:
             return pages.popleft()
 
         def next_page() -> Any:
-            try:
+            if not loop.loop.is_closed():
                 return asyncio.run_coroutine_threadsafe(next_body(), loop.loop).result()
-            except RuntimeError:
-                if not loop.loop.is_closed():
-                    raise
-                raise ConfigurationError(
-                    f"the Gateway was closed while its {resource} were being streamed: finish "
-                    f"iterating before gw.close() (or the with-block's end), or call "
-                    f"gw.iter_{resource}() again"
-                ) from None
+            raise ConfigurationError(
+                f"the Gateway was closed while its {resource} were being streamed: finish "
+                f"iterating before gw.close() (or the with-block's end), or call "
+                f"gw.iter_{resource}() again"
+            )
 
         future = asyncio.run_coroutine_threadsafe(listing(), loop.loop)
         seen: set[str] = set()  # time windows overlap by a second: a record may come twice
@@ -542,6 +583,7 @@ def connect(
         gw = gwtools.connect()                         # embedded sandbox, seeded demo data
         gw = gwtools.connect(account="shop-my")        # GW_API_KEY and GW_BASE_URL from env
     """
+    check_kinds(api_key=api_key, base_url=base_url, account=account, cache_dir=cache_dir)
     if embedded and (api_key is not None or base_url is not None):
         raise ConfigurationError(
             "embedded=True connects to the embedded sandbox, which needs no key or base URL: "

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -144,6 +145,52 @@ CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
     ),
     "connect: account": (
         lambda p: gwtools.connect(KEY, "http://x", cache_dir=p, account="../up"),
+        gwtools.ConfigurationError,
+    ),
+    "connect: a URL that is not text": (
+        lambda p: gwtools.connect(KEY, 123, cache_dir=p),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "connect: a key in bytes": (
+        lambda p: gwtools.connect(KEY.encode(), "http://x", cache_dir=p),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "connect: embedded, account not text": (
+        lambda p: gwtools.connect(embedded=True, cache_dir=p, account=5),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "connect: concurrency 0 (would wait for ever)": (
+        lambda p: _gateway(p, concurrency=0),
+        gwtools.ConfigurationError,
+    ),
+    "connect: max_rps 0": (lambda p: _gateway(p, max_rps=0), gwtools.ConfigurationError),
+    "connect: negative max_rps": (lambda p: _gateway(p, max_rps=-5), gwtools.ConfigurationError),
+    "connect: timeout as text": (
+        lambda p: _gateway(p, timeout="30"),
+        gwtools.ConfigurationError,
+    ),
+    "connect: overlap as a number": (
+        lambda p: _gateway(p, overlap=5),
+        gwtools.ConfigurationError,
+    ),
+    "cache_path: a key in bytes": (
+        lambda p: gwtools.cache_path(KEY.encode(), "http://x", cache_dir=p),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.scan: status, before any sync": (
+        lambda p: _gateway(p).scan("payments", status="declined"),
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.scan: since a numpy number": (
+        lambda p: _gateway(p).scan("payments", since=np.int64(1_700_000_000)),
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.payments: status a number": (
+        lambda p: _gateway(p).payments(status=3, refresh=False),  # type: ignore[arg-type]
+        gwtools.ConfigurationError,
+    ),
+    "Gateway.sync: no resources": (
+        lambda p: _gateway(p).sync(None),  # type: ignore[arg-type]
         gwtools.ConfigurationError,
     ),
     "Gateway.payments: status": (

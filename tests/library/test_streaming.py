@@ -150,3 +150,13 @@ def test_the_pager_sends_no_request_past_a_closed_gate(shop: Shop, tmp_path: Pat
         passed = loop.run(run())
     in_flight = 4 if shop.variant == "A" else len(_WINDOW_DAYS) + 1
     assert 2 <= passed <= 2 + in_flight < 30, passed
+
+
+def test_a_stream_read_after_its_gateway_closed_says_so(shop: Shop, tmp_path: Path) -> None:
+    shop.history(payments=300, days=5)
+    gw = shop.connect(tmp_path)
+    stream = gw.iter_payments()
+    next(stream)
+    gw.close()
+    with pytest.raises(gwtools.ConfigurationError, match="closed while its payments were being"):
+        list(stream)
