@@ -39,7 +39,7 @@ def resolve_tz(tz: str | None = None) -> str:
     name = tz or os.environ.get("GW_TIMEZONE") or "UTC"
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
         raise ConfigurationError(
             f"unknown time zone {name!r}: use an IANA name such as 'Asia/Kuala_Lumpur' or 'UTC'"
         ) from None
@@ -181,7 +181,8 @@ def between(
     ts = nw.col(column)
     lo = to_timestamp(since, tz)
     hi = to_timestamp(until, tz, end=True)
-    if lo is not None and hi is not None and lo > hi:
+    # A date ``until`` ends where its next day starts (exclusive); a time is kept itself.
+    if lo is not None and hi is not None and (lo >= hi if _is_date(until) else lo > hi):
         raise ConfigurationError(
             f"since={since!r} is after until={until!r}, so no row can match: swap them "
             "(a date is a whole local day, so since and until may be the same day)"

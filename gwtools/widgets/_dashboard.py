@@ -10,7 +10,7 @@ import io
 import os
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import ipywidgets as widgets
 import narwhals as nw
@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from gwtools import ConfigurationError, Gateway, open_source, write_table
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, local_time, resolve_tz
+from gwtools.analysis._money import resolve_locale
 from gwtools.analysis._time import DateLike, to_timestamp
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, tidy_tables
@@ -193,15 +194,32 @@ class Dashboard(widgets.VBox):
         status: Choice = None,
         bank: Choice = None,
     ) -> None:
+        # The arguments first, before any data is read.
+        self.tz = resolve_tz(tz)
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            raise ConfigurationError(
+                f"max_rows must be a whole number of at least 1, got {max_rows!r}"
+            )
+        if export_dir is not None and not isinstance(export_dir, str | os.PathLike):
+            raise ConfigurationError(f"export_dir must be a folder's path, got {export_dir!r}")
+        if locale is not None:
+            resolve_locale(locale)
+        if now is not None:
+            to_timestamp(now, self.tz)  # a date or time, not a number or a typo
         payments, refunds, found = _source_tables(
             payments, refunds, need_refunds=self.needs_refunds
         )
+        missing = [c for c in _PAYMENT_KEYS if c not in E.columns_of(E.lazy(payments))]
+        if missing:
+            raise ConfigurationError(
+                f"{type(self).__name__} needs canonical payments first (this table has no "
+                f"{', '.join(missing)}): pass the payments, then the refunds where asked"
+            )
         #: Whether the data is sandbox data (the header and charts then say so).
         self.sandbox_data = any(is_sandbox_data(o) for o in (origin, found, refunds))
         self.payments = self.prepare(payments)
         self.now = pd.Timestamp(now) if now is not None else None
         self.refunds = refunds
-        self.tz = resolve_tz(tz)
         self.locale = locale
         self.max_rows = max_rows
         self.export_dir = Path(export_dir) if export_dir is not None else default_export_dir()
@@ -338,8 +356,13 @@ class Dashboard(widgets.VBox):
         self.refresh()
 
     def _changed(self, change: Any) -> None:
-        if not self._quiet:
+        if self._quiet:
+            return
+        try:
             self.refresh(change)
+        except ConfigurationError as exc:
+            # A control's callback error only reaches the browser console: say it on the page.
+            self.summary.value = f"<b>cannot show this selection</b>: {html.escape(str(exc))}"
 
     def _apply_filters(self, values: dict[str, Any]) -> None:
         """Check every given filter value, then set them all without refreshing."""
@@ -360,6 +383,12 @@ class Dashboard(widgets.VBox):
                 chosen[name] = self._day(name, value)
             else:
                 chosen[name] = self._selection(name, control, value)
+        first = chosen.get("since", self.since.value)
+        last = chosen.get("until", self.until.value)
+        if first is not None and last is not None and first > last:
+            raise ConfigurationError(
+                f"since ({first}) is after until ({last}): swap them (both days are included)"
+            )
         self._quiet = True
         try:
             for name, value in chosen.items():
@@ -371,6 +400,11 @@ class Dashboard(widgets.VBox):
         """A ``since``/``until`` value as the local day its date picker holds."""
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             return value
+        if isinstance(value, dt.datetime | str) and _time_of_day(value):
+            raise ConfigurationError(
+                f"{name}={value!r} has a time of day, but the dashboard filters whole local "
+                "days: give the date (YYYY-MM-DD); between() takes times"
+            )
         try:
             stamp = to_timestamp(value, self.tz)
         except ConfigurationError:
@@ -463,14 +497,14 @@ class Dashboard(widgets.VBox):
         batches) as CSV or Parquet into ``export_dir``; show links to the files and return
         their paths."""
         if fmt not in ("csv", "parquet"):
-            raise ValueError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+            raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
         self.export_dir.mkdir(parents=True, exist_ok=True)
         stamp = pd.Timestamp.now(tz=self.tz).strftime("%Y%m%d-%H%M%S")
         view = str(self.chart.value).replace(" ", "-").replace("/", "-")
         paths = []
         rows = self.drill_query(self.view, self.drill.value)
         for part, frame in (("table", self.result), ("rows", rows)):
-            path = self.export_dir / f"{self.name}-{view}-{part}-{stamp}.{fmt}"
+            path = _unused(self.export_dir / f"{self.name}-{view}-{part}-{stamp}.{fmt}")
             write_table(frame, path, fmt)  # renamed into place: never half-written
             paths.append(path)
         self.exported = paths
@@ -486,6 +520,31 @@ class Dashboard(widgets.VBox):
                 f"<b>export failed</b>: {html.escape(exc.strerror or str(exc))} "
                 f"({html.escape(str(self.export_dir))}); set export_dir= or GW_EXPORT_DIR"
             )
+
+
+#: Columns every dashboard reads of the payments (its filters and its date range).
+_PAYMENT_KEYS: Final = ("id", "created_at", "status", "method_type", "currency", "fpx_bank_code")
+
+
+def _time_of_day(value: dt.datetime | str) -> bool:
+    """Whether ``value`` names a time other than midnight (a date alone does not)."""
+    if isinstance(value, str):
+        if len(value.strip()) <= 10:
+            return False
+        try:
+            value = pd.Timestamp(value)
+        except ValueError:
+            return False  # not a date at all: the caller says so
+    return (value.hour, value.minute, value.second, value.microsecond) != (0, 0, 0, 0)
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or ``-2``, ``-3``… before its suffix when taken: two exports in one second
+    are two files, not one overwritten."""
+    n = 1
+    while path.with_stem(f"{path.stem}-{n}" if n > 1 else path.stem).exists():
+        n += 1
+    return path.with_stem(f"{path.stem}-{n}" if n > 1 else path.stem)
 
 
 def _hide(*controls: Any) -> None:

@@ -83,6 +83,8 @@ def test_dates_that_cannot_bound_a_range_are_refused(make_payments: Build, engin
     p = _on(engine, _at(make_payments, "2026-11-01T04:00:00Z"))
     with pytest.raises(ConfigurationError, match=r"is after until.*swap them"):
         a.between(p, "2026-11-10", "2026-11-01")
+    with pytest.raises(ConfigurationError, match=r"is after until.*swap them"):
+        a.between(p, "2026-11-02", "2026-11-01")  # one day apart: no instant in between
     with pytest.raises(ConfigurationError, match="cannot read 5 as a date"):
         a.between(p, 5)  # not 5 ns after 1970
     assert _ids(a.between(p, "2026-11-01", "2026-11-01", tz="America/New_York")) == ["pay_1"]

@@ -225,6 +225,11 @@ def test_set_filters_refreshes_once_and_matches_setting_the_widgets_one_by_one(
         ({"status": 3}, r"status=3: give a value, a list of values"),
         ({"since": "2026-13-01"}, r"since='2026-13-01' is not a date: use YYYY-MM-DD"),
         ({"until": 20261101}, r"until=20261101 is not a date"),
+        (
+            {"since": "2026-11-03", "until": "2026-11-02"},
+            r"since \(2026-11-03\) is after until \(2026-11-02\): swap them",
+        ),
+        ({"since": "2026-11-02T15:00"}, r"has a time of day, but the dashboard filters whole"),
     ],
 )
 def test_a_filter_the_data_cannot_take_is_refused_and_nothing_changes(
@@ -242,6 +247,64 @@ def test_a_filter_the_data_cannot_take_is_refused_and_nothing_changes(
     assert d.matched == 7
     with pytest.raises(ConfigurationError, match="has no filter brand: use since, until, method"):
         d.set_filters(brand="visa")
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"max_rows": 0}, "max_rows must be a whole number of at least 1"),
+        ({"max_rows": "10"}, "max_rows must be a whole number of at least 1"),
+        ({"tz": 5}, "unknown time zone 5"),
+        ({"export_dir": 5}, "export_dir must be a folder's path"),
+        ({"locale": "xx_YY"}, "unknown locale locale='xx_YY'"),
+        ({"now": "soon"}, "cannot read 'soon' as a date"),
+        ({"now": 5}, "cannot read 5 as a date"),
+    ],
+)
+def test_dashboard_arguments_are_checked_before_any_data_is_read(
+    payments: pd.DataFrame, tmp_path: Path, given: dict[str, Any], message: str
+) -> None:
+    from gwtools import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=message):
+        w.declines_dashboard(payments, **({"export_dir": tmp_path} | given))
+
+
+def test_refunds_in_place_of_payments_are_named(
+    payments: pd.DataFrame, make_refunds: Build, tmp_path: Path
+) -> None:
+    from gwtools import ConfigurationError
+
+    refunds = make_refunds([{"payment_id": "pay_1", "amount": 100}])
+    with pytest.raises(ConfigurationError, match=r"needs canonical payments first.*method_type"):
+        w.refunds_dashboard(refunds, payments, export_dir=tmp_path)
+
+
+def test_a_selection_the_widgets_cannot_show_is_said_on_the_page(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    shown = d.result.copy()
+    # As a date picker in the browser does: one control at a time, the other one later.
+    d.since.value = dt.date(2026, 11, 3)
+    d.until.value = dt.date(2026, 11, 2)
+    assert "cannot show this selection" in d.summary.value and "swap them" in d.summary.value
+    d.until.value = dt.date(2026, 11, 4)
+    assert "cannot show" not in d.summary.value and not d.result.equals(shown)
+
+
+def test_two_exports_in_one_second_are_two_files(payments: pd.DataFrame, tmp_path: Path) -> None:
+    from gwtools.widgets._dashboard import _unused
+
+    taken = tmp_path / "declines-codes-table-20261102-101500.csv"
+    assert _unused(taken) == taken
+    taken.write_text("first export\n")
+    assert _unused(taken) == tmp_path / "declines-codes-table-20261102-101500-2.csv"
+    _unused(taken).write_text("second\n")
+    assert _unused(taken).name.endswith("-3.csv") and taken.read_text() == "first export\n"
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path / "out")
+    both = [*d.export("csv"), *d.export("csv")]
+    assert len(set(both)) == 4 and all(p.exists() for p in both)
 
 
 def test_dashboard_on_empty_payments(make_payments: Build, tmp_path: Path) -> None:
