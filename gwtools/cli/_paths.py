@@ -1,8 +1,9 @@
 """Output paths of the commands, checked before any work starts.
 
-A report, an export or a sandbox database that cannot be written should say so at once, in
-one line, not as a traceback after a sync of thousands of payments. Checks leave nothing
-behind: a folder made to try it is removed again.
+A report or an export that cannot be written should say so at once, in one line, not as a
+traceback after a sync of thousands of payments. Checks leave nothing behind: a folder made
+to try it is removed again. (The sandbox, which imports nothing of the library, checks its
+own files where it opens them.)
 """
 
 from __future__ import annotations
