@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import httpx
 import platformdirs
 
-from gwtools._errors import ConfigurationError, mask_key, redact
+from gwtools._errors import ConfigurationError, looks_like_key, mask_key, redact
 
 if TYPE_CHECKING:
     import narwhals as nw
@@ -209,6 +209,13 @@ def account_name(api_key: str, account: str | None) -> str:
     The hash is a one-way digest: the cache directory never reveals the key.
     """
     if account is not None:
+        if looks_like_key(account):
+            raise ConfigurationError(
+                "account= looks like an API key: it names a folder of the cache, and a key is "
+                "never written to disk; pass the key as api_key= (or GW_API_KEY) and name the "
+                "account plainly, e.g. account='shop-my'",
+                param="account",
+            )
         if not _ACCOUNT_RE.match(account):
             raise ConfigurationError(
                 f"account {account!r} must be 1-64 letters, digits, '.', '_' or '-' "

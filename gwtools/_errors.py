@@ -73,6 +73,11 @@ __all__ = [
 _KEY_SHAPED = re.compile(r"(?<![A-Za-z0-9])(?:sk|pk|rk)_(?:test|live)_[A-Za-z0-9]{8,}")
 
 
+def looks_like_key(text: str) -> bool:
+    """Whether ``text`` holds something shaped like an API key (``sk_test_…`` and the like)."""
+    return _KEY_SHAPED.search(text) is not None
+
+
 def mask_key(key: str | None) -> str:
     """Show an API key the only way gwtools ever shows one: its prefix and last four characters.
 

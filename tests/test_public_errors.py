@@ -147,6 +147,14 @@ CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
         lambda p: gwtools.connect(KEY, "http://x", cache_dir=p, account="../up"),
         gwtools.ConfigurationError,
     ),
+    "connect: a key as the account (it names a folder)": (
+        lambda p: gwtools.connect(KEY, "http://x", cache_dir=p, account=KEY),
+        gwtools.ConfigurationError,
+    ),
+    "cache_path: a key as the embedded sandbox's account": (
+        lambda p: gwtools.cache_path(cache_dir=p, account="sk_live_" + "b" * 24),
+        gwtools.ConfigurationError,
+    ),
     "connect: a URL that is not text": (
         lambda p: gwtools.connect(KEY, 123, cache_dir=p),  # type: ignore[arg-type]
         gwtools.ConfigurationError,
