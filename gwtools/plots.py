@@ -35,7 +35,7 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from gwtools import ConfigurationError, Gateway
 from gwtools._gateway import SANDBOX_DATA
-from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate
+from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate, resolve_tz
 from gwtools.analysis._fpx import TEST_BANKS
 
 _SIZE = (9.0, 4.8)
@@ -150,8 +150,12 @@ def _dates(ax: Axes) -> None:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
-def _check_top(top: int) -> None:
-    if not 1 <= top <= len(PALETTE):
+def _check_top(top: int, most: int | None = len(PALETTE)) -> None:
+    """``top`` a whole number of series or bars: at least 1, at most ``most`` (the palette's
+    colours, when each gets its own)."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ConfigurationError(f"top must be a whole number of at least 1, got {top!r}")
+    if most is not None and top > most:
         raise ConfigurationError(
             f"top must be between 1 and {len(PALETTE)} (one distinct colour per series), "
             f"got {top}: pass a smaller top; the other series are combined as 'other'"
@@ -274,6 +278,7 @@ def _without_test_banks(table: pd.DataFrame, test: pd.Series) -> tuple[pd.DataFr
 def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None) -> Figure:
     """Pareto chart of :func:`gwtools.analysis.decline_breakdown`: bars of failed
     payments per code (most frequent first, coloured soft/hard) and the cumulative share."""
+    _check_top(top, most=None)  # bars share two colours: any number of them
     fig, ax = _figure()
     ax.set_title("Declines by code (Pareto)")
     if breakdown.empty:
@@ -550,7 +555,9 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any
     The x axis spans the monitored window (``alerts.attrs["window"]``), in ``tz`` (default:
     the zone of the alerts' times, else UTC)."""
     window = alerts.attrs.get("window") or {}
-    zone = tz or (str(alerts["start"].dt.tz) if len(alerts) else "UTC")
+    zone = (
+        resolve_tz(tz) if tz is not None else (str(alerts["start"].dt.tz) if len(alerts) else "UTC")
+    )
     rows = alerts[["kind", "scope"]].drop_duplicates()
     rows = rows.assign(_rank=rows["kind"].map({k: i for i, k in enumerate(MONITOR_KINDS)}))
     rows = rows.sort_values(["_rank", "scope"], kind="stable").reset_index(drop=True)

@@ -426,6 +426,10 @@ class Dashboard(widgets.VBox):
                 f"{name}={value!r}: give a value, a list of values, or an empty list for all"
             )
         options = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        # Case does not matter where it cannot mislead: "myr" is MYR, "FAILED" is failed.
+        folded = {str(o).casefold(): o for o in options}
+        if len(folded) == len(options):
+            values = [folded.get(v.casefold(), v) if isinstance(v, str) else v for v in values]
         missing = [v for v in values if v not in options]
         if missing:
             shown = [o[0] if isinstance(o, tuple) else o for o in control.options]

@@ -442,3 +442,19 @@ def test_a_figure_given_a_table_of_payments_says_which_analysis_to_pass(
     # The canonical pandas table is not an analysis's table either: named columns missing.
     with pytest.raises(ConfigurationError, match=rf"lacks its .*analysis\.{DRAWS[name]}\("):
         plot(declines_frame)
+
+
+def test_top_and_tz_are_checked(declines_frame: pd.DataFrame) -> None:
+    from gwtools import ConfigurationError
+
+    breakdown = a.decline_breakdown(declines_frame)
+    rates = a.decline_rate(declines_frame, freq="day")
+    for top in (-3, 0, "5", True):
+        with pytest.raises(ConfigurationError, match="top must be a whole number of at least 1"):
+            plots.decline_pareto(breakdown, top=top)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="top must be a whole number of at least 1"):
+            plots.decline_rate_over_time(rates, top=top)  # type: ignore[arg-type]
+    assert len(plots.decline_pareto(breakdown, top=40).axes[0].patches) == len(breakdown)
+    alerts = a.monitor(declines_frame)
+    with pytest.raises(ConfigurationError, match="unknown time zone 'Mars/X'"):
+        plots.monitor_timeline(alerts, tz="Mars/X")

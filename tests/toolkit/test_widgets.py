@@ -249,6 +249,12 @@ def test_a_filter_the_data_cannot_take_is_refused_and_nothing_changes(
         d.set_filters(brand="visa")
 
 
+def test_filter_values_read_whatever_their_case(payments: pd.DataFrame, tmp_path: Path) -> None:
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    d.set_filters(status="FAILED", currency=["myr"], method="Card")
+    assert (d.status.value, d.currency.value, d.method.value) == (("failed",), ("MYR",), ("card",))
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
