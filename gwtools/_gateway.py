@@ -100,15 +100,15 @@ def _check_tuning(**given: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigurationError(f"{name} must be a whole number of at least 1, got {value!r}",
                                      param=name)  # fmt: skip
-    for name in ("max_rps", "timeout"):
+    units = {"max_rps": "requests per second above 0, or None for no pacing",
+             "timeout": "seconds above 0"}  # fmt: skip
+    for name, unit in units.items():
         value = given[name]
         if value is None and name == "max_rps":
             continue  # no pacing
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
             raise ConfigurationError(
-                f"{name} must be a number of {'requests per second' if name == 'max_rps' else 'seconds'}"
-                f" above 0{', or None for no pacing' if name == 'max_rps' else ''}, got {value!r}",
-                param=name,
+                f"{name} must be a number of {unit}, got {value!r}", param=name
             )
     overlap = given["overlap"]
     if not isinstance(overlap, dt.timedelta) or overlap < dt.timedelta(0):

@@ -7,6 +7,7 @@ that Babel formats for people, e.g. ``RM1,234.50; JP¥5,000``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -24,14 +25,22 @@ def resolve_locale(locale: str | None = None) -> str:
     """``locale``, else ``GW_LOCALE``, else ``en_MY`` (``RM1,234.50``); one Babel does not
     know is refused."""
     name = locale or os.environ.get("GW_LOCALE") or DEFAULT_LOCALE
-    try:
-        Locale.parse(name)
-    except (ValueError, TypeError, UnknownLocaleError):
+    if not _known_locale(name):
         source = "locale=" if locale else "GW_LOCALE="
         raise ConfigurationError(
             f"unknown locale {source}{name!r}: use a name such as 'en_MY', 'ms_MY' or 'en_US'"
-        ) from None
+        )
     return name
+
+
+@functools.lru_cache(maxsize=64)
+def _known_locale(name: Any) -> bool:
+    """Whether Babel knows ``name`` (asked once per name: money is formatted row by row)."""
+    try:
+        Locale.parse(name)
+    except (ValueError, TypeError, UnknownLocaleError):
+        return False
+    return True
 
 
 def exponent(currency: str) -> int:

@@ -287,9 +287,10 @@ def _aware(values: pd.Series, tz: str, freq: str) -> pd.Series:
     first midnight (one a clock change repeats, as in America/Havana, is still one day); an
     ambiguous hour is NaT (and left out of the counts, as pandas' group-by leaves out NaT
     buckets): its wall-clock bucket holds two hours."""
-    ambiguous: Any = "NaT" if freq == "h" else np.ones(len(values), dtype=bool)
+    if freq != "h":
+        return E.finish_period(values, tz)
     out: pd.Series = E.wall_time(values).dt.tz_localize(
-        tz, ambiguous=ambiguous, nonexistent="shift_forward"
+        tz, ambiguous="NaT", nonexistent="shift_forward"
     )
     return out
 

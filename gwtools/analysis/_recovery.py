@@ -479,7 +479,7 @@ def acceptance(
     # chains' filter keeps DuckDB from pushing that filter (the JSON order id) into the
     # Parquet scan, which then reads every column of every customer's payment.
     source = [k for k in as_list(by) if k != "amount_band"]
-    if len(source) < len(as_list(by)):
+    if "amount_band" in as_list(by):
         source.append("amount_major")  # bands are read from it (amount and currency travel)
     attempts = _keyed(payments, key, window, ["id", "created_at", "outcome", *source])
     keyed, keys = lazy_keys(attempts, by, freq, tz)

@@ -400,11 +400,6 @@ class Dashboard(widgets.VBox):
         """A ``since``/``until`` value as the local day its date picker holds."""
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             return value
-        if isinstance(value, dt.datetime | str) and _time_of_day(value):
-            raise ConfigurationError(
-                f"{name}={value!r} has a time of day, but the dashboard filters whole local "
-                "days: give the date (YYYY-MM-DD); between() takes times"
-            )
         try:
             stamp = to_timestamp(value, self.tz)
         except ConfigurationError:
@@ -412,7 +407,15 @@ class Dashboard(widgets.VBox):
                 f"{name}={value!r} is not a date: use YYYY-MM-DD, a datetime.date, or None "
                 "for no bound"
             ) from None
-        return None if stamp is None else stamp.tz_convert(self.tz).date()
+        if stamp is None:
+            return None
+        local = stamp.tz_convert(self.tz)
+        if local != local.normalize():
+            raise ConfigurationError(
+                f"{name}={value!r} has a time of day, but the dashboard filters whole local "
+                "days: give the date (YYYY-MM-DD); between() takes times"
+            )
+        return local.date()
 
     @staticmethod
     def _selection(name: str, control: Any, value: Any) -> tuple[str, ...]:
@@ -530,25 +533,14 @@ class Dashboard(widgets.VBox):
 _PAYMENT_KEYS: Final = ("id", "created_at", "status", "method_type", "currency", "fpx_bank_code")
 
 
-def _time_of_day(value: dt.datetime | str) -> bool:
-    """Whether ``value`` names a time other than midnight (a date alone does not)."""
-    if isinstance(value, str):
-        if len(value.strip()) <= 10:
-            return False
-        try:
-            value = pd.Timestamp(value)
-        except ValueError:
-            return False  # not a date at all: the caller says so
-    return (value.hour, value.minute, value.second, value.microsecond) != (0, 0, 0, 0)
-
-
 def _unused(path: Path) -> Path:
     """``path``, or ``-2``, ``-3``… before its suffix when taken: two exports in one second
     are two files, not one overwritten."""
-    n = 1
-    while path.with_stem(f"{path.stem}-{n}" if n > 1 else path.stem).exists():
+    candidate, n = path, 1
+    while candidate.exists():
         n += 1
-    return path.with_stem(f"{path.stem}-{n}" if n > 1 else path.stem)
+        candidate = path.with_stem(f"{path.stem}-{n}")
+    return candidate
 
 
 def _hide(*controls: Any) -> None:
