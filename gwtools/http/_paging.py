@@ -6,7 +6,7 @@ strategy:
 
 - :class:`PageNumbers` (variant A, ``meta.totalPages``): the upper creation bound is frozen
   at the newest row seen (``to``), so rows inserted during the sync cannot shift pages;
-  every page is then requested concurrently.
+  every page is then requested, as many at once as the client sends requests.
 - :class:`TimeWindows` (variant B, ``has_more`` cursors, newest first): the creation range is
   split into windows, each paged by its own cursor from its upper bound (``to``), all
   concurrently. Only the listing's own lower bound is sent as ``from``; a window stops on the
@@ -317,20 +317,24 @@ class PageNumbers:
         return total
 
     async def _fetch(self, params: dict[str, Any], pages: list[int]) -> dict[int, PageInfo]:
-        # As many pages in hand as the client sends requests at once: more would only queue
-        # for its limiter, and would pass the sink's ``ready`` before any page had arrived.
-        slots = asyncio.Semaphore(max(1, self.run.client.concurrency))
+        # As many workers as the client sends requests at once, taking the pages in order:
+        # more would only queue for its limiter and would pass the sink's ``ready`` before
+        # any page had arrived, and a task per page would hold a million of them at 100M
+        # rows. A task group stops the others when one fails.
+        todo = iter(pages)
+        found: dict[int, PageInfo] = {}
 
-        async def one(n: int) -> tuple[int, PageInfo | None]:
-            async with slots:
+        async def worker() -> None:
+            for n in todo:  # one iterator shared: each page is taken once
                 got = await self.run.fetch_checked({**params, "page": n}, _page_share(n))
-                if got is None:
-                    return n, None
-                await self.run.sink(*got)
-                return n, got[1]
+                if got is not None:
+                    await self.run.sink(*got)
+                    found[n] = got[1]
 
-        results = await asyncio.gather(*(one(n) for n in pages))
-        return {n: info for n, info in results if info is not None}
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(min(len(pages), max(1, self.run.client.concurrency))):
+                tg.create_task(worker())
+        return found
 
 
 class _TimeFiltersIgnored(Exception):

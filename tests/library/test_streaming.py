@@ -152,6 +152,39 @@ def test_the_pager_sends_no_request_past_a_closed_gate(shop: Shop, tmp_path: Pat
     assert 2 <= passed <= 2 + in_flight < 30, passed
 
 
+def test_page_numbers_hold_a_task_per_client_slot_not_per_page(shop: Shop, tmp_path: Path) -> None:
+    """Variant A's pages are taken in order by as many workers as the client has slots: at
+    100M rows a task per page was a million tasks waiting on a semaphore. Every page still
+    comes once."""
+    if shop.variant != "A":
+        pytest.skip("page numbers are variant A's listing")
+    from gwtools.http._paging import list_pages
+
+    shop.history(payments=3000, days=10)  # 30 pages
+    with shop.connect(tmp_path, concurrency=4) as gw:
+        loop = gw._ensure()
+        client = gw._client
+        assert client is not None
+
+        async def run() -> tuple[int, int, list[int]]:
+            before = len(asyncio.all_tasks())
+            most = 0
+            pages: list[int] = []
+
+            async def sink(_body: bytes, info: Any) -> None:
+                nonlocal most
+                most = max(most, len(asyncio.all_tasks()))
+                pages.append(info.page)
+
+            await list_pages(client, "payments", sink, on_malformed=lambda _e: None)
+            return before, most, pages
+
+        before, most, pages = loop.run(run())
+    # (newest first, page 1 comes as listed and again under the frozen bound)
+    assert set(pages) == set(range(1, max(pages) + 1)) and len(pages) >= 30, pages
+    assert most - before <= 4, (before, most)
+
+
 def test_a_stream_read_after_its_gateway_closed_says_so(shop: Shop, tmp_path: Path) -> None:
     shop.history(payments=300, days=5)
     gw = shop.connect(tmp_path)
