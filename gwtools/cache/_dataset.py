@@ -40,7 +40,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,6 +279,11 @@ def _newest_rows(table: pa.Table) -> pa.Array:
         [pa.array([True]), pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))]
     )
     return order.filter(pc.fill_null(first, True))
+
+
+def _both(a: ds.Expression | None, b: ds.Expression | None) -> ds.Expression | None:
+    """Two scan filters that may be missing, as one."""
+    return b if a is None else a if b is None else a & b
 
 
 def _newest_per_id(table: pa.Table, *, by_time: bool = False) -> pa.Table:
@@ -812,15 +817,17 @@ class Dataset:
         until: Any = None,
         status: str | Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
+        ids: Collection[str] | None = None,
     ) -> pa.Table:
-        """The cached rows (one per id, newest version) as Arrow, filtered and projected.
+        """The cached rows (one per id, newest version) as Arrow, filtered and projected;
+        ``ids`` keeps only the rows with those ids (the sync's: the few rows it re-reads).
 
         Raises :class:`CacheError` naming a part file that cannot be read (the next sync
         quarantines it). Safe while another process syncs: compaction renames a month's new
         file over the old one, and when a listed file has gone, listing again finds a
         complete set.
         """
-        table, _ = self._read(since, until, status, columns, skip_damaged=False)
+        table, _ = self._read(since, until, status, columns, skip_damaged=False, ids=ids)
         return table
 
     def _read(
@@ -832,12 +839,15 @@ class Dataset:
         *,
         skip_damaged: bool,
         meter: ResultMeter | None = None,
+        ids: Collection[str] | None = None,
     ) -> tuple[pa.Table, dict[Path, str]]:
         # The one check of what a read selects (unknown status, since >= until: errors).
         where = check_filters(self.resource, since, until, status)
+        # Every version of an id passes alike: a filter for any file, before the newest wins.
+        picked = None if ids is None else ds.field("id").isin(sorted(ids))
         for attempt in range(READ_ATTEMPTS):
             try:
-                return self._read_table_once(where, columns, skip_damaged, meter)
+                return self._read_table_once(where, columns, skip_damaged, meter, picked)
             except FileNotFoundError:
                 if attempt == READ_ATTEMPTS - 1:
                     raise
@@ -850,6 +860,7 @@ class Dataset:
         columns: Sequence[str] | None,
         skip_damaged: bool,
         meter: ResultMeter | None,
+        picked: ds.Expression | None = None,
     ) -> tuple[pa.Table, dict[Path, str]]:
         cols = list(columns) if columns is not None else list(_schema.columns(self.resource))
         filtered = [
@@ -863,7 +874,7 @@ class Dataset:
         damaged: dict[Path, str] = {}
         while True:
             try:
-                table = self._read_files(listed, need, where, meter)
+                table = self._read_files(listed, need, where, meter, picked)
                 break
             except (pa.ArrowInvalid, OSError) as exc:
                 if isinstance(exc, FileNotFoundError):
@@ -894,6 +905,7 @@ class Dataset:
         need: list[str],
         where: Filters,
         meter: ResultMeter | None = None,
+        picked: ds.Expression | None = None,
     ) -> pa.Table:
         """The listed files' rows (newest version per id) within ``where``'s times, and its
         statuses where each id is in one file (a read of failed payments then holds, and
@@ -907,13 +919,15 @@ class Dataset:
             dataset = ds.dataset(
                 [str(f) for f in files], schema=self.schema, format="parquet", partitioning=None
             )
-            scanner = dataset.scanner(columns=need, filter=where.arrow(statuses=True))
+            scanner = dataset.scanner(
+                columns=need, filter=_both(where.arrow(statuses=True), picked)
+            )
             if meter is None:
                 return scanner.to_table()
             return meter.table(scanner.to_batches(), scanner.projected_schema)
         # Interrupted compaction: several versions of an id can coexist; newest file wins.
         pieces = []
-        time_filter = where.arrow()
+        time_filter = _both(where.arrow(), picked)
         for seq, f in enumerate(files):
             t = pq.read_table(f, schema=self.schema, columns=need)
             if time_filter is not None:

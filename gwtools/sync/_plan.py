@@ -45,6 +45,8 @@ __all__ = [
     "Survey",
     "choose_cutoff",
     "columns",
+    "default_cutoff",
+    "open_statuses",
     "survey",
 ]
 
@@ -312,6 +314,18 @@ def columns(resource: Resource) -> list[str]:
     return list(dict.fromkeys(["id", "status", raw, "created_at"]))
 
 
+def open_statuses(resource: Resource) -> list[str]:
+    """The canonical statuses whose rows an incremental sync re-reads."""
+    return sorted(
+        _schema.OPEN_PAYMENT_STATUSES if resource == "payments" else _schema.OPEN_REFUND_STATUSES
+    )
+
+
+def default_cutoff(high_water: str, overlap: dt.timedelta) -> int:
+    """Where an incremental sync lists from unless re-reads make an earlier start cheaper."""
+    return us(dt.datetime.fromisoformat(high_water) - overlap)
+
+
 def survey(
     cached: pa.Table,
     resource: Resource,
@@ -320,19 +334,20 @@ def survey(
     overlap: dt.timedelta,
     variant: str | None,
     extra_ids: Collection[str] = (),
+    created: np.ndarray | None = None,
 ) -> Survey:
     """What an incremental sync of ``resource`` must re-read, from the cached rows
     (``cached``: the :func:`columns` of every cached row) and the last sync's high-water mark.
 
     ``extra_ids``: rows to re-read whatever their status (payments whose refunds changed).
+    ``created``: the cached rows' creation times from the earliest row to re-read (or the
+    default cutoff, if earlier) on; given, ``cached`` need hold only the rows in an open
+    status and those of ``extra_ids``, which is what a sync reads of a large cache.
     """
-    default = us(dt.datetime.fromisoformat(high_water) - overlap)
+    default = default_cutoff(high_water, overlap)
     raw = columns(resource)[2]
-    open_statuses = (
-        _schema.OPEN_PAYMENT_STATUSES if resource == "payments" else _schema.OPEN_REFUND_STATUSES
-    )
     is_open = pc.is_in(
-        cached.column("status"), value_set=pa.array(sorted(open_statuses), pa.large_string())
+        cached.column("status"), value_set=pa.array(open_statuses(resource), pa.large_string())
     )
     old_open = cached.filter(pc.and_(is_open, pc.less(_created(cached), default)))
     extra = cached.filter(
@@ -350,7 +365,7 @@ def survey(
     return Survey(
         default=default,
         variant=variant,
-        created=np.sort(_created(cached)),
+        created=np.sort(_created(cached) if created is None else created),
         extra=extra_at,
         unknown=sorted(i for i in extra_ids if i not in extra_at),
         statuses=[_Status(status, r) for status, r in sorted(rows.items())],

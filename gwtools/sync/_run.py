@@ -29,7 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
+import pyarrow as pa
 
 from gwtools import _schema
 from gwtools._config import Settings
@@ -40,7 +42,15 @@ from gwtools.http._client import Client, MalformedBodyError, RequestStats
 from gwtools.http._paging import ListOutcome, first_page, list_pages
 from gwtools.http._wire import MALFORMED_ID, PageInfo, Variant, object_path, read_object
 from gwtools.normalize._normalize import Reject
-from gwtools.sync._plan import DEFAULT_OVERLAP, _Plan, columns, survey
+from gwtools.sync._plan import (
+    DEFAULT_OVERLAP,
+    _Plan,
+    columns,
+    default_cutoff,
+    from_us,
+    open_statuses,
+    survey,
+)
 from gwtools.sync._progress import Progress
 from gwtools.sync._result import GatewayDataWarning, ResourceResult, SyncResult
 from gwtools.sync._writer import PAGES_PER_BATCH, BatchWriter, Workers
@@ -258,13 +268,15 @@ async def _plan_incremental(
     What a status list is worth depends on how many of its old rows are still in the status,
     so the first page of each status's list the plan asks about is fetched before choosing.
     """
+    cached, created = _candidates(ds, default_cutoff(high_water, ctx.overlap), extra_ids)
     draft = survey(
-        ds.read_table(columns=columns(ds.resource)),
+        cached,
         ds.resource,
         high_water=high_water,
         overlap=ctx.overlap,
         variant=ds.state().get("api_variant"),
         extra_ids=extra_ids,
+        created=created,
     )
     statuses = {s.status: s for s in draft.statuses}
     probes: dict[str, tuple[bytes, PageInfo]] = {}
@@ -284,6 +296,25 @@ async def _plan_incremental(
 
     await asyncio.gather(*(probe(s) for s in draft.to_probe()))
     return draft.plan({s: info for s, (_, info) in probes.items()}), probes
+
+
+def _candidates(ds: Dataset, default: int, extra_ids: set[str]) -> tuple[pa.Table, np.ndarray]:
+    """The cached rows an incremental sync may re-read (in an open status, or among
+    ``extra_ids``) and the creation times the plan prices lists with: from the earliest of
+    those rows, or the default cutoff, on. Only these are read: every row's id and status
+    took 1.4 GB and 5 s at 10M rows, and would not fit in memory at 100M."""
+    cols = columns(ds.resource)
+    found = [ds.read_table(status=open_statuses(ds.resource), columns=cols)]
+    if extra_ids:
+        found.append(ds.read_table(ids=extra_ids, columns=cols))
+    cached = pa.concat_tables(found)
+    at = cached.column("created_at").cast(pa.int64()).to_numpy()
+    lowest = min(default, int(at.min())) if len(at) else default
+    # (a second early: a time in float seconds may round past the row itself)
+    times = ds.read_table(since=from_us(lowest - 1_000_000), columns=["created_at"]).column(
+        "created_at"
+    )
+    return cached, times.cast(pa.int64()).to_numpy()
 
 
 async def _list_incremental(

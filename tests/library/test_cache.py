@@ -457,6 +457,25 @@ def test_a_status_filter_sees_only_the_newest_version_in_a_crowded_month(ds: Dat
     assert ds.read(until="2024-05-03")["status"].tolist() == ["succeeded"]
 
 
+def test_a_read_by_id_takes_the_newest_version_in_a_crowded_month(ds: Dataset) -> None:
+    """The sync reads the rows it re-reads by id: every version of an id passes the filter,
+    then the newest wins, as for any read."""
+    legacy_file(ds, [("pay_1", "pending", "2024-05-02"), ("pay_2", "pending", "2024-05-03")])
+    legacy_file(ds, [("pay_1", "succeeded", "2024-05-02"), ("pay_3", "failed", "2024-05-04")])
+    synced(ds)
+    got = ds.read_table(ids={"pay_1", "pay_3", "pay_9"}, columns=["id", "status"])
+    assert sorted(zip(got["id"].to_pylist(), got["status"].to_pylist(), strict=True)) == [
+        ("pay_1", "succeeded"),
+        ("pay_3", "failed"),
+    ]
+    got = ds.read_table(ids={"pay_1", "pay_2"}, status="pending", columns=["id"])
+    assert got["id"].to_pylist() == ["pay_2"]
+    with ds.lock():
+        ds.compact(["2024-05"])
+    assert len(ds._files("2024-05")) == 1
+    assert ds.read_table(ids={"pay_2"}, columns=["id"])["id"].to_pylist() == ["pay_2"]
+
+
 def test_part_files_use_a_codec_every_engine_reads(ds: Dataset) -> None:
     """Snappy: pyarrow's "lz4" (Parquet's old Hadoop-framed LZ4) broke Spark 4.3's reader."""
     with ds.lock():

@@ -7,6 +7,7 @@ No HTTP and no monkeypatching: the plan is called with the plain data a run woul
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -145,6 +146,37 @@ def test_rows_to_reread_whatever_their_status_and_ids_not_cached() -> None:
     assert draft.extra == {"pay_old": us(T0)} and draft.unknown == ["pay_gone"]
     plan = draft.plan({})
     assert plan.statuses == [] and plan.leftover(set()).by_id == ["pay_old", "pay_gone"]
+
+
+def test_a_survey_of_the_rows_to_reread_plans_what_one_of_every_row_plans() -> None:
+    """A sync of a large cache reads only the open rows, the ids to re-read, and the creation
+    times from the oldest of those on (``created=``): the plan is the same."""
+    old = T0 - dt.timedelta(days=30)
+    rows = [
+        ("pay_very_old", "succeeded", "succeeded", old),
+        ("pay_wait", "requires_action", "requires_action", T0),
+        ("pay_auth", "authorized", "authorized", T0 + dt.timedelta(minutes=5)),
+        ("pay_refunded", "succeeded", "succeeded", T0 + dt.timedelta(minutes=7)),
+        *settled(700),
+    ]
+    kw: dict[str, Any] = {
+        "high_water": HIGH_WATER.isoformat(),
+        "overlap": OVERLAP,
+        "variant": "A",
+        "extra_ids": {"pay_refunded", "pay_gone"},
+    }
+    whole = survey(cached(rows), "payments", **kw)
+    picked = [r for r in rows if r[1] != "succeeded" or r[0] == "pay_refunded"]
+    created = np.array([us(r[3]) for r in rows if r[3] >= T0], dtype=np.int64)
+    part = survey(cached(picked), "payments", created=created, **kw)
+    assert (whole.extra, whole.unknown) == (part.extra, part.unknown)
+    assert [(s.status, s.rows) for s in whole.statuses] == [
+        (s.status, s.rows) for s in part.statuses
+    ]
+    a, b = whole.plan({}), part.plan({})
+    assert (a.since, a.until) == (b.since, b.until)
+    assert a.leftover(set()) == b.leftover(set())
+    assert a.leftover({"pay_wait"}) == b.leftover({"pay_wait"})
 
 
 def test_choose_cutoff_minimises_requests() -> None:
