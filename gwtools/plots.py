@@ -5,6 +5,11 @@ Each function takes the table an analysis returned and gives back a new
 so nothing leaks between calls or into a notebook's other cells). Titles, axis
 labels with units, sorted categories and rotated dates come built in.
 
+Each function checks, before it draws, that it was given the table its analysis returns:
+another analysis's table (a success rate for a decline rate, FPX counts for shares, a table
+split by one column more than the figure has lines for), a lazy or a column-less one is
+refused with a :class:`gwtools.ConfigurationError` naming the analysis call to pass instead.
+
 Figures of sandbox data say so ("sandbox data: not real payments" above the chart). An
 analysis's result does not remember where its rows came from, so pass ``origin=``: the
 canonical table it was computed from, the Gateway or :func:`gwtools.open_source` Source, or
@@ -22,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 import matplotlib.dates as mdates
@@ -37,6 +42,7 @@ from gwtools import ConfigurationError, Gateway
 from gwtools._gateway import SANDBOX_DATA
 from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate, resolve_tz
 from gwtools.analysis._fpx import TEST_BANKS
+from gwtools.analysis._rates import OUTCOMES
 
 _SIZE = (9.0, 4.8)
 _TYPE_COLOURS = {"soft": "#f0a020", "hard": "#c0392b", "unclassified": "#7f8c8d"}
@@ -61,32 +67,155 @@ SANDBOX_COLOUR = "#c0392b"
 _Plot = TypeVar("_Plot", bound=Callable[..., Figure])
 
 
-def _draws(analysis: str, *needed: str) -> Callable[[_Plot], _Plot]:
-    """Check that a plot is given the table ``analysis`` returns (``needed`` among its
-    columns), so that a canonical or lazy table gets a message saying what to pass, not a
-    KeyError from deep inside matplotlib code."""
+def _draws(
+    made_by: str,
+    *needs: str,
+    any_of: tuple[str, ...] = (),
+    shares: tuple[str, ...] = (),
+    rate: tuple[str, str] | None = None,
+    not_with: Mapping[str, str] | None = None,
+) -> Callable[[_Plot], _Plot]:
+    """Check that a plot is given the table ``analysis.<made_by>`` returns, before any figure
+    is made: another analysis's table (or a canonical, lazy or column-less one) gets one
+    message saying what is wrong with it and what to pass, not a KeyError from inside
+    matplotlib code or, worse, a figure of the wrong numbers. The one place a figure
+    declares its table:
+
+    ``needs``: the columns it reads; ``any_of``: columns it needs at least one of;
+    ``shares``: columns that must hold shares (fractions between 0 and 1), not counts;
+    ``rate``: the numerator and denominator the ``rate`` column must be; ``not_with``: columns
+    that mark another table, with what that table is. The checks of values pass on an empty
+    table, which keeps its "no ... in this selection" figure.
+    """
 
     def decorate(plot: _Plot) -> _Plot:
+        name = f"plots.{plot.__name__}"
+        advice = f"pass {name}(analysis.{made_by}, origin=...)"
+
+        def refuse(problem: str) -> ConfigurationError:
+            return ConfigurationError(
+                f"{name} draws the table analysis.{made_by} returns; {problem}: {advice}"
+            )
+
         @functools.wraps(plot)
         def checked(table: Any, *args: Any, **kwargs: Any) -> Figure:
-            advice = f"pass plots.{plot.__name__}(analysis.{analysis}, origin=...)"
             if not isinstance(table, pd.DataFrame):
                 kind = f"{type(table).__module__}.{type(table).__qualname__}"
                 raise ConfigurationError(
-                    f"plots.{plot.__name__} draws the small table analysis.{analysis} returns, "
-                    f"not a {kind}: {advice}"
+                    f"{name} draws the small table analysis.{made_by} returns, not a {kind}: "
+                    f"{advice}"
                 )
-            missing = [c for c in needed if c not in table.columns]
+            missing = [c for c in needs if c not in table.columns]
             if missing:
-                raise ConfigurationError(
-                    f"plots.{plot.__name__} draws the table analysis.{analysis} returns; this "
-                    f"one lacks its {', '.join(missing)}: {advice}"
-                )
+                raise refuse(f"this one lacks its {', '.join(missing)}")
+            # A table with every column read can still be another one: a column says so.
+            for column, other in (not_with or {}).items():
+                if column in table.columns:
+                    raise refuse(f"this one has {column}: {other}")
+            if any_of and not any(c in table.columns for c in any_of):
+                raise refuse(f"this one has none of {', '.join(any_of)}")
+            counts = [c for c in shares if not _holds_shares(table[c])]
+            if counts:
+                raise refuse(f"this one's {', '.join(counts)} are counts, not shares (0 to 1)")
+            wrong = _wrong_rate(table, *rate) if rate is not None else None
+            if wrong:
+                raise refuse(f"this one's {wrong}")
             return plot(table, *args, **kwargs)
 
         return cast(_Plot, checked)
 
     return decorate
+
+
+def _holds_shares(values: pd.Series) -> bool:
+    """Whether ``values`` are shares: fractions (a count column holds whole numbers) between
+    0 and 1, missing ones aside."""
+    if not pd.api.types.is_float_dtype(values):
+        return False
+    known = values.dropna()
+    return bool(((known >= 0) & (known <= 1)).all())
+
+
+def _is_ratio(table: pd.DataFrame, column: str, numerator: str, denominator: str) -> bool:
+    """Whether ``column`` is ``numerator / denominator`` wherever the denominator is not 0.
+    A success rate's table has the decline rate's columns: only its values tell them apart."""
+
+    def floats(name: str) -> np.ndarray:
+        return pd.to_numeric(table[name], errors="coerce").to_numpy(
+            dtype="float64", na_value=np.nan
+        )
+
+    num, den, got = floats(numerator), floats(denominator), floats(column)
+    some = den > 0
+    return bool(np.isclose(got[some], num[some] / den[some], equal_nan=True).all())
+
+
+def _wrong_rate(table: pd.DataFrame, numerator: str, denominator: str) -> str | None:
+    """What is wrong with ``table``'s ``rate`` when it is not ``numerator / denominator``
+    (None when it is), naming the rate it is when that is the other outcome's."""
+    if _is_ratio(table, "rate", numerator, denominator):
+        return None
+    for other in ("succeeded", "failed"):
+        if other != numerator and other in table and _is_ratio(table, "rate", other, denominator):
+            return f"rate is {other} / {denominator}, not {numerator} / {denominator}"
+    return f"rate is not {numerator} / {denominator}"
+
+
+#: The columns :func:`gwtools.analysis.decline_rate` and :func:`gwtools.analysis.refund_rate`
+#: add: the others, ``period`` aside, are the keys a table is split by (``by=``, currency).
+_DECLINE_RATE_VALUES = ("attempts", *OUTCOMES, "n", "rate", "ci_low", "ci_high")
+_REFUND_RATE_VALUES = (
+    "payments", "refunded_payments", "refunds", "rate", "ci_low", "ci_high",
+    "captured_amount", "refunded_amount", "amount_rate",
+)  # fmt: skip
+
+
+def _line_per(
+    table: pd.DataFrame,
+    plot: str,
+    call: str,
+    *,
+    values: tuple[str, ...],
+    group: str | None,
+    always: tuple[str, ...] = (),
+) -> str | None:
+    """The column a rate-over-time figure draws one line per value of: ``group``, else the
+    table's only key (None when it has none). A table split by more keys than that is
+    refused: its rows would join into one zig-zag line per series.
+
+    ``call``: the analysis call that makes the table, ``{by}`` where a ``by=`` goes;
+    ``values``: the columns that analysis adds to its keys; ``always``: keys it always has.
+    """
+    keys = [str(c) for c in table.columns if c not in values and c != "period"]
+
+    def make(by: str | None) -> str:
+        return "analysis." + call.format(by=f", by={by!r}" if by and by not in always else "")
+
+    if group is None:
+        if len(keys) > 1:
+            raise ConfigurationError(
+                f"plots.{plot} draws one line per value of one column; this table has one row "
+                f"per period and {' and '.join(keys)}: pass group= the column to draw (e.g. "
+                f"group={keys[-1]!r}), or make the table by that column alone, as in "
+                f"{make(keys[-1])}"
+            )
+        group = keys[0] if keys else None
+    elif group not in keys:
+        split = f"it is split by {', '.join(keys)}" if keys else "it was made without by="
+        raise ConfigurationError(
+            f"plots.{plot}: group={group!r} is not a column this table is split by ({split}): "
+            f"make it with {make(group)}"
+        )
+    if table.duplicated([*([group] if group else []), "period"]).any():
+        per = f"period and {group}" if group else "period"
+        others = [k for k in keys if k != group]
+        why = f"it is also split by {', '.join(others)}" if others else "rows are repeated"
+        raise ConfigurationError(
+            f"plots.{plot} draws one line per {group or 'table'}; this table has several rows "
+            f"per {per} ({why}), which would join into one zig-zag line: make it with "
+            f"{make(group)}"
+        )
+    return group
 
 
 def is_sandbox_data(data: Any) -> bool:
@@ -222,9 +351,7 @@ def _rate_over_time(
         _empty(ax, what)
         return label_sandbox(fig, table, origin)
     tz = getattr(table["period"].dt, "tz", None)
-    grouped = group is not None and group in table.columns
-    if grouped:
-        assert group is not None
+    if group is not None:
         groups, left_out = _top_groups(table, group, top=top, weight=weight, ratio=ratio, rate=rate)
     else:
         groups, left_out = [("", table)], ""
@@ -248,8 +375,7 @@ def _rate_over_time(
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     _dates(ax)
-    if grouped:
-        assert group is not None
+    if group is not None:
         fig.legend(title=group.replace("_", " "), loc="outside right upper", fontsize="small")
     return label_sandbox(fig, table, origin)
 
@@ -274,7 +400,13 @@ def _without_test_banks(table: pd.DataFrame, test: pd.Series) -> tuple[pd.DataFr
     return table[~test], f"{count} test bank{plural} not shown (each ends one fixed way)"
 
 
-@_draws("decline_breakdown(table)", "count", "cumulative_share")
+# Bars are named by code: a breakdown by another column (by="method_type") has none.
+@_draws(
+    "decline_breakdown(payments)",
+    "count",
+    "cumulative_share",
+    any_of=("decline_code", "failure_code"),
+)
 def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None) -> Figure:
     """Pareto chart of :func:`gwtools.analysis.decline_breakdown`: bars of failed
     payments per code (most frequent first, coloured soft/hard) and the cumulative share."""
@@ -312,13 +444,32 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None
     return label_sandbox(fig, breakdown, origin)
 
 
-@_draws("decline_rate(table, freq='week')", "period", "failed", "n")
+@_draws(
+    "decline_rate(payments, freq='week')",
+    "period",
+    "failed",
+    "n",
+    "rate",
+    rate=("failed", "n"),  # not success_rate's table, whose columns are the same
+    not_with={"test_bank": "it is analysis.fpx_banks's, which plots.fpx_rate_over_time draws"},
+)
 def decline_rate_over_time(
     rates: pd.DataFrame, *, group: str | None = None, top: int = TOP, origin: Any = None
 ) -> Figure:
     """Decline rate per period from :func:`gwtools.analysis.decline_rate` with ``freq``,
-    its 95% interval as a band; one line per value of ``group`` when given (the ``top``
-    largest by decided payments, the rest combined as "other")."""
+    its 95% interval as a band; one line per value of ``group`` (the ``top`` largest by
+    decided payments, the rest combined as "other"). A table made with one ``by=`` column
+    draws one line per value of it without ``group``; with several, ``group`` names the
+    one to draw."""
+    # One line per value of the by= column, as refund_rate_over_time draws one per currency:
+    # a table with a row per period and method type has no single line to draw.
+    group = _line_per(
+        rates,
+        "decline_rate_over_time",
+        "decline_rate(payments{by}, freq='week')",
+        values=_DECLINE_RATE_VALUES,
+        group=group,
+    )
     return _rate_over_time(
         rates,
         group=group,
@@ -332,7 +483,15 @@ def decline_rate_over_time(
     )
 
 
-@_draws("refund_rate(payments, refunds, freq='month')", "period", "currency")
+@_draws(
+    "refund_rate(payments, refunds, freq='month')",
+    "period",
+    "currency",
+    "payments",
+    "rate",
+    "amount_rate",
+    any_of=("refunded_payments", "refunds"),  # by payment cohort, or by refund date
+)
 def refund_rate_over_time(
     rates: pd.DataFrame, *, measure: str = "count", top: int = TOP, origin: Any = None
 ) -> Figure:
@@ -343,6 +502,15 @@ def refund_rate_over_time(
     (``cohort="refund"``)."""
     if measure not in ("count", "amount"):
         raise ConfigurationError(f"measure must be 'count' or 'amount', got {measure!r}")
+    # One line per currency: a table also split by= another column would zig-zag through it.
+    _line_per(
+        rates,
+        "refund_rate_over_time",
+        "refund_rate(payments, refunds{by}, freq='month')",
+        values=_REFUND_RATE_VALUES,
+        group="currency",
+        always=("currency",),
+    )
     by_payment = "refunded_payments" in rates.columns
     cohort = "payment cohort" if by_payment else "refund date"
     if measure == "count":
@@ -376,7 +544,16 @@ def refund_rate_over_time(
     )
 
 
-@_draws("fpx_outcome_shares(table)", "attempts")
+@_draws(
+    "fpx_outcome_shares(payments)",
+    *FPX_OUTCOMES,
+    "attempts",
+    shares=FPX_OUTCOMES,  # the colour scale runs from 0 to 1
+    not_with={
+        "fpx_bank_code": "it is analysis.fpx_banks's counts, which plots.fpx_success_rates draws",
+        "bank": "its banks are a column, not its index (reset_index())",
+    },
+)
 def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Heatmap of :func:`gwtools.analysis.fpx_outcome_shares`: banks (rows, best first) x
     outcome share, each cell annotated, the attempts behind each row in its label. The
@@ -421,7 +598,20 @@ def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
     return label_sandbox(fig, shares, origin)
 
 
-@_draws("fpx_banks(table)", "fpx_bank_code", "rate", "ci_low", "ci_high", "n")
+@_draws(
+    "fpx_banks(payments)",
+    "fpx_bank_code",
+    "fpx_bank",
+    "succeeded",
+    "n",
+    "rate",
+    "ci_low",
+    "ci_high",
+    rate=("succeeded", "n"),
+    not_with={
+        "period": "one row per bank and period (freq=), which plots.fpx_rate_over_time draws"
+    },
+)
 def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Success rate per bank from :func:`gwtools.analysis.fpx_banks` with 95% interval
     whiskers, in the table's ranking (worst at the top: by the interval's upper end, banks with
@@ -468,7 +658,16 @@ def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     return label_sandbox(fig, banks, origin)
 
 
-@_draws("fpx_banks(table, freq='week')", "period", "fpx_bank_code")
+@_draws(
+    "fpx_banks(payments, freq='week')",
+    "period",
+    "fpx_bank_code",
+    "fpx_bank",
+    "succeeded",
+    "n",
+    "rate",
+    rate=("succeeded", "n"),
+)
 def fpx_rate_over_time(
     banks_over_time: pd.DataFrame, *, top: int = TOP, origin: Any = None
 ) -> Figure:
@@ -494,7 +693,7 @@ def fpx_rate_over_time(
     )
 
 
-@_draws("funnel(table)", "stage", "reached")
+@_draws("funnel(payments)", "stage", "reached", "share_of_created", "step_conversion")
 def funnel(table: pd.DataFrame, *, origin: Any = None) -> Figure:
     """Horizontal funnel of :func:`gwtools.analysis.funnel`: payments that reached each stage,
     with the share of created payments and the conversion from the stage before."""
@@ -547,7 +746,17 @@ def _alert_label(alert: pd.Series) -> str:
     return f"{obs:,.2f} vs {exp:,.2f} (n={n:,})"
 
 
-@_draws("monitor(payments, refunds)", "kind", "scope", "start", "end", "severity")
+@_draws(
+    "monitor(payments, refunds)",
+    "kind",
+    "scope",
+    "start",
+    "end",
+    "severity",
+    "observed",
+    "expected",
+    "n",
+)
 def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any = None) -> Figure:
     """The alerts of :func:`gwtools.analysis.monitor` on a timeline: one row per kind and
     scope, a bar from each alert's start to its end coloured by severity (a diamond marks
@@ -608,7 +817,7 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any
     return label_sandbox(fig, alerts, origin)
 
 
-@_draws("quality(payments, refunds)", "rule", "count", "ok")
+@_draws("quality(payments, refunds)", "rule", "checked", "count", "ok")
 def quality_rules(rules: pd.DataFrame, *, origin: Any = None) -> Figure:
     """The rules of :func:`gwtools.analysis.quality` as bars of the rows breaking each (red),
     with the rules that hold marked ok (green) and how many rows each looked at."""

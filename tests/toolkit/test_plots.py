@@ -458,3 +458,243 @@ def test_top_and_tz_are_checked(declines_frame: pd.DataFrame) -> None:
     alerts = a.monitor(declines_frame)
     with pytest.raises(ConfigurationError, match="unknown time zone 'Mars/X'"):
         plots.monitor_timeline(alerts, tz="Mars/X")
+
+
+# ----- a table from the wrong analysis is refused, before any figure is made ---------------
+
+
+@pytest.fixture
+def no_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal must come before a figure exists: making one fails the test."""
+
+    def made(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a figure was made before the table was checked")
+
+    monkeypatch.setattr(plots, "_figure", made)
+
+
+def _two_weeks(make_payments: Build) -> pd.DataFrame:
+    """Cards and FPX over two weeks (Mondays 2 and 9 Nov 2026, UTC), all in MYR.
+
+    Week 1: card succeeded, failed, failed, canceled (not decided); fpx succeeded.
+    Week 2: card succeeded; fpx failed, succeeded.
+    """
+    fpx = {"method_type": "fpx", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"}
+    week1, week2 = "2026-11-03T02:00:00Z", "2026-11-10T02:00:00Z"
+    rows = [
+        {"status": "succeeded", "card_brand": "visa", "created_at": week1},
+        {"status": "failed", "card_brand": "visa", "created_at": week1},
+        {"status": "failed", "card_brand": "mastercard", "created_at": week1},
+        {"status": "canceled", "card_brand": "visa", "created_at": week1},
+        {"status": "succeeded", **fpx, "created_at": week1},
+        {"status": "succeeded", "card_brand": "mastercard", "created_at": week2},
+        {"status": "failed", **fpx, "created_at": week2},
+        {"status": "succeeded", **fpx, "created_at": week2},
+    ]
+    return make_payments([{"amount": 1000, **r} for r in rows])
+
+
+def test_decline_rate_by_one_column_draws_one_line_per_value(make_payments: Build) -> None:
+    # Once one zig-zag line through card, fpx, card, fpx: now a line per method type.
+    rates = a.decline_rate(_two_weeks(make_payments), by="method_type", freq="week", tz="UTC")
+    for fig in (
+        plots.decline_rate_over_time(rates),
+        plots.decline_rate_over_time(rates, group="method_type"),
+    ):
+        ax = fig.axes[0]
+        by_label = {line.get_label(): line.get_ydata().tolist() for line in ax.lines}
+        # card: 2 failed of 3 decided (the canceled one is not decided), then 0 of 1;
+        # fpx: 0 of 1, then 1 of 2. Card first: 4 decided payments against fpx's 3.
+        assert list(by_label) == ["card", "fpx"]
+        assert by_label["card"] == pytest.approx([2 / 3, 0.0])
+        assert by_label["fpx"] == pytest.approx([0.0, 0.5])
+        assert fig.legends[0].get_title().get_text() == "method type"
+
+
+def test_decline_rate_over_time_refuses_rows_it_cannot_draw_as_lines(
+    make_payments: Build, no_figures: None
+) -> None:
+    payments = _two_weeks(make_payments)
+    both = a.decline_rate(payments, by=["method_type", "card_brand"], freq="week", tz="UTC")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"one row per period and method_type and card_brand: pass group=.*"
+        r"analysis\.decline_rate\(payments, by='card_brand', freq='week'\)",
+    ):
+        plots.decline_rate_over_time(both)
+    # group= names one key; the other still splits its rows (card: visa and mastercard).
+    with pytest.raises(
+        ConfigurationError,
+        match=r"several rows per period and method_type \(it is also split by card_brand\)"
+        r".*zig-zag.*analysis\.decline_rate\(payments, by='method_type'",
+    ):
+        plots.decline_rate_over_time(both, group="method_type")
+    # Once quietly ignored: one line over the table as if group= were not given.
+    by_method = a.decline_rate(payments, by="method_type", freq="week", tz="UTC")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"group='card_brand' is not a column this table is split by \(it is split by "
+        r"method_type\): make it with analysis\.decline_rate\(payments, by='card_brand'",
+    ):
+        plots.decline_rate_over_time(by_method, group="card_brand")
+    with pytest.raises(ConfigurationError, match=r"group='method_type'.*made without by="):
+        plots.decline_rate_over_time(a.decline_rate(payments, freq="week"), group="method_type")
+
+
+def test_a_key_that_does_not_split_the_lines_is_drawn(make_payments: Build) -> None:
+    # amount_band brings currency along; with one currency, one line per band is right.
+    payments = _two_weeks(make_payments)
+    bands = a.decline_rate(payments, by="amount_band", freq="week", tz="UTC")
+    ax = plots.decline_rate_over_time(bands, group="amount_band").axes[0]
+    assert [line.get_label() for line in ax.lines] == ["10–50"]  # every payment is 10.00
+
+
+def test_decline_rate_over_time_refuses_other_rates(make_payments: Build, no_figures: None) -> None:
+    payments = _two_weeks(make_payments)
+    # success_rate's table has decline_rate's columns: only its rate differs.
+    with pytest.raises(
+        ConfigurationError,
+        match=r"rate is succeeded / n, not failed / n: pass "
+        r"plots\.decline_rate_over_time\(analysis\.decline_rate\(",
+    ):
+        plots.decline_rate_over_time(a.success_rate(payments, freq="week"))
+    with pytest.raises(
+        ConfigurationError, match=r"has test_bank: .*fpx_banks.*analysis\.decline_rate\("
+    ):
+        plots.decline_rate_over_time(a.fpx_banks(payments, freq="week"))
+
+
+def test_fpx_outcome_heatmap_refuses_counts(banks: pd.DataFrame, no_figures: None) -> None:
+    # fpx_banks has a column per outcome too, but of counts: 9 on a 0-1 colour scale.
+    with pytest.raises(
+        ConfigurationError,
+        match=r"has fpx_bank_code: it is analysis\.fpx_banks's counts.*"
+        r"analysis\.fpx_outcome_shares\(",
+    ):
+        plots.fpx_outcome_heatmap(a.fpx_banks(banks))
+    counts = a.fpx_banks(banks).set_index("fpx_bank_code")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"succeeded, failed, timed_out.* are counts, not shares.*"
+        r"analysis\.fpx_outcome_shares\(",
+    ):
+        plots.fpx_outcome_heatmap(counts)
+    with pytest.raises(ConfigurationError, match=r"banks are a column, not its index"):
+        plots.fpx_outcome_heatmap(a.fpx_outcome_shares(banks).reset_index())
+
+
+def test_refund_rate_over_time_refuses_a_table_split_by_more_than_currency(
+    make_payments: Build, make_refunds: Build, no_figures: None
+) -> None:
+    p = make_payments(
+        [
+            {"status": "succeeded", "amount": 100},
+            {"status": "succeeded", "amount": 100, "method_type": "fpx"},
+        ]
+    )
+    r = make_refunds([{"payment_id": "pay_1", "amount": 50}])
+    with pytest.raises(
+        ConfigurationError,
+        match=r"one line per currency; this table has several rows per period and currency "
+        r"\(it is also split by method_type\).*"
+        r"analysis\.refund_rate\(payments, refunds, freq='month'\)",
+    ):
+        plots.refund_rate_over_time(a.refund_rate(p, r, by="method_type", freq="day"))
+
+
+def test_fpx_success_rates_refuses_a_table_per_period(
+    banks: pd.DataFrame, no_figures: None
+) -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=r"has period: one row per bank and period.*plots\.fpx_rate_over_time.*"
+        r"analysis\.fpx_banks\(payments\)",
+    ):
+        plots.fpx_success_rates(a.fpx_banks(banks, freq="day"))
+
+
+#: For each figure, tables of other analyses (made from payments p and refunds r) it refuses,
+#: and what its message says.
+WRONG_TABLES: list[tuple[str, Callable[[pd.DataFrame, pd.DataFrame], Any], str]] = [
+    ("decline_pareto", lambda p, r: a.decline_breakdown(p, by="method_type"),
+     r"has none of decline_code, failure_code"),
+    ("decline_pareto", lambda p, r: a.decline_types(p), r"lacks its cumulative_share"),
+    ("decline_pareto", lambda p, r: a.refunds_by_reason(r), r"lacks its cumulative_share"),
+    ("decline_rate_over_time", lambda p, r: a.refund_rate(p, r, freq="week"),
+     r"lacks its failed, n"),
+    ("decline_rate_over_time", lambda p, r: a.decline_rate(p, by="method_type"),
+     r"lacks its period"),
+    ("refund_rate_over_time", lambda p, r: a.decline_rate(p, by="currency", freq="week"),
+     r"lacks its payments, amount_rate"),
+    ("fpx_outcome_heatmap", lambda p, r: a.success_rate(p, by="fpx_bank_code"),
+     r"lacks its timed_out, canceled, expired, pending"),
+    ("fpx_outcome_heatmap", lambda p, r: a.fpx_banks(p), r"has fpx_bank_code"),
+    ("fpx_success_rates", lambda p, r: a.decline_rate(p, by=["fpx_bank_code", "fpx_bank"]),
+     r"rate is failed / n, not succeeded / n"),
+    ("fpx_success_rates", lambda p, r: a.fpx_outcome_shares(p), r"lacks its fpx_bank_code"),
+    ("fpx_rate_over_time", lambda p, r: a.fpx_banks(p), r"lacks its period"),
+    ("fpx_rate_over_time",
+     lambda p, r: a.decline_rate(p, by=["fpx_bank_code", "fpx_bank"], freq="week"),
+     r"rate is failed / n, not succeeded / n"),
+    ("funnel", lambda p, r: a.status_counts(p), r"lacks its stage, reached"),
+    ("funnel", lambda p, r: a.funnel(p).drop(columns="share_of_created"),
+     r"lacks its share_of_created"),
+    ("monitor_timeline", lambda p, r: a.quality(p, r), r"lacks its kind, scope"),
+    ("monitor_timeline", lambda p, r: a.monitor(p, r).drop(columns="observed"),
+     r"lacks its observed"),
+    ("quality_rules", lambda p, r: a.decline_breakdown(p), r"lacks its rule, checked, ok"),
+    ("quality_rules", lambda p, r: a.refunds_by_reason(r), r"lacks its rule, checked, ok"),
+    ("quality_rules", lambda p, r: a.quality(p, r).drop(columns="checked"),
+     r"lacks its checked"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "problem"),
+    WRONG_TABLES,
+    ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(WRONG_TABLES)],
+)
+def test_a_figure_given_another_analysis_table_says_which_to_pass(
+    name: str,
+    wrong: Callable[[pd.DataFrame, pd.DataFrame], Any],
+    problem: str,
+    declines_frame: pd.DataFrame,
+    make_refunds: Build,
+    no_figures: None,
+) -> None:
+    refunds = make_refunds([{"payment_id": "pay_1", "amount": 500, "reason": "duplicate"}])
+    table = wrong(declines_frame, refunds)
+    assert isinstance(table, pd.DataFrame)
+    with pytest.raises(
+        ConfigurationError, match=rf"^plots\.{name} draws .*{problem}.*analysis\.{DRAWS[name]}\("
+    ):
+        getattr(plots, name)(table)
+
+
+def test_every_figure_refuses_at_least_one_other_analysis_table() -> None:
+    assert {name for name, _, _ in WRONG_TABLES} == set(DRAWS)
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_a_figure_given_no_table_says_which_analysis_to_pass(name: str, no_figures: None) -> None:
+    plot = getattr(plots, name)
+    with pytest.raises(ConfigurationError, match=rf"lacks its .*analysis\.{DRAWS[name]}\("):
+        plot(pd.DataFrame())
+    for wrong in (None, {"count": [1]}, pd.Series([1.0]), [[1, 2]]):
+        with pytest.raises(ConfigurationError, match=rf"not a .*analysis\.{DRAWS[name]}\("):
+            plot(wrong)
+
+
+def test_empty_tables_of_the_right_analysis_still_draw_a_message(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    p, r = make_payments([]), make_refunds([])
+    figures = [
+        plots.decline_rate_over_time(a.decline_rate(p, by="method_type", freq="day")),
+        plots.refund_rate_over_time(a.refund_rate(p, r, freq="day", cohort="refund")),
+        plots.decline_pareto(a.decline_breakdown(p, by="decline_code")),
+        plots.monitor_timeline(a.monitor(p, r)),
+    ]
+    for fig in figures:
+        assert "in this selection" in _texts(fig)
+    assert "all 9 hold" in plots.quality_rules(a.quality(p, r)).axes[0].get_title()
