@@ -167,14 +167,26 @@ def check_key(api_key: str) -> Mode:
     )
 
 
+def _shown_url(raw: str, key: str | None) -> str:
+    """``raw`` as an error may quote it: user info, query string and fragment hidden (they
+    may hold a password or a token), and ``key`` (or anything shaped like a key) masked."""
+    shown = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1", raw)
+    shown = re.sub(r"\?[^#]*", "?…", shown, count=1)
+    shown = re.sub(r"#.*", "#…", shown, count=1, flags=re.DOTALL)
+    return repr(redact(shown, key))
+
+
 def normalize_base_url(base_url: str, key: str | None = None) -> str:
     """``http://host:port``, ``…/`` or ``…/v1`` -> ``http://host:port/v1``.
 
-    Errors quote the URL with ``key`` (and anything shaped like a key) masked: a key pasted
-    into the wrong place must not end up in a message.
+    A base URL with a query string (``?…``), a fragment (``#…``) or user info
+    (``user:pass@``) is refused rather than quietly cut down: none of them can be sent with
+    every request, and the first two would otherwise be dropped. Errors quote the URL with
+    those parts hidden and ``key`` (and anything shaped like a key) masked: a key pasted into
+    the wrong place must not end up in a message.
     """
     raw = base_url.strip()
-    shown = repr(redact(raw, key))
+    shown = _shown_url(raw, key)
     try:
         url = httpx.URL(raw)
     except httpx.InvalidURL as exc:
@@ -188,14 +200,39 @@ def normalize_base_url(base_url: str, key: str | None = None) -> str:
             f"base URL {shown} must be an absolute http(s) URL such as https://api.example.com",
             param="base_url",
         )
+    # httpx.URL reads an empty "?" or "#" as none at all: look at the text too.
+    authority = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", raw)
+    userinfo = bool(url.userinfo) or (authority is not None and "@" in authority.group(1))
+    query = bool(url.query) or "?" in raw
+    extras = [
+        reason
+        for reason, present in (
+            (
+                "a user name or password before '@' (credentials do not belong in a URL, "
+                "which is shown in messages and logs)",
+                userinfo,
+            ),
+            (
+                "a query string ('?…'; gwtools builds each request's query itself, so it "
+                "would be dropped)",
+                query,
+            ),
+            ("a fragment ('#…'; a fragment is never sent)", bool(url.fragment) or "#" in raw),
+        )
+        if present
+    ]
+    if extras:
+        clean = redact(str(url.copy_with(query=None, fragment=None, userinfo=b"")), key)
+        them = "them" if len(extras) > 1 else "it"
+        key_hint = ". Pass the key as api_key= or GW_API_KEY, never in the URL"
+        raise ConfigurationError(
+            f"base URL {shown} has {' and '.join(extras)}: remove {them}, e.g. "
+            f"base_url={clean!r}{key_hint if userinfo or query else ''}",
+            param="base_url",
+        )
     if url.port is not None and not 0 < url.port < 65536:
         raise ConfigurationError(
             f"base URL {shown} has port {url.port}; a port is 1-65535", param="base_url"
-        )
-    if url.query or url.userinfo:
-        raise ConfigurationError(
-            "the base URL must not carry a query string or credentials; pass the key as "
-            "api_key= or GW_API_KEY instead"
         )
     path = url.path.rstrip("/")
     if not path.endswith("/v1"):
@@ -206,9 +243,19 @@ def normalize_base_url(base_url: str, key: str | None = None) -> str:
 def account_name(api_key: str, account: str | None) -> str:
     """``account`` if given (checked to be a safe directory name), else a hash of the key.
 
+    Only ``None`` means "the default": an empty or blank name is refused, for a gateway and
+    the embedded sandbox alike, never read as no name.
+
     The hash is a one-way digest: the cache directory never reveals the key.
     """
     if account is not None:
+        if not account.strip():
+            raise ConfigurationError(
+                f"account={account!r} is {'blank' if account else 'empty'}: it names the "
+                "cache's folder, so give it a name, e.g. account='shop-my', or leave account "
+                "out for the default folder",
+                param="account",
+            )
         if looks_like_key(account):
             raise ConfigurationError(
                 "account= looks like an API key: it names a folder of the cache, and a key is "
@@ -216,10 +263,11 @@ def account_name(api_key: str, account: str | None) -> str:
                 "account plainly, e.g. account='shop-my'",
                 param="account",
             )
-        if not _ACCOUNT_RE.match(account):
+        if not _ACCOUNT_RE.fullmatch(account):  # (match lets "shop\n" through: $ and \n)
             raise ConfigurationError(
                 f"account {account!r} must be 1-64 letters, digits, '.', '_' or '-' "
-                "(it names a directory in the cache)"
+                "(it names a directory in the cache)",
+                param="account",
             )
         return account
     digest = hashlib.blake2b(api_key.encode(), digest_size=8, person=b"gwtools-acct").hexdigest()

@@ -249,7 +249,8 @@ def embedded_cache(
     """Where the embedded sandbox's data is cached, ``(cache_dir, account, mode)``, without
     starting it: reading that cache needs no sandbox."""
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return root, account_name("", account or ACCOUNT), "test"
+    # Only None means the default ("sandbox"): account="" is refused, as with a key.
+    return root, account_name("", ACCOUNT if account is None else account), "test"
 
 
 def embedded_settings(

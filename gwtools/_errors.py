@@ -14,11 +14,13 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     │                               dropped connections) even after retries
     ├── AuthenticationError         401: invalid, revoked or publishable key
     ├── InvalidRequestError         400 / 409: bad parameter, wrong state, version refused
-    │   └── NotFoundError           404: no such id
+    │   └── NotFoundError           404: no such id; for a list (or a 404 that is not the
+    │                               gateway's JSON), a base URL whose path is wrong
     ├── CardError                   402: the card was declined (.decline_code)
     ├── RateLimitError              429 that persisted through every retry (.retry_after)
     ├── APIError                    5xx, or an answer that is not the JSON it should be,
-    │   │                           that persisted through every retry
+    │   │                           that persisted through every retry; a redirect (3xx,
+    │   │                           never followed: the message names where it points)
     │   └── MalformedBodyError      a 200 whose body is not the JSON the endpoint answers
     │                               (.snippet: its first 200 characters, key masked)
     ├── CacheError                  (also OSError) the local cache cannot be written or read:
@@ -201,7 +203,8 @@ class InvalidRequestError(GatewayError):
 
 
 class NotFoundError(InvalidRequestError):
-    """404: the id does not exist (in this mode)."""
+    """404: the id does not exist (in this mode); for a list, or a 404 that is not the
+    gateway's error object, the base URL's path is wrong (the message says which to use)."""
 
 
 class CardError(GatewayError):
@@ -213,7 +216,8 @@ class RateLimitError(GatewayError):
 
 
 class APIError(GatewayError):
-    """The gateway failed (5xx) or answered with something that is not the expected JSON."""
+    """The gateway failed (5xx) or answered with something that is not the expected JSON, or
+    redirected (3xx: not followed; the message names the ``Location`` to use instead)."""
 
 
 class MalformedBodyError(APIError):
@@ -296,27 +300,107 @@ def _retry_after(response: httpx.Response, err: dict[str, Any]) -> float | None:
     return None
 
 
-def error_from_response(response: httpx.Response) -> GatewayError:
+#: The API's prefix: gwtools adds it to every base URL, so a request's path up to its last
+#: ``/v1/`` is the path the base URL was given.
+_API_PREFIX = "/v1/"
+
+
+def _api_root(url: httpx.URL) -> tuple[str, str | None]:
+    """A request URL's origin (``https://host:port``) and the path the base URL added before
+    ``/v1`` (``"/api"``; ``""`` at the root; ``None`` if the URL has no ``/v1/``)."""
+    origin = str(url.copy_with(path="", query=None, fragment=None, userinfo=b"")).rstrip("/")
+    before, found, _ = url.path.rpartition(_API_PREFIX)
+    return origin, before if found else None
+
+
+def _base_url_advice(url: httpx.URL, key: str | None) -> str:
+    """What to do when nothing at the base URL's path is the gateway's API."""
+    origin, extra = _api_root(url)
+    origin = redact(origin, key)
+    if extra:
+        return (
+            f"use the base URL without the extra path {redact(extra, key)!r}: "
+            f"base_url={origin!r} (gwtools adds /v1 itself); if the gateway really is under "
+            f"{redact(extra, key)}, check the address in its documentation"
+        )
+    return (
+        f"check that the base URL ({origin}) is the gateway's API address and not another "
+        "site on that host (gwtools adds /v1 itself)"
+    )
+
+
+def _redirect_message(response: httpx.Response, url: str, key: str | None) -> str:
+    """The message of a 3xx: where it points, and the base URL to use instead."""
+    request = response.request
+    status = f"{response.status_code} {response.reason_phrase or ''}".strip()
+    location = response.headers.get("Location")
+    if not location:
+        return (
+            f"{status} from {request.method} {url} without a Location header: this address "
+            "is not the gateway's API. What to do: check the base URL (gwtools adds /v1 "
+            "itself); gwtools does not follow redirects."
+        )
+    try:
+        target = request.url.join(location)
+    except httpx.InvalidURL:
+        return (
+            f"{status} from {request.method} {url} redirects to an address that is not a URL "
+            f"({redact(location, key)!r}). What to do: check the base URL; gwtools does not "
+            "follow redirects."
+        )
+    shown = redact(safe_url(target), key)
+    # The same API path on the new address gives the base URL to use: http://gw/v1/payments
+    # -> https://gw/v1/payments means base_url='https://gw'.
+    _, found, rest = request.url.path.rpartition(_API_PREFIX)
+    suffix = f"{_API_PREFIX}{rest}" if found else None
+    if suffix and target.path.endswith(suffix):
+        base = target.copy_with(
+            path=target.path[: -len(suffix)], query=None, fragment=None, userinfo=b""
+        )
+        fix = f"use base_url={redact(str(base).rstrip('/'), key)!r}, where the redirect points"
+    else:
+        fix = (
+            "use the address it points to as base_url (without its /v1/... part) if that is "
+            "the gateway's API, else check the address in the gateway's documentation"
+        )
+    scheme = request.url.scheme, target.scheme
+    why = f" ({scheme[0]} -> {scheme[1]})" if scheme[0] != scheme[1] else ""
+    return (
+        f"{status} from {request.method} {url}: it redirects to {shown}{why}, and gwtools "
+        "does not follow redirects (the API key must not be sent on to another address). "
+        f"What to do: {fix}."
+    )
+
+
+def error_from_response(response: httpx.Response, *, listing: bool = False) -> GatewayError:
     """Map a non-2xx gateway response to the exception named after its error type.
 
     The error ``type`` in the body decides the class (404s become :class:`NotFoundError`);
     without a usable body the HTTP status decides. The message names the status, the
     method and URL (no query string), what the gateway said, and what to do.
+
+    ``listing``: the request was for a list (not one object by id). A list is always there,
+    so a 404 for one, or a 404 whose body is not the gateway's error object, says the base
+    URL's path is wrong, and the advice says so instead of talking about ids. A redirect
+    (3xx) is an :class:`APIError` naming where it points and the base URL to use.
     """
     request = response.request
     key = _key_of(request)
+    url = redact(safe_url(request.url), key)
+    status = response.status_code
+    if 300 <= status < 400:
+        return APIError(_redirect_message(response, url, key), http_status=status, url=url)
     # What the gateway (or a proxy in between) said may echo the key: redact every string.
     err = {
         k: redact(v, key) if isinstance(v, str) else v
         for k, v in _error_body(response.content).items()
     }
-    status = response.status_code
     etype = err.get("type") if isinstance(err.get("type"), str) else None
     cls = _BY_TYPE.get(etype or "", _status_class(status))
     if cls is InvalidRequestError and status == 404:
         cls = NotFoundError
-    url = redact(safe_url(request.url), key)
     said = err.get("message") if isinstance(err.get("message"), str) else None
+    gateway_shaped = etype is not None or said is not None
     if said is None:
         said = "the body is not a gateway error object" if response.content else "empty body"
     details = ", ".join(
@@ -324,11 +408,20 @@ def error_from_response(response: httpx.Response) -> GatewayError:
     )
     request_id = response.headers.get("Request-Id") or response.headers.get("X-Request-Id")
     request_id = redact(request_id, key) if request_id else None
+    advice = _ADVICE.get(cls, _ADVICE[APIError])
+    diagnosis = ""
+    if status == 404 and (listing or not gateway_shaped):
+        diagnosis = " The base URL's path looks wrong: " + (
+            "the gateway always has this list, so nothing at this URL is its API."
+            if listing
+            else "this answer is not the gateway's JSON error, so something else answered."
+        )
+        advice = _base_url_advice(request.url, key)
     message = (
         f"{status} {response.reason_phrase or ''} from {request.method} {url}: {said}"
         f"{f' ({details})' if details else ''}"
-        f"{f' [request id {request_id}]' if request_id else ''}. "
-        f"What to do: {_ADVICE.get(cls, _ADVICE[APIError])}."
+        f"{f' [request id {request_id}]' if request_id else ''}.{diagnosis} "
+        f"What to do: {advice}."
     ).replace("  ", " ")
     return cls(
         message,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,6 +33,13 @@ def _closed_port() -> str:
 def _gateway(tmp_path: Path, **options: Any) -> gwtools.Gateway:
     """A gateway on a closed port: nothing listens, and nothing is sent before a sync."""
     return gwtools.connect(KEY, _closed_port(), cache_dir=tmp_path, **options)
+
+
+def _answering(status: int, **headers: str) -> httpx.MockTransport:
+    """A misconfigured server (not the gateway) answering every request with ``status``."""
+    return httpx.MockTransport(
+        lambda _request: httpx.Response(status, headers=headers, text="<html>no</html>")
+    )
 
 
 CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
@@ -167,6 +175,26 @@ CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
         lambda p: gwtools.connect(embedded=True, cache_dir=p, account=5),  # type: ignore[arg-type]
         gwtools.ConfigurationError,
     ),
+    "connect: base URL with a fragment (never sent)": (
+        lambda p: gwtools.connect(KEY, "http://x#section", cache_dir=p),
+        gwtools.ConfigurationError,
+    ),
+    "connect: base URL with an empty query string": (
+        lambda p: gwtools.connect(KEY, "http://x/?", cache_dir=p),
+        gwtools.ConfigurationError,
+    ),
+    "connect: embedded, empty account": (
+        lambda p: gwtools.connect(cache_dir=p, account=""),
+        gwtools.ConfigurationError,
+    ),
+    "connect: blank account": (
+        lambda p: gwtools.connect(KEY, "http://x", cache_dir=p, account="  "),
+        gwtools.ConfigurationError,
+    ),
+    "cache_path: the embedded sandbox's account empty": (
+        lambda p: gwtools.cache_path(cache_dir=p, account=""),
+        gwtools.ConfigurationError,
+    ),
     "connect: concurrency 0 (would wait for ever)": (
         lambda p: _gateway(p, concurrency=0),
         gwtools.ConfigurationError,
@@ -216,6 +244,16 @@ CASES: dict[str, tuple[Callable[[Path], Any], type[gwtools.GatewayError]]] = {
     "Gateway.iter_payments: unreachable": (
         lambda p: list(_gateway(p, max_attempts=1, timeout=2).iter_payments()),
         gwtools.APIConnectionError,
+    ),
+    "Gateway.sync: a base URL that redirects (not followed)": (
+        lambda p: _gateway(
+            p, transport=_answering(301, Location="https://127.0.0.1/v1/payments")
+        ).sync(),
+        gwtools.APIError,
+    ),
+    "Gateway.iter_payments: a base URL whose path is wrong": (
+        lambda p: list(_gateway(p, transport=_answering(404)).iter_payments()),
+        gwtools.NotFoundError,
     ),
     "Gateway.iter_refunds: until before since": (
         lambda p: _gateway(p).iter_refunds(since="2024-02-01", until="2024-01-01"),

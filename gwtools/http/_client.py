@@ -10,7 +10,8 @@ HTTP/1.1 keep-alive pool). Every request:
 - is retried by tenacity with jittered exponential back-off on 5xx, timeouts, dropped
   connections and bodies that are not the expected JSON; a 429 waits ``Retry-After`` (or
   ``error.retry_after``) and is retried; other 4xx raise at once
-  (:func:`~gwtools._errors.error_from_response`).
+  (:func:`~gwtools._errors.error_from_response`), and so do redirects (3xx), which are never
+  followed: the ``Authorization`` header must not be sent on to another host.
 
 Nothing it raises leads back to the key: an httpx error (whose request carries the
 ``Authorization`` header) is never chained; the GatewayError raised instead keeps its class
@@ -52,6 +53,7 @@ from gwtools._errors import (
     safe_url,
     summarize,
 )
+from gwtools.http._wire import is_list_path
 
 __all__ = ["Client", "MalformedBodyError", "RequestStats"]
 
@@ -297,8 +299,9 @@ class Client:
             raise _Retry(error, retry_after=wait)
         if status >= 500:
             raise _Retry(error_from_response(response))
-        if status >= 400 or status < 200:
-            raise error_from_response(response)
+        if not 200 <= status < 300:
+            # A redirect too: not followed (the key must not go to another host) nor retried.
+            raise error_from_response(response, listing=is_list_path(path))
         try:
             return parse(response.content)
         except ValueError as exc:

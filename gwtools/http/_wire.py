@@ -13,7 +13,7 @@ Every other module speaks to the gateway's JSON through this one:
   seconds: :func:`to_timestamps`);
 - ids: the documented format per resource (:data:`ID_PREFIX`, :data:`ID_PATTERN`,
   :func:`malformed_id_reason`) and ids damaged in transit (:func:`has_damaged_id`);
-- REST paths of both variants (:func:`list_path`, :func:`object_path`).
+- REST paths of both variants (:func:`list_path`, :func:`object_path`, :func:`is_list_path`).
 
 Record shapes (which fields a payment or refund carries) are in :mod:`gwtools.normalize._decode`.
 """
@@ -49,6 +49,12 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 def list_path(resource: str) -> str:
     """The list endpoint of a resource, relative to ``/v1`` (the same in both variants)."""
     return resource
+
+
+def is_list_path(path: str) -> bool:
+    """Whether ``path`` (relative to ``/v1``) is a list endpoint, not one object's: a list is
+    always there, so a 404 for one means the base URL is wrong, not an id."""
+    return "/" not in path.strip("/")
 
 
 def object_path(resource: str, ident: str) -> str:

@@ -145,3 +145,120 @@ def test_summary_of_an_underlying_error() -> None:
     key = "weird-but-sent-key-1234"
     assert summarize(ValueError(f"cannot send {key}"), key) == "ValueError: cannot send …1234"
     assert summarize(httpx.ReadTimeout("")) == "ReadTimeout"
+
+
+# -- a base URL that is not the gateway's API ------------------------------------------------
+
+SENT = "sk_" + "live_" + "Zq81hG7aPp3kLm0xWv6tRb2N"  # sent as the bearer key below
+
+
+def sent(
+    status: int,
+    url: str,
+    *,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    request = httpx.Request("GET", url, headers={"Authorization": f"Bearer {SENT}"})
+    return httpx.Response(status, content=body, headers=headers, request=request)
+
+
+def assert_keyless(err: GatewayError) -> None:
+    for text in (str(err), repr(err), err.url or ""):
+        assert SENT not in text and SENT[8:-4] not in text, text
+
+
+@pytest.mark.parametrize(
+    ("extra", "body"),
+    [
+        # The sandbox's own 404 for an unknown URL: the gateway's error shape.
+        (
+            "/api",
+            orjson.dumps(
+                {
+                    "error": {
+                        "type": "invalid_request_error",
+                        "code": "resource_missing",
+                        "message": "Unrecognized request URL (GET /api/v1/payments).",
+                    }
+                }
+            ),
+        ),
+        ("/v2", b"<html><h1>404 Not Found</h1></html>"),  # a web server's page
+        ("/api/v2", b""),
+    ],
+)
+def test_a_404_for_a_list_says_the_base_url_path_is_wrong(extra: str, body: bytes) -> None:
+    requested = f"http://gw.example:8080{extra}/v1/payments"
+    err = error_from_response(sent(404, f"{requested}?limit=100", body=body), listing=True)
+    assert type(err) is NotFoundError and err.http_status == 404 and err.url == requested
+    text = str(err)
+    assert f"404 Not Found from GET {requested}:" in text and "limit=100" not in text
+    assert "base URL's path looks wrong" in text
+    assert f"without the extra path {extra!r}: base_url='http://gw.example:8080'" in text
+    assert "check the id" not in text and "test/live" not in text
+    assert_keyless(err)
+
+
+def test_a_404_for_a_list_at_the_root_says_to_check_the_address() -> None:
+    err = error_from_response(sent(404, "https://gw.example/v1/refunds"), listing=True)
+    text = str(err)
+    assert type(err) is NotFoundError and "GET https://gw.example/v1/refunds" in text
+    assert "base URL's path looks wrong" in text and "extra path" not in text
+    assert "base URL (https://gw.example) is the gateway's API address" in text
+    assert_keyless(err)
+
+
+def test_a_404_for_an_id_talks_about_the_id_unless_something_else_answered() -> None:
+    url = "http://gw.example/api/v1/payments/pay_123"
+    gateway_404 = orjson.dumps(
+        {"error": {"type": "invalid_request_error", "code": "resource_missing", "param": "id"}}
+    )
+    err = error_from_response(sent(404, url, body=gateway_404))
+    assert type(err) is NotFoundError and "check the id" in str(err)
+    assert "path looks wrong" not in str(err)
+    # Not the gateway's JSON: a web server or proxy answered, so the base URL is the suspect.
+    err = error_from_response(sent(404, url, body=b"<html>Not Found</html>"))
+    assert type(err) is NotFoundError and "check the id" not in str(err)
+    assert "not the gateway's JSON error" in str(err)
+    assert "without the extra path '/api': base_url='http://gw.example'" in str(err)
+    assert_keyless(err)
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_names_where_it_points_and_the_base_url_to_use(status: int) -> None:
+    err = error_from_response(
+        sent(
+            status,
+            "http://gw.example/v1/payments?limit=100",
+            headers={"Location": f"https://gw.example/v1/payments?limit=100&key={SENT}"},
+            body=b"<html>Moved</html>",
+        ),
+        listing=True,
+    )
+    assert type(err) is APIError and err.http_status == status
+    assert err.url == "http://gw.example/v1/payments"
+    text = str(err)
+    assert text.startswith(f"{status} ") and "from GET http://gw.example/v1/payments:" in text
+    assert "redirects to https://gw.example/v1/payments (http -> https)" in text
+    assert "does not follow redirects" in text and "use base_url='https://gw.example'" in text
+    assert "not the JSON" not in text  # it used to be read as a malformed body
+    assert_keyless(err)
+
+
+def test_a_redirect_elsewhere_or_without_location_still_says_what_to_do() -> None:
+    moved = error_from_response(
+        sent(302, "https://gw.example/v1/payments", headers={"Location": "/login?next=/v1"})
+    )
+    assert type(moved) is APIError and moved.http_status == 302
+    assert "redirects to https://gw.example/login" in str(moved) and "next=" not in str(moved)
+    assert "use the address it points to" in str(moved)
+    relative = error_from_response(
+        sent(301, "http://gw.example/v1/refunds", headers={"Location": "/gw/v1/refunds"})
+    )
+    assert "use base_url='http://gw.example/gw'" in str(relative)
+    bare = error_from_response(sent(301, "http://gw.example/v1/refunds"))
+    assert type(bare) is APIError and "without a Location header" in str(bare)
+    assert "What to do: check the base URL" in str(bare)
+    for err in (moved, relative, bare):
+        assert_keyless(err)

@@ -7,14 +7,16 @@ import datetime as dt
 import logging
 import warnings
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 import gwtools
 import gwtools._gateway as gateway
-from gwtools._errors import ConfigurationError
+from gwtools._errors import APIError, ConfigurationError, NotFoundError
 from gwtools._schema import columns
 from gwtools.cli import main
 from tests.library._shop import CARD_DECLINE, Shop
@@ -212,3 +214,115 @@ def test_the_unpinned_demo_history_reaches_the_last_days(
         since = pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=30)
         recent = gw.payments(since=since.isoformat())
     assert len(recent) == 150
+
+
+# -- a base URL or account that cannot be right ----------------------------------------------
+
+KEY = "sk_" + "test_" + "Zq81hG7aPp3kLm0xWv6tRb2N"  # built at run time: no key literal
+
+
+def _keyless(err: BaseException, key: str) -> None:
+    for text in (str(err), repr(err)):
+        assert key not in text and key[8:-4] not in text, text
+
+
+@pytest.mark.parametrize("extra", ["/api", "/v2", "/api/v1"])
+def test_a_base_url_with_an_extra_path_names_the_one_to_use(
+    shop: Shop, tmp_path: Path, extra: str
+) -> None:
+    """The sandbox serves /v1 at its root: a list under another path is a wrong base URL, and
+    the error says which to use rather than talking about ids and test/live modes."""
+    with gateway.connect(shop.key, shop.base_url + extra, cache_dir=tmp_path) as gw:
+        for call in (gw.sync, lambda: list(gw.iter_payments()), gw.refunds):
+            with pytest.raises(NotFoundError) as info:
+                call()
+            text = str(info.value)
+            assert info.value.http_status == 404
+            assert f"404 Not Found from GET {shop.base_url}{extra.removesuffix('/v1')}/v1/" in text
+            assert "base URL's path looks wrong" in text
+            assert f"base_url='{shop.base_url}'" in text and "check the id" not in text
+            _keyless(info.value, shop.key)
+
+
+def _redirecting(status: int, seen: list[str]) -> httpx.ASGITransport:
+    """A misconfigured server in front of the gateway: every request is redirected to https."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        host = dict(scope["headers"])[b"host"].decode()
+        seen.append(host)
+        location = f"https://{host}{scope['path']}".encode()
+        start = {"type": "http.response.start", "status": status}
+        await send({**start, "headers": [(b"location", location)]})
+        await send({"type": "http.response.body", "body": b"<html>Moved</html>"})
+
+    return httpx.ASGITransport(app)
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_an_error_naming_where_it_points(tmp_path: Path, status: int) -> None:
+    """Not followed (the key must not go on to another host), not retried, not read as a
+    malformed body (which a sync used to record as an incomplete listing, without raising)."""
+    seen: list[str] = []
+    transport = _redirecting(status, seen)
+    with gateway.connect(KEY, "http://gw.example", cache_dir=tmp_path, transport=transport) as gw:
+        for call in (gw.sync, lambda: list(gw.iter_refunds())):
+            with pytest.raises(APIError) as info:
+                call()
+            err = info.value
+            assert type(err) is APIError and err.http_status == status
+            text = str(err)
+            assert f"{status} " in text and "from GET http://gw.example/v1/" in text
+            assert "redirects to https://gw.example/v1/" in text and "(http -> https)" in text
+            assert "use base_url='https://gw.example'" in text
+            _keyless(err, KEY)
+        assert gw._client is not None and gw._client.stats.retries == 0
+    assert seen and set(seen) == {"gw.example"}
+
+
+@pytest.mark.parametrize(
+    ("url", "hidden"),
+    [
+        ("http://gw.example:8080#access_token=abc123", "abc123"),
+        ("http://gw.example:8080/#", None),
+        ("http://gw.example:8080?", None),
+        ("http://gw.example:8080/?mode=test", "mode=test"),
+        ("http://admin:hunter2@gw.example:8080", "hunter2"),
+        ("http://admin:hunter2@gw.example:99999", "hunter2"),  # before the port is judged
+    ],
+)
+def test_a_base_url_is_taken_whole_or_refused(url: str, hidden: str | None, tmp_path: Path) -> None:
+    """A fragment or query used to be kept in repr but dropped from requests."""
+    for call in (
+        lambda: gateway.connect(KEY, url, cache_dir=tmp_path),
+        lambda: gateway.cache_path(KEY, url, cache_dir=tmp_path),
+    ):
+        with pytest.raises(ConfigurationError) as info:
+            call()
+        text = str(info.value)
+        assert info.value.param == "base_url" and "remove it" in text, text
+        assert "base_url='http://gw.example:" in text
+        assert hidden is None or hidden not in text
+        _keyless(info.value, KEY)
+
+
+@pytest.mark.parametrize("account", ["", "   ", "\t"])
+def test_an_empty_account_is_refused_with_or_without_a_key(
+    account: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded sandbox used to read account="" as its default, "sandbox"."""
+    # Small, if it were started after all (it must not be: the account is checked first).
+    monkeypatch.setenv("GW_SANDBOX_PAYMENTS", "23")
+    monkeypatch.setenv("GW_SANDBOX_DAYS", "2")
+    monkeypatch.setenv("GW_SANDBOX_INCIDENTS", "none")
+    for call in (
+        lambda: gateway.connect(cache_dir=tmp_path, account=account),
+        lambda: gateway.connect(cache_dir=tmp_path, account=account, embedded=True),
+        lambda: gateway.connect(KEY, "http://gw.example", cache_dir=tmp_path, account=account),
+        lambda: gateway.cache_path(cache_dir=tmp_path, account=account),
+        lambda: gateway.cache_path(KEY, "http://gw.example", cache_dir=tmp_path, account=account),
+    ):
+        with pytest.raises(ConfigurationError, match=r"is (empty|blank)") as info:
+            call()
+        assert info.value.param == "account" and "leave account out" in str(info.value)
+        _keyless(info.value, KEY)
+    assert not any(tmp_path.iterdir())  # no folder made for it
