@@ -8,9 +8,9 @@ import datetime as dt
 import html
 import io
 import os
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, cast
 
 import ipywidgets as widgets
 import narwhals as nw
@@ -44,6 +44,8 @@ _PERCENT_COLUMNS = frozenset(
     }
 )
 _ALL = "(all)"
+#: The periods of the ``per`` control (``freq``).
+_FREQS: Final = ["day", "week", "month"]
 #: A multi-select filter's value as given: one value, several, or None (all).
 Choice = str | Sequence[str] | None
 
@@ -170,7 +172,9 @@ class Dashboard(widgets.VBox):
     ``since``, ``until``, ``method``, ``currency``, ``status`` and ``bank`` open it on those
     filters (as :meth:`set_filters` takes them); by default it opens on every payment, from
     the first day to the last. Over a large table, open it on the window you want: the first
-    refresh then reads only that window.
+    refresh then reads only that window. ``chart`` (the view: one of :meth:`views`) and
+    ``freq`` (``"day"``, ``"week"``, ``"month"``) open it on that view and period; a value
+    it does not offer raises :class:`~gwtools.ConfigurationError` naming the choices.
     """
 
     title: ClassVar[str] = "Dashboard"
@@ -193,9 +197,21 @@ class Dashboard(widgets.VBox):
         currency: Choice = None,
         status: Choice = None,
         bank: Choice = None,
+        chart: str | None = None,
+        freq: str | None = None,
     ) -> None:
         # The arguments first, before any data is read.
         self.tz = resolve_tz(tz)
+        views = list(self.views())
+        for name, value in (("chart", chart), ("freq", freq)):
+            if value is not None and name in self.hidden:
+                raise ConfigurationError(
+                    f"the {self.name} dashboard has no {name} choice: leave {name} out"
+                )
+        if chart is not None:
+            chart = cast(str, self._choice("chart", views, chart))
+        if freq is not None:
+            freq = cast(str, self._choice("freq", _FREQS, freq))
         if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
             raise ConfigurationError(
                 f"max_rows must be a whole number of at least 1, got {max_rows!r}"
@@ -234,6 +250,8 @@ class Dashboard(widgets.VBox):
         facets = _facets(self.payments)
         self.total = int(facets["n"].sum())
         first, last = _local_dates(pd.concat([facets["first"], facets["last"]]), self.tz)
+        #: The local days of the first and the newest payment (None when there is none).
+        self.first_day, self.last_day = first, last
         layout = widgets.Layout(width="auto")
         self.since = widgets.DatePicker(description="from", value=first, layout=layout)
         self.until = widgets.DatePicker(description="to", value=last, layout=layout)
@@ -248,10 +266,10 @@ class Dashboard(widgets.VBox):
             rows=4,
             layout=widgets.Layout(width="340px"),
         )
-        self.chart = widgets.ToggleButtons(options=list(self.views()), description="show")
-        self.freq = widgets.Dropdown(
-            options=["day", "week", "month"], value="week", description="per"
+        self.chart = widgets.ToggleButtons(
+            options=views, value=chart or views[0], description="show"
         )
+        self.freq = widgets.Dropdown(options=_FREQS, value=freq or "week", description="per")
         self.drill = widgets.Dropdown(options=[(_ALL, None)], description="drill into")
         self.summary = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="900px"))
@@ -276,13 +294,17 @@ class Dashboard(widgets.VBox):
             "status": self.status,
             "bank": self.bank,
         }
+        #: The other choices :meth:`set_filters` takes: the view, the period, and this
+        #: dashboard's own controls (:meth:`controls`).
+        self.choices: dict[str, widgets.ValueWidget] = {"chart": self.chart, "freq": self.freq}
+        self.choices |= self.controls()
         # Opening on the filters given costs one refresh, not one for the whole table first
         # (over 100M payments, most of the opening time).
         _hide(*(getattr(self, name) for name in self.hidden))
         given = {"since": since, "until": until, "method": method, "currency": currency}
         given |= {"status": status, "bank": bank}
         self._apply_filters({k: v for k, v in given.items() if v is not None})
-        for control in [*self.filters.values(), self.chart, self.freq, *self.controls()]:
+        for control in [*self.filters.values(), *self.choices.values()]:
             control.observe(self._changed, names="value")
         self.drill.observe(self.update_drilldown, names="value")
         self.csv_button.on_click(lambda _: self._export_clicked("csv"))
@@ -301,7 +323,7 @@ class Dashboard(widgets.VBox):
                 widgets.HBox([self.since, self.until, self.freq]),
                 widgets.HBox([self.method, self.currency, self.status, self.bank]),
                 hint,
-                widgets.HBox([self.chart, *self.controls()]),
+                widgets.HBox([self.chart, *self.controls().values()]),
                 self.summary,
                 self.image,
                 self.table,
@@ -329,9 +351,10 @@ class Dashboard(widgets.VBox):
         """Named views: each turns the filtered payments into (table, figure)."""
         raise NotImplementedError
 
-    def controls(self) -> list[widgets.ValueWidget]:
-        """Extra controls of this dashboard (they refresh it like the filters)."""
-        return []
+    def controls(self) -> dict[str, widgets.ValueWidget]:
+        """Extra controls of this dashboard, by the keyword :meth:`set_filters` sets them with
+        (they refresh it like the filters)."""
+        return {}
 
     def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
         """(label, value) choices of the drill-down, from the table on screen."""
@@ -347,7 +370,9 @@ class Dashboard(widgets.VBox):
         """Set several filters and refresh once (setting the widgets one by one refreshes
         after each). Keywords: ``since``, ``until`` (dates, ``None`` for no bound), ``method``,
         ``currency``, ``status``, ``bank`` (a value or a list of values, an FPX bank by its
-        code; empty for all). A value the data does not hold raises
+        code; empty for all); ``chart`` (the view), ``freq`` (``"day"``, ``"week"``,
+        ``"month"``) and the dashboard's own choices (the refunds dashboard's ``cohort``).
+        A value the data or the dashboard does not offer, or ``since`` after ``until``, raises
         :class:`~gwtools.ConfigurationError` naming the choices, and nothing is changed.
 
         Example: ``dash.set_filters(since="2026-10-01", until="2026-10-31", method="card")``.
@@ -365,36 +390,87 @@ class Dashboard(widgets.VBox):
             self.summary.value = f"<b>cannot show this selection</b>: {html.escape(str(exc))}"
 
     def _apply_filters(self, values: dict[str, Any]) -> None:
-        """Check every given filter value, then set them all without refreshing."""
-        unknown = sorted(set(values) - set(self.filters))
+        """Check every given filter and choice value, then set them all without refreshing."""
+        controls = {**self.filters, **self.choices}
+        unknown = sorted(set(values) - set(controls))
         if unknown:
+            shown = [n for n, c in controls.items() if c.layout.display != "none"]
             raise ConfigurationError(
-                f"{type(self).__name__} has no filter {', '.join(unknown)}: "
-                f"use {', '.join(self.filters)}"
+                f"{type(self).__name__} has no filter {', '.join(unknown)}: use {', '.join(shown)}"
             )
         chosen: dict[str, Any] = {}
         for name, value in values.items():
-            control = self.filters[name]
+            control = controls[name]
             if control.layout.display == "none":
+                kind = "filter" if name in self.filters else "choice"
                 raise ConfigurationError(
-                    f"the {self.name} dashboard has no {name} filter: leave {name} out"
+                    f"the {self.name} dashboard has no {name} {kind}: leave {name} out"
                 )
             if name in ("since", "until"):
                 chosen[name] = self._day(name, value)
-            else:
+            elif name in self.filters:
                 chosen[name] = self._selection(name, control, value)
-        first = chosen.get("since", self.since.value)
-        last = chosen.get("until", self.until.value)
-        if first is not None and last is not None and first > last:
-            raise ConfigurationError(
-                f"since ({first}) is after until ({last}): swap them (both days are included)"
-            )
+            else:
+                chosen[name] = self._choice(name, control.options, value)
+        selection = self._selection_values() | {
+            n: v for n, v in chosen.items() if n in self.filters
+        }
+        self._check_days(selection["since"], selection["until"], given=chosen)
+        self._check_selection(selection)
         self._quiet = True
         try:
             for name, value in chosen.items():
-                self.filters[name].value = value
+                controls[name].value = value
         finally:
             self._quiet = False
+
+    def _selection_values(self) -> dict[str, Any]:
+        """Every filter's value as its control holds it."""
+        return {name: control.value for name, control in self.filters.items()}
+
+    def _check_days(
+        self, first: dt.date | None, last: dt.date | None, *, given: Collection[str] = ()
+    ) -> None:
+        """Refuse ``since`` after ``until``, with advice that fits where each day came from:
+        ``given`` names those just given (none: both were picked on the page)."""
+        if first is None or last is None or first <= last:
+            return
+        if "since" in given and "until" in given:
+            message = f"since ({first}) is after until ({last}): swap them"
+        elif "since" in given:  # until is the one the dashboard holds (by default the last day)
+            newest = ", the newest payment's day" if last == self.last_day else ""
+            message = (
+                f"since ({first}) is after until ({last}{newest}), which was not given: pick "
+                f"a since on or before {last}, or give until as well"
+            )
+        elif "until" in given:
+            oldest = ", the first payment's day" if first == self.first_day else ""
+            message = (
+                f"until ({last}) is before since ({first}{oldest}), which was not given: pick "
+                f"an until on or after {first}, or give since as well"
+            )
+        else:  # both picked on the page
+            message = f"since ({first}) is after until ({last}): swap them, or move one"
+        raise ConfigurationError(f"{message} (both days are included)")
+
+    def _check_selection(self, selection: Mapping[str, Any]) -> None:
+        """Refuse filter values the dashboard cannot show together (``selection``: every
+        filter's value, as about to be set). Nothing here; the monitor checks its window."""
+
+    @classmethod
+    def _choice(cls, name: str, options: Sequence[Any], value: Any) -> Any:
+        """A single-choice control's value (``options`` as the control holds them: values,
+        or (label, value) pairs), any case where the choices differ by more than case."""
+        values = [o[1] if isinstance(o, tuple) else o for o in options]
+        folded = {str(o).casefold(): o for o in values}
+        if isinstance(value, str) and len(folded) == len(values):
+            value = folded.get(value.casefold(), value)
+        if not isinstance(value, Hashable) or value not in values:
+            raise ConfigurationError(
+                f"{name}={value!r}: the {cls.name} dashboard has no such {name}; "
+                f"choose among {values}"
+            )
+        return value
 
     def _day(self, name: str, value: DateLike) -> dt.date | None:
         """A ``since``/``until`` value as the local day its date picker holds."""
@@ -454,14 +530,18 @@ class Dashboard(widgets.VBox):
         """The payments that pass every filter (an empty selection keeps all; the dates only
         when :attr:`dates_filter`), as a table of the source's kind: for a lazy table, a query
         with the filters, nothing read yet."""
+        return self._matching(self._selection_values())
+
+    def _matching(self, selection: Mapping[str, Any]) -> Any:
+        """:meth:`matching` for the filter values in ``selection`` (the controls' or not)."""
         frame = self.payments
         if self.dates_filter:
-            frame = between(frame, self.since.value, self.until.value, tz=self.tz)
+            frame = between(frame, selection["since"], selection["until"], tz=self.tz)
         selections = {
-            "method_type": self.method.value,
-            "currency": self.currency.value,
-            "status": self.status.value,
-            "fpx_bank_code": self.bank.value,
+            "method_type": selection["method"],
+            "currency": selection["currency"],
+            "status": selection["status"],
+            "fpx_bank_code": selection["bank"],
         }
         lf = E.lazy(frame)
         for column, chosen in selections.items():
@@ -470,10 +550,18 @@ class Dashboard(widgets.VBox):
         return E.native_like(lf, self.payments)
 
     def refresh(self, change: Any = None) -> None:
-        """Recompute the table, chart and drill-down from the current filters."""
-        self.view = self.matching()
-        self.matched = count_rows(self.view)
-        self.result, figure = self.views()[self.chart.value](self.view)
+        """Recompute the table, chart and drill-down from the current filters. A selection
+        it cannot show raises :class:`~gwtools.ConfigurationError` and changes nothing shown
+        (a change picked on the page says so in the summary instead)."""
+        self._check_days(self.since.value, self.until.value)
+        shown = self.view, self.matched
+        try:
+            self.view = self.matching()
+            self.matched = count_rows(self.view)
+            self.result, figure = self.views()[self.chart.value](self.view)
+        except Exception:
+            self.view, self.matched = shown  # what the table on screen was made from
+            raise
         self.figure = figure
         if figure is None:
             self.image.layout.display = "none"
@@ -505,6 +593,12 @@ class Dashboard(widgets.VBox):
         their paths."""
         if fmt not in ("csv", "parquet"):
             raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+        blocker = _file_in_the_way(self.export_dir)
+        if blocker is not None:
+            raise ConfigurationError(
+                f"cannot export into {self.export_dir}: {blocker} is a file, not a folder; "
+                "set export_dir= (or GW_EXPORT_DIR) to a folder, or move the file"
+            )
         self.export_dir.mkdir(parents=True, exist_ok=True)
         stamp = pd.Timestamp.now(tz=self.tz).strftime("%Y%m%d-%H%M%S")
         view = str(self.chart.value).replace(" ", "-").replace("/", "-")
@@ -522,6 +616,8 @@ class Dashboard(widgets.VBox):
         # A button callback's exception only reaches the browser console: say it on the page.
         try:
             self.export(fmt)
+        except ConfigurationError as exc:
+            self.links.value = f"<b>export failed</b>: {html.escape(str(exc))}"
         except OSError as exc:
             self.links.value = (
                 f"<b>export failed</b>: {html.escape(exc.strerror or str(exc))} "
@@ -541,6 +637,15 @@ def _unused(path: Path) -> Path:
         n += 1
         candidate = path.with_stem(f"{path.stem}-{n}")
     return candidate
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The file that keeps ``folder`` from being one: itself or its nearest existing parent,
+    when that is not a folder (None: it is a folder, or can be made)."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
 
 
 def _hide(*controls: Any) -> None:

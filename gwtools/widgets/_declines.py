@@ -56,7 +56,8 @@ def declines_dashboard(payments: Any = None, **kwargs: Any) -> DeclinesDashboard
     """Declines dashboard over canonical payments: a lazy table, a Spark or pandas DataFrame,
     or a Gateway / nothing for the gateway's cache (``tz``, ``export_dir``, ``locale``,
     ``max_rows``, ``now`` as keywords; ``since``, ``until``, ``method``, ``currency``,
-    ``status``, ``bank`` to open on those filters).
+    ``status``, ``bank`` to open on those filters, ``chart`` and ``freq`` on that view and
+    period).
 
     Example: ``declines_dashboard(gw.scan("payments"), since="2026-10-01", method="card")``."""
     return DeclinesDashboard(payments, **kwargs)

@@ -17,17 +17,19 @@ Example::
 from __future__ import annotations
 
 import html
-from collections.abc import Hashable
+import math
+from collections.abc import Hashable, Mapping
 from typing import Any, Final, cast
 
 import narwhals as nw
 import pandas as pd
 
-from gwtools import plots
+from gwtools import ConfigurationError, plots
 from gwtools.analysis import MonitorSettings, monitor
 from gwtools.analysis import _engine as E
-from gwtools.analysis._monitor import _utc
-from gwtools.report import refunds_of
+from gwtools.analysis._monitor import _bounds, _utc
+from gwtools.analysis._time import to_timestamp
+from gwtools.report import count_rows, refunds_of
 from gwtools.widgets._dashboard import Dashboard, View
 
 #: Columns of the drill-down rows: the payments behind an alert, refunds of a refund spike.
@@ -136,6 +138,12 @@ def alert_payments(
     return out[[c for c in columns if c in out.columns]]
 
 
+def _aware(stamp: Any) -> pd.Timestamp:
+    """A ``created_at`` bound as an aware timestamp (Spark gives naive UTC)."""
+    out = pd.Timestamp(stamp)
+    return out.tz_localize("UTC") if out.tzinfo is None else out
+
+
 def _own_columns(kind: str) -> tuple[str, ...]:
     own = ALERT_REFUND_COLUMNS if kind == "refund_spike" else ALERT_PAYMENT_COLUMNS
     return ("alert", "kind", *own)
@@ -148,7 +156,10 @@ class MonitorDashboard(Dashboard):
     ``from``/``to`` choose the monitored window in local days (empty: the ``days`` up to the
     newest row, as ``monitor`` does); the ``baseline_days`` before it are the baseline, whatever
     the dates. The method, currency and bank filters choose the payments the monitors look at
-    (the refunds of those payments when one is set)."""
+    (the refunds of those payments when one is set). A window that ends before it starts
+    (``since`` after ``until``, or after the newest row when ``until`` is empty) raises
+    :class:`~gwtools.ConfigurationError` from the constructor and :meth:`set_filters`, with
+    nothing changed; picked on the page, the summary says so."""
 
     title = "Monitoring: alerts"
     name = "monitor"
@@ -165,6 +176,18 @@ class MonitorDashboard(Dashboard):
         settings: MonitorSettings | None = None,
         **kwargs: Any,
     ) -> None:
+        for name, value in (("days", days), ("baseline_days", baseline_days)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0 < value < math.inf)
+            ):
+                raise ConfigurationError(f"{name} must be a number of days above 0, got {value!r}")
+        if settings is not None and not isinstance(settings, MonitorSettings):
+            raise ConfigurationError(
+                f"settings must be a gwtools.analysis.MonitorSettings, got {settings!r}: "
+                "e.g. MonitorSettings(spike_ratio=2.0), or leave it out for the defaults"
+            )
         self.days = days
         self.baseline_days = baseline_days
         self.settings = settings or MonitorSettings()
@@ -180,11 +203,43 @@ class MonitorDashboard(Dashboard):
         self._ready = True
         self.refresh()
 
-    def _refunds_of(self, view: Any) -> Any:
-        """The refunds of the payments in ``view`` (all of them when no filter is set)."""
+    def _refunds_of(self, view: Any, matched: int | None = None) -> Any:
+        """The refunds of the payments in ``view`` (all of them when no filter is set);
+        ``matched``: how many payments ``view`` holds (default: :attr:`matched`)."""
         if self.refunds is None:
             return None
-        return self.refunds if self.matched == self.total else refunds_of(view, self.refunds)
+        matched = self.matched if matched is None else matched
+        return self.refunds if matched == self.total else refunds_of(view, self.refunds)
+
+    def _check_selection(self, selection: Mapping[str, Any]) -> None:
+        """Refuse a ``since`` with no ``until`` that leaves the window empty: the window then
+        ends at the newest payment or refund of the selection (as :func:`monitor` ends it),
+        and ``since`` is not before it. Only when ``until`` is empty: small queries for the
+        newest rows (and a count when a filter is set)."""
+        since = selection["since"]
+        if since is None or selection["until"] is not None:
+            return
+        view = self._matching(selection)
+        chosen = any(selection[name] for name in ("method", "currency", "status", "bank"))
+        matched = count_rows(view) if chosen else self.total
+        newest = {
+            "payment": _bounds(view)[1],
+            "refund": _bounds(self._refunds_of(view, matched))[1],
+        }
+        stamps = {kind: _aware(stamp) for kind, stamp in newest.items() if stamp is not None}
+        if not stamps:
+            return  # nothing to monitor: no alert, no error (as the monitor itself)
+        kind = max(stamps, key=lambda k: stamps[k])
+        start, end = to_timestamp(since, self.tz), stamps[kind]
+        if start is not None and start < end:
+            return
+        where = " in this selection" if chosen else ""
+        relation = "is after" if start is not None and start > end else "starts at"
+        raise ConfigurationError(
+            f"since ({since}) {relation} the newest {kind}{where} "
+            f"({end.tz_convert(self.tz):%Y-%m-%d %H:%M} {self.tz}), where the monitored "
+            "window ends when until is not given: pick an earlier since, or give until"
+        )
 
     def _alerts(self, view: Any) -> tuple[pd.DataFrame, Any]:
         self.alerts = monitor(
@@ -207,9 +262,11 @@ class MonitorDashboard(Dashboard):
             return  # the base class's first refresh: the window is set up after it
         try:
             super().refresh(change)
-        except ValueError as exc:  # e.g. a window that ends before it starts
-            self.summary.value = f"<b>cannot monitor</b>: {html.escape(str(exc))}"
-            return
+        except ConfigurationError:
+            # An empty window picked on the page: say it as set_filters would (a browser
+            # change is checked only when the monitor refuses it: no query otherwise).
+            self._check_selection(self._selection_values())
+            raise
         window = self.alerts.attrs.get("window") or {}
         if window:
             since = pd.Timestamp(window["since"]).tz_convert(self.tz)
@@ -250,8 +307,10 @@ class MonitorDashboard(Dashboard):
 def monitor_dashboard(payments: Any, refunds: Any = None, **kwargs: Any) -> MonitorDashboard:
     """Monitoring dashboard over the canonical payments (and refunds, for refund spikes):
     alerts on a timeline and in a table, and the payments behind a selected alert. Keywords:
-    ``tz``, ``days``, ``baseline_days``, ``settings`` (:class:`~gwtools.analysis.MonitorSettings`),
-    ``export_dir``, ``max_rows``; ``since``/``until`` (the monitored window's local days, by
-    default the last ``days`` of the data), ``method``, ``currency``, ``bank`` to open on them. Example: ``monitor_dashboard(payments, refunds, tz="Asia/Kuala_Lumpur")``.
+    ``tz``, ``days``, ``baseline_days`` (numbers of days above 0), ``settings``
+    (:class:`~gwtools.analysis.MonitorSettings`), ``export_dir``, ``max_rows``;
+    ``since``/``until`` (the monitored window's local days, by default the last ``days`` of
+    the data; ``since`` alone must come before the newest row), ``method``, ``currency``,
+    ``bank`` to open on them. Example: ``monitor_dashboard(payments, refunds, tz="Asia/Kuala_Lumpur")``.
     """
     return MonitorDashboard(payments, refunds, **kwargs)

@@ -23,22 +23,28 @@ class RefundsDashboard(Dashboard):
     """Refund rate over time (count or amount, payment or refund cohort), reasons and
     pending refunds; drill into the refunds of the matching payments by status.
 
-    The filters select payments; the refunds shown are those of the selected payments."""
+    The filters select payments; the refunds shown are those of the selected payments.
+    ``cohort`` (``"payment"``, the default, or ``"refund"``) opens it on that cohort, as
+    :meth:`set_filters` sets it."""
 
     title = "Refunds"
     name = "refunds"
 
     needs_refunds = True
 
-    def __init__(self, payments: Any = None, refunds: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, payments: Any = None, refunds: Any = None, *, cohort: str = "payment", **kwargs: Any
+    ) -> None:
+        options = [("by payment date", "payment"), ("by refund date", "refund")]
         self.cohort = widgets.ToggleButtons(
-            options=[("by payment date", "payment"), ("by refund date", "refund")],
+            options=options,
+            value=self._choice("cohort", options, cohort),  # checked before any data is read
             description="cohort",
         )
         super().__init__(payments, refunds, **kwargs)
 
-    def controls(self) -> list[widgets.ValueWidget]:
-        return [self.cohort]
+    def controls(self) -> dict[str, widgets.ValueWidget]:
+        return {"cohort": self.cohort}
 
     def _refunds_of(self, view: Any) -> Any:
         """The refunds of the payments in ``view`` (a semi-join in the tables' engine)."""
@@ -79,5 +85,6 @@ class RefundsDashboard(Dashboard):
 
 def refunds_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) -> RefundsDashboard:
     """Refunds dashboard over canonical payments and refunds (both on one engine), or a
-    Gateway / nothing for the gateway's cache. Keywords as :func:`declines_dashboard`'s."""
+    Gateway / nothing for the gateway's cache. Keywords as :func:`declines_dashboard`'s, and
+    ``cohort`` (``"payment"`` or ``"refund"``)."""
     return RefundsDashboard(payments, refunds, **kwargs)

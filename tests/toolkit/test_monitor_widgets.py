@@ -116,8 +116,150 @@ def test_the_window_and_filters_rerun_the_monitor(history: dict[str, Any], tmp_p
     d.method.value = ("fpx",)  # card testing is about cards
     assert "card_testing" not in set(d.result["kind"])
     d.method.value = ()
-    d.since.value, d.until.value = dt.date(2026, 11, 10), dt.date(2026, 11, 9)
-    assert "cannot monitor" in d.summary.value and "must come before" in d.summary.value
+    d.since.value = dt.date(2026, 11, 10)  # one picker at a time, as in the browser
+    shown = d.result.copy()
+    d.until.value = dt.date(2026, 11, 9)
+    assert d.summary.value == (
+        "<b>cannot show this selection</b>: since (2026-11-10) is after until (2026-11-09): "
+        "swap them, or move one (both days are included)"
+    )
+    pd.testing.assert_frame_equal(d.result, shown)
+
+
+# ----- a window that ends before it starts, on four hand-made payments ----------------------
+def _small() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cards on 1 and 4 Nov, FPX on 3 Nov (02:00 UTC); one refund, of the 4 Nov card payment,
+    on 5 Nov 02:00 UTC: the newest row of all."""
+    payments = build_payments(
+        [
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-01T02:00:00Z"},
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-04T02:00:00Z"},
+            {"status": "succeeded", "amount": 3000, "method_type": "fpx",
+             "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u",
+             "created_at": "2026-11-03T02:00:00Z"},
+        ]
+    )  # fmt: skip
+    refunds = build_refunds([{"payment_id": "pay_2", "amount": 100}])  # 5 Nov 02:00 UTC
+    return payments, refunds
+
+
+class _CountedMonitor(widgets.MonitorDashboard):
+    """The monitor dashboard, counting its refreshes."""
+
+    refreshes = 0
+
+    def refresh(self, change: Any = None) -> None:
+        self.refreshes += 1
+        super().refresh(change)
+
+
+_EMPTY = (
+    "where the monitored window ends when until is not given: pick an earlier since, or give until"
+)
+
+
+@pytest.mark.parametrize(
+    ("with_refunds", "given", "message"),
+    [
+        (True, {"since": "2026-11-06"}, r"since \(2026-11-06\) is after the newest refund "
+         r"\(2026-11-05 02:00 UTC\), "),
+        (False, {"since": "2026-11-05"}, r"since \(2026-11-05\) is after the newest payment "
+         r"\(2026-11-04 02:00 UTC\), "),
+        # the filters choose the rows: the newest FPX payment (the refund is of a card one)
+        (True, {"since": "2026-11-04", "method": "fpx"}, r"since \(2026-11-04\) is after the "
+         r"newest payment in this selection \(2026-11-03 02:00 UTC\), "),
+    ],
+)  # fmt: skip
+def test_a_since_after_the_newest_row_is_refused_and_nothing_changes(
+    tmp_path: Path, with_refunds: bool, given: dict[str, Any], message: str
+) -> None:
+    payments, all_refunds = _small()
+    refunds = all_refunds if with_refunds else None
+    with pytest.raises(gwtools.ConfigurationError, match=message + _EMPTY) as raised:
+        widgets.monitor_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path, **given)
+    assert "swap" not in str(raised.value)
+    d = _CountedMonitor(payments, refunds, tz="UTC", export_dir=tmp_path)
+    opened = d.refreshes, d.summary.value, d.result.copy()
+    assert "monitored window" in d.summary.value
+    with pytest.raises(gwtools.ConfigurationError, match=message + _EMPTY):
+        d.set_filters(**given)
+    assert {name: c.value for name, c in d.filters.items()} == {
+        "since": None, "until": None, "method": (), "currency": (), "status": (), "bank": ()
+    }  # fmt: skip
+    assert (d.refreshes, d.summary.value) == opened[:2]
+    pd.testing.assert_frame_equal(d.result, opened[2])
+    # given until, the same since is a window
+    d.set_filters(**given, until="2026-11-06")
+    assert d.refreshes == opened[0] + 1 and d.since.value == dt.date.fromisoformat(given["since"])
+
+
+def test_a_since_at_the_newest_row_is_an_empty_window(tmp_path: Path) -> None:
+    payments = build_payments([{"status": "succeeded", "amount": 1000,
+                                "created_at": "2026-11-04T00:00:00Z"}])  # fmt: skip
+    with pytest.raises(
+        gwtools.ConfigurationError,
+        match=r"since \(2026-11-04\) starts at the newest payment \(2026-11-04 00:00 UTC\)",
+    ):
+        widgets.monitor_dashboard(payments, tz="UTC", export_dir=tmp_path, since="2026-11-04")
+
+
+def test_a_reversed_monitor_window_is_refused_with_advice_that_fits(tmp_path: Path) -> None:
+    payments, refunds = _small()
+    swap = r"since \(2026-11-04\) is after until \(2026-11-02\): swap them \(both days"
+    with pytest.raises(gwtools.ConfigurationError, match=swap):
+        widgets.monitor_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path,
+                                  since="2026-11-04", until="2026-11-02")  # fmt: skip
+    d = _CountedMonitor(payments, refunds, tz="UTC", export_dir=tmp_path)
+    with pytest.raises(gwtools.ConfigurationError, match=swap):
+        d.set_filters(since="2026-11-04", until="2026-11-02")
+    d.set_filters(until="2026-11-02")
+    refreshes = d.refreshes
+    with pytest.raises(
+        gwtools.ConfigurationError,
+        match=r"since \(2026-11-04\) is after until \(2026-11-02\), which was not given: pick "
+        r"a since on or before 2026-11-02, or give until as well",
+    ):
+        d.set_filters(since="2026-11-04")
+    assert (d.since.value, d.until.value, d.refreshes) == (None, dt.date(2026, 11, 2), refreshes)
+
+
+def test_an_empty_window_picked_on_the_page_is_said_there(tmp_path: Path) -> None:
+    payments, refunds = _small()
+    d = widgets.monitor_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path)
+    shown = d.result.copy()
+    d.since.value = dt.date(2026, 11, 6)  # as a date picker in the browser does
+    assert d.summary.value == (
+        "<b>cannot show this selection</b>: since (2026-11-06) is after the newest refund "
+        f"(2026-11-05 02:00 UTC), {_EMPTY}"
+    )
+    pd.testing.assert_frame_equal(d.result, shown)
+    assert d.matched == 3  # what the table on screen was made from
+    d.since.value = dt.date(2026, 11, 4)
+    assert "monitored window 2026-11-04 00:00 to 2026-11-05 02:00" in d.summary.value
+    d.method.value = ("fpx",)  # the newest FPX payment is on 3 Nov, its refunds none
+    assert "since (2026-11-04) is after the newest payment in this selection" in d.summary.value
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"days": 0}, r"days must be a number of days above 0, got 0"),
+        ({"days": "7"}, r"days must be a number of days above 0, got '7'"),
+        ({"days": float("nan")}, r"days must be a number of days above 0, got nan"),
+        ({"baseline_days": -28}, r"baseline_days must be a number of days above 0, got -28"),
+        ({"settings": {"spike_ratio": 2}}, r"settings must be a gwtools.analysis.MonitorSettings"),
+        ({"chart": "alerts"}, r"the monitor dashboard has no chart choice: leave chart out"),
+        ({"freq": "day"}, r"the monitor dashboard has no freq choice: leave freq out"),
+    ],
+)
+def test_monitor_arguments_are_checked(tmp_path: Path, given: dict[str, Any], message: str) -> None:
+    payments, refunds = _small()
+    with pytest.raises(gwtools.ConfigurationError, match=message):
+        widgets.monitor_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path, **given)
+    if "chart" in given or "freq" in given:
+        d = widgets.monitor_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path)
+        with pytest.raises(gwtools.ConfigurationError, match=message):
+            d.set_filters(**given)
 
 
 def test_the_monitor_opens_on_a_window_given_and_has_no_status_filter(

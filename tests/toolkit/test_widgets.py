@@ -249,6 +249,114 @@ def test_a_filter_the_data_cannot_take_is_refused_and_nothing_changes(
         d.set_filters(brand="visa")
 
 
+@pytest.mark.parametrize(
+    ("opened", "given", "message"),
+    [
+        # until not given: it is the last day of the data, which swapping would not fix
+        (
+            {},
+            {"since": "2026-11-05"},
+            r"^since \(2026-11-05\) is after until \(2026-11-04, the newest payment's day\), "
+            r"which was not given: pick a since on or before 2026-11-04, or give until as well",
+        ),
+        (
+            {},
+            {"until": "2026-10-31"},
+            r"^until \(2026-10-31\) is before since \(2026-11-01, the first payment's day\), "
+            r"which was not given: pick an until on or after 2026-11-01, or give since as well",
+        ),
+        # until set before, then since alone: the day the dashboard holds is named
+        (
+            {"until": "2026-11-02"},
+            {"since": "2026-11-03"},
+            r"^since \(2026-11-03\) is after until \(2026-11-02\), which was not given: pick a "
+            r"since on or before 2026-11-02, or give until as well",
+        ),
+    ],
+)
+def test_a_reversed_window_from_a_day_not_given_says_which_day_to_move(
+    payments: pd.DataFrame,
+    tmp_path: Path,
+    opened: dict[str, Any],
+    given: dict[str, Any],
+    message: str,
+) -> None:
+    from gwtools import ConfigurationError
+
+    if not opened:  # opening on the day given, the other one the data's
+        with pytest.raises(ConfigurationError, match=message) as raised:
+            w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path, **given)
+        assert "swap" not in str(raised.value)
+    d = _Counted(payments, tz="UTC", export_dir=tmp_path, **opened)
+    before = {name: control.value for name, control in d.filters.items()}
+    with pytest.raises(ConfigurationError, match=message):
+        d.set_filters(**given)
+    assert {name: control.value for name, control in d.filters.items()} == before
+    assert d.refreshes == 1  # only the opening one
+
+
+def test_chart_freq_and_cohort_open_and_set_like_filters(
+    payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
+) -> None:
+    d = _Counted(payments, tz="UTC", export_dir=tmp_path, chart="rate over time", freq="day")
+    assert d.refreshes == 1 and (d.chart.value, d.freq.value) == ("rate over time", "day")
+    # UTC days 1, 2, 3, 4 Nov: decided 2, 1, 3, 1 (as the widgets give it)
+    assert d.result["n"].tolist() == [2, 1, 3, 1]
+    d.set_filters(chart="Codes", status="failed")  # any case, as the filters
+    assert d.refreshes == 2 and d.chart.value == "codes" and d.result["count"].sum() == 4
+    r = w.refunds_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path, cohort="refund")
+    assert r.cohort.value == "refund" and r.result["refunds"].sum() == 2
+    r.set_filters(cohort="payment")
+    assert "refunds" not in r.result.columns and r.result["refunded_payments"].sum() == 2
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"chart": "nope"},
+            r"chart='nope': the declines dashboard has no such chart; "
+            r"choose among \['codes', 'rate over time', 'rate by method'\]",
+        ),
+        ({"freq": "year"}, r"freq='year': .* choose among \['day', 'week', 'month'\]"),
+        ({"freq": 7}, r"freq=7: .* choose among \['day', 'week', 'month'\]"),
+    ],
+)
+def test_a_chart_or_period_the_dashboard_does_not_offer_is_refused_and_nothing_changes(
+    payments: pd.DataFrame, tmp_path: Path, given: dict[str, Any], message: str
+) -> None:
+    from gwtools import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=message):
+        w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path, **given)
+    d = _Counted(payments, tz="UTC", export_dir=tmp_path)
+    before = {name: c.value for name, c in {**d.filters, **d.choices}.items()}
+    with pytest.raises(ConfigurationError, match=message):
+        d.set_filters(**({"status": "failed"} | given))  # nor is a valid value beside it
+    assert {name: c.value for name, c in {**d.filters, **d.choices}.items()} == before
+    assert d.refreshes == 1 and d.matched == 7
+    with pytest.raises(ConfigurationError, match=r"chart=None: .* choose among \['codes'"):
+        d.set_filters(chart=None)  # None keeps every filter value; a view it does not name
+
+
+def test_a_cohort_the_refunds_dashboard_does_not_offer_is_refused(
+    payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
+) -> None:
+    from gwtools import ConfigurationError
+
+    message = r"cohort='payments': the refunds dashboard has no such cohort; choose among " + (
+        r"\['payment', 'refund'\]"
+    )
+    with pytest.raises(ConfigurationError, match=message):
+        w.refunds_dashboard(payments, refunds, export_dir=tmp_path, cohort="payments")
+    r = w.refunds_dashboard(payments, refunds, tz="UTC", export_dir=tmp_path)
+    shown = r.result.copy()
+    with pytest.raises(ConfigurationError, match=message):
+        r.set_filters(cohort="payments", method="card")
+    assert (r.cohort.value, r.method.value) == ("payment", ())
+    pd.testing.assert_frame_equal(r.result, shown)
+
+
 def test_filter_values_read_whatever_their_case(payments: pd.DataFrame, tmp_path: Path) -> None:
     d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
     d.set_filters(status="FAILED", currency=["myr"], method="Card")
@@ -290,11 +398,15 @@ def test_a_selection_the_widgets_cannot_show_is_said_on_the_page(
     payments: pd.DataFrame, tmp_path: Path
 ) -> None:
     d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path)
-    shown = d.result.copy()
     # As a date picker in the browser does: one control at a time, the other one later.
-    d.since.value = dt.date(2026, 11, 3)
     d.until.value = dt.date(2026, 11, 2)
-    assert "cannot show this selection" in d.summary.value and "swap them" in d.summary.value
+    shown = d.result.copy()
+    d.since.value = dt.date(2026, 11, 3)
+    assert d.summary.value == (
+        "<b>cannot show this selection</b>: since (2026-11-03) is after until (2026-11-02): "
+        "swap them, or move one (both days are included)"
+    )
+    assert d.result.equals(shown) and d.matched == 3  # still what the table shows (1-2 Nov)
     d.until.value = dt.date(2026, 11, 4)
     assert "cannot show" not in d.summary.value and not d.result.equals(shown)
 
@@ -320,13 +432,29 @@ def test_dashboard_on_empty_payments(make_payments: Build, tmp_path: Path) -> No
     assert d.export("csv")[0].exists()
 
 
-def test_export_failure_is_shown_not_swallowed(payments: pd.DataFrame, tmp_path: Path) -> None:
+def test_export_failure_is_shown_not_swallowed(
+    payments: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gwtools import ConfigurationError
+
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     d = w.declines_dashboard(payments, tz="UTC", export_dir=blocker / "sub")
+    message = f"cannot export into {blocker / 'sub'}: {blocker} is a file, not a folder"
+    with pytest.raises(ConfigurationError, match="is a file, not a folder; set export_dir="):
+        d.export("csv")
     d.csv_button.click()
-    assert "export failed" in d.links.value and "GW_EXPORT_DIR" in d.links.value
-    assert d.exported == []
+    assert "export failed" in d.links.value and message in d.links.value
+    assert "GW_EXPORT_DIR" in d.links.value and d.exported == []
+
+    def full(*args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("gwtools.widgets._dashboard.write_table", full)
+    d = w.declines_dashboard(payments, tz="UTC", export_dir=tmp_path / "out")
+    d.parquet_button.click()
+    assert "export failed</b>: No space left on device" in d.links.value
+    assert "GW_EXPORT_DIR" in d.links.value and d.exported == []
 
 
 def test_tables_have_no_index_and_advice_wraps_in_a_wide_column(
