@@ -302,7 +302,7 @@ def _candidates(ds: Dataset, default: int, extra_ids: set[str]) -> tuple[pa.Tabl
     """The cached rows an incremental sync may re-read (in an open status, or among
     ``extra_ids``) and the creation times the plan prices lists with: from the earliest of
     those rows, or the default cutoff, on. Only these are read: every row's id and status
-    took 1.4 GB and 5 s at 10M rows, and would not fit in memory at 100M."""
+    took 36 s and 13 GB at 100M rows (``benchmarks/plan.py``)."""
     cols = columns(ds.resource)
     found = [ds.read_table(status=open_statuses(ds.resource), columns=cols)]
     if extra_ids:
