@@ -635,6 +635,28 @@ def _refund_spikes(
     return out
 
 
+def check_monitor_args(days: Any, baseline_days: Any, settings: Any) -> MonitorSettings:
+    """The settings to monitor with, once ``days`` and ``baseline_days`` are numbers of days
+    above 0 and ``settings`` is a :class:`MonitorSettings` or None (the defaults); else a
+    :class:`~gwtools.ConfigurationError` saying what to pass."""
+    for name, value in (("days", days), ("baseline_days", baseline_days)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 < value < math.inf
+        ):
+            raise ConfigurationError(
+                f"{name} must be a number of days above 0, got {value!r}", param=name
+            )
+    if settings is not None and not isinstance(settings, MonitorSettings):
+        raise ConfigurationError(
+            f"settings must be a gwtools.analysis.MonitorSettings, got {settings!r}: "
+            "e.g. MonitorSettings(spike_ratio=2.0), or leave it out for the defaults",
+            param="settings",
+        )
+    return settings or MonitorSettings()
+
+
 def monitor(
     payments: Any,
     refunds: Any = None,
@@ -661,7 +683,7 @@ def monitor(
     unknown = [k for k in kinds if k not in MONITOR_KINDS]
     if unknown:
         raise ConfigurationError(f"unknown monitor kinds {unknown}: use {', '.join(MONITOR_KINDS)}")
-    s = settings or MonitorSettings()
+    s = check_monitor_args(days, baseline_days, settings)
     first, last = _bounds(payments)
     w = _window([last, _bounds(refunds)[1]], since, until, days, baseline_days, zone)
     alerts: list[dict[str, object]] = []

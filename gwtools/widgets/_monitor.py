@@ -17,7 +17,6 @@ Example::
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Hashable, Mapping
 from typing import Any, Final, cast
 
@@ -27,7 +26,7 @@ import pandas as pd
 from gwtools import ConfigurationError, plots
 from gwtools.analysis import MonitorSettings, monitor
 from gwtools.analysis import _engine as E
-from gwtools.analysis._monitor import _bounds, _utc
+from gwtools.analysis._monitor import _bounds, _utc, check_monitor_args
 from gwtools.analysis._time import to_timestamp
 from gwtools.report import count_rows, refunds_of
 from gwtools.widgets._dashboard import Dashboard, View
@@ -176,21 +175,9 @@ class MonitorDashboard(Dashboard):
         settings: MonitorSettings | None = None,
         **kwargs: Any,
     ) -> None:
-        for name, value in (("days", days), ("baseline_days", baseline_days)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not (0 < value < math.inf)
-            ):
-                raise ConfigurationError(f"{name} must be a number of days above 0, got {value!r}")
-        if settings is not None and not isinstance(settings, MonitorSettings):
-            raise ConfigurationError(
-                f"settings must be a gwtools.analysis.MonitorSettings, got {settings!r}: "
-                "e.g. MonitorSettings(spike_ratio=2.0), or leave it out for the defaults"
-            )
+        self.settings = check_monitor_args(days, baseline_days, settings)
         self.days = days
         self.baseline_days = baseline_days
-        self.settings = settings or MonitorSettings()
         self.alerts: pd.DataFrame = pd.DataFrame()
         self._ready = False
         # from/to are the monitored window, by default the monitor's own, not the data's span.
