@@ -191,13 +191,24 @@ def _line_per(
     def make(by: str | None) -> str:
         return "analysis." + call.format(by=f", by={by!r}" if by and by not in always else "")
 
+    def remake(by: str, how: str) -> str:
+        # Amount bands are per currency, so a table by amount_band is by currency too:
+        # asking for by='amount_band' again would bring the same table back.
+        if by == "amount_band" and "currency" in keys and table["currency"].nunique() > 1:
+            return (
+                "amount bands are per currency, so the table holds each band once per "
+                "currency: make it of one currency's payments (e.g. "
+                "payments[payments['currency'] == 'MYR']), or pass group='currency'"
+            )
+        return f"{how} {make(by)}"
+
     if group is None:
         if len(keys) > 1:
             raise ConfigurationError(
                 f"plots.{plot} draws one line per value of one column; this table has one row "
                 f"per period and {' and '.join(keys)}: pass group= the column to draw (e.g. "
-                f"group={keys[-1]!r}), or make the table by that column alone, as in "
-                f"{make(keys[-1])}"
+                f"group={keys[-1]!r}), or "
+                + remake(keys[-1], "make the table by that column alone, as in")
             )
         group = keys[0] if keys else None
     elif group not in keys:
@@ -212,8 +223,8 @@ def _line_per(
         why = f"it is also split by {', '.join(others)}" if others else "rows are repeated"
         raise ConfigurationError(
             f"plots.{plot} draws one line per {group or 'table'}; this table has several rows "
-            f"per {per} ({why}), which would join into one zig-zag line: make it with "
-            f"{make(group)}"
+            f"per {per} ({why}), which would join into one zig-zag line: "
+            + (remake(group, "make it with") if group else f"make it with {make(group)}")
         )
     return group
 

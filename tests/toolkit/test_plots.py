@@ -549,6 +549,22 @@ def test_a_key_that_does_not_split_the_lines_is_drawn(make_payments: Build) -> N
     assert [line.get_label() for line in ax.lines] == ["10–50"]  # every payment is 10.00
 
 
+def test_bands_in_several_currencies_are_sent_to_one_currency(make_payments: Build) -> None:
+    """by='amount_band' always adds currency: the advice cannot be to make the same table."""
+    rows = [
+        {"status": "failed", "amount": 2000, "currency": "MYR", "created_at": "2026-11-03T02:00Z"},
+        {"status": "failed", "amount": 2000, "currency": "SGD", "created_at": "2026-11-03T03:00Z"},
+    ]
+    bands = a.decline_rate(make_payments(rows), by="amount_band", freq="week", tz="UTC")
+    for group in (None, "amount_band"):
+        with pytest.raises(ConfigurationError, match="amount bands are per currency") as err:
+            plots.decline_rate_over_time(bands, group=group)
+        assert "by='amount_band'" not in str(err.value)
+        assert "payments[payments['currency'] == 'MYR']" in str(err.value)
+    fig = plots.decline_rate_over_time(bands, group="currency")
+    assert sorted(line.get_label() for line in fig.axes[0].lines) == ["MYR", "SGD"]
+
+
 def test_decline_rate_over_time_refuses_other_rates(make_payments: Build, no_figures: None) -> None:
     payments = _two_weeks(make_payments)
     # success_rate's table has decline_rate's columns: only its rate differs.
