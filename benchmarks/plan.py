@@ -49,25 +49,17 @@ def child(how: str, cache: Path) -> dict[str, Any]:
     start = time.perf_counter()
     if how == "candidates":
         cached, created = _candidates(ds, default_cutoff(high_water, OVERLAP), set())
-        read = time.perf_counter() - start
-        draft = survey(
-            cached,
-            "payments",
-            high_water=high_water,
-            overlap=OVERLAP,
-            variant=ds.state().get("api_variant"),
-            created=created,
-        )
     else:
-        cached = ds.read_table(columns=columns("payments"))
-        read = time.perf_counter() - start
-        draft = survey(
-            cached,
-            "payments",
-            high_water=high_water,
-            overlap=OVERLAP,
-            variant=ds.state().get("api_variant"),
-        )
+        cached, created = ds.read_table(columns=columns("payments")), None
+    read = time.perf_counter() - start
+    draft = survey(
+        cached,
+        "payments",
+        high_water=high_water,
+        overlap=OVERLAP,
+        variant=ds.state().get("api_variant"),
+        created=created,
+    )
     plan = draft.plan({})
     return {
         "how": how,
