@@ -123,17 +123,21 @@ def _facets(payments: Any) -> pd.DataFrame:
     return small
 
 
-def _source_tables(payments: Any, refunds: Any, *, need_refunds: bool) -> tuple[Any, Any, Any]:
+def _source_tables(
+    payments: Any, refunds: Any, *, need_refunds: str | None
+) -> tuple[Any, Any, Any]:
     """The tables to show and where they came from: as given (the origin is the payments
     themselves), or lazy scans of the gateway's cache (given a Gateway, or nothing: the
-    configured gateway, synced first), whose origin is that :class:`gwtools.Source`."""
+    configured gateway, synced first), whose origin is that :class:`gwtools.Source`.
+    ``need_refunds``: the name of a dashboard that cannot do without the refunds."""
     if payments is None or isinstance(payments, Gateway):
         src = open_source(payments)
         return src.payments, src.refunds, src
     if need_refunds and refunds is None:
         raise ConfigurationError(
-            "the refunds dashboard needs the refunds too: pass refunds_dashboard(payments, "
-            "refunds), both from the same engine, or a Gateway / nothing for its cache"
+            f"the {need_refunds} dashboard needs the refunds too: pass {need_refunds}_"
+            "dashboard(payments, refunds), both from the same engine, or a Gateway / nothing "
+            "for its cache"
         )
     return payments, refunds, payments
 
@@ -223,7 +227,7 @@ class Dashboard(widgets.VBox):
         if now is not None:
             to_timestamp(now, self.tz)  # a date or time, not a number or a typo
         payments, refunds, found = _source_tables(
-            payments, refunds, need_refunds=self.needs_refunds
+            payments, refunds, need_refunds=self.name if self.needs_refunds else None
         )
         missing = [c for c in _PAYMENT_KEYS if c not in E.columns_of(E.lazy(payments))]
         if missing:

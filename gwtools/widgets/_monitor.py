@@ -167,7 +167,7 @@ class MonitorDashboard(Dashboard):
 
     def __init__(
         self,
-        payments: Any,
+        payments: Any = None,
         refunds: Any = None,
         *,
         days: float = 7,
@@ -291,9 +291,10 @@ class MonitorDashboard(Dashboard):
         return nw.concat(queries, how="vertical").sort("alert", "created_at", "id", nulls_last=True)
 
 
-def monitor_dashboard(payments: Any, refunds: Any = None, **kwargs: Any) -> MonitorDashboard:
-    """Monitoring dashboard over the canonical payments (and refunds, for refund spikes):
-    alerts on a timeline and in a table, and the payments behind a selected alert. Keywords:
+def monitor_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) -> MonitorDashboard:
+    """Monitoring dashboard over the canonical payments (and refunds, for refund spikes), or
+    a Gateway / nothing for the gateway's cache: alerts on a timeline and in a table, and the
+    payments behind a selected alert. Keywords:
     ``tz``, ``days``, ``baseline_days`` (numbers of days above 0), ``settings``
     (:class:`~gwtools.analysis.MonitorSettings`), ``export_dir``, ``max_rows``;
     ``since``/``until`` (the monitored window's local days, by default the last ``days`` of

@@ -104,7 +104,12 @@ class QualityDashboard(Dashboard):
     hidden = ("freq", "chart")
 
     def __init__(
-        self, payments: Any, refunds: Any, *, completeness: Any = None, **kwargs: Any
+        self,
+        payments: Any = None,
+        refunds: Any = None,
+        *,
+        completeness: Any = None,
+        **kwargs: Any,
     ) -> None:
         self.completeness = completeness
         self.rules: pd.DataFrame = pd.DataFrame()
@@ -150,9 +155,10 @@ class QualityDashboard(Dashboard):
         return E.lazy(self.drill_rows(view, choice))
 
 
-def quality_dashboard(payments: Any, refunds: Any, **kwargs: Any) -> QualityDashboard:
+def quality_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) -> QualityDashboard:
     """Data-quality dashboard: each rule with its count, pass or fail, and the rows behind a
-    selected failing rule. Keywords: ``completeness`` (as :func:`gwtools.analysis.quality`
+    selected failing rule, over the canonical payments and refunds (pandas or lazy tables), or
+    a Gateway / nothing for the gateway's cache. Keywords: ``completeness`` (as :func:`gwtools.analysis.quality`
     takes it), ``tz``, ``export_dir``, ``max_rows``; ``since``, ``until``, ``method``,
     ``currency``, ``status``, ``bank`` to open on those filters. Example: ``quality_dashboard(payments, refunds)``."""
     return QualityDashboard(payments, refunds, **kwargs)

@@ -612,13 +612,24 @@ def test_a_dashboard_given_a_gateway_scans_its_cache(
         Dataset(gw._dataset("payments").path, "payments").write_batch(payments)
         Dataset(gw._dataset("refunds").path, "refunds").write_batch(refunds)
         d = w.refunds_dashboard(gw, tz="UTC", now="2026-11-10T00:00:00Z")
+        # Every dashboard takes a Gateway (the quality and monitor ones once needed tables).
+        q = w.quality_dashboard(gw, tz="UTC")
+        m = w.monitor_dashboard(gw, tz="UTC")
     finally:
         gw.close()
     assert not isinstance(d.payments, pd.DataFrame)
     assert d.result["payments"].sum() == 3 and d.result["refunded_payments"].sum() == 2
     assert not d.sandbox_data and "sandbox" not in d.header.value  # a gateway's own data
-    with pytest.raises(ValueError, match="needs the refunds"):
+    for dash in (q, m):
+        assert not isinstance(dash.payments, pd.DataFrame) and dash.refunds is not None
+        assert dash.total == len(payments)
+    checked = q.rules.set_index("rule")["checked"]
+    assert checked["payment_ids_unique"] == len(payments)
+    assert checked["refund_ids_unique"] == len(refunds)
+    with pytest.raises(ValueError, match="the refunds dashboard needs the refunds"):
         w.refunds_dashboard(payments)
+    with pytest.raises(ValueError, match=r"the quality dashboard needs the refunds.*quality_dash"):
+        w.quality_dashboard(payments)
 
 
 @pytest.mark.spark
