@@ -26,10 +26,10 @@ Everything gwtools raises derives from :class:`GatewayError`::
     ├── APIConnectionError        the gateway could not be reached, after retries
     ├── AuthenticationError       401: invalid, revoked or publishable key
     ├── InvalidRequestError       400/404/409
-    │   └── NotFoundError         404: unknown id
+    │   └── NotFoundError         404: unknown id (for a list: a base URL whose path is wrong)
     ├── CardError                 402: card declined
     ├── RateLimitError            429, after retries
-    ├── APIError                  5xx, after retries
+    ├── APIError                  5xx, after retries; a redirect (3xx, never followed)
     │   └── MalformedBodyError    a 200 whose body is not the JSON it should be
     ├── CacheError                the local cache cannot be written or read (disk, folder)
     │   └── CacheNotFoundError    nothing cached where a read looked: sync first

@@ -12,7 +12,7 @@ import itertools
 import numbers
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, cast, overload
 
 import narwhals as nw
 import numpy as np
@@ -32,12 +32,21 @@ By = str | Sequence[str] | None
 Denominator = Literal["decided", "finished"]
 
 
+@overload
 def wilson_interval(
-    successes: np.ndarray | pd.Series | int,
-    n: np.ndarray | pd.Series | int,
-    confidence: float = 0.95,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of ``successes / n``; NaN where ``n`` is 0.
+    successes: float, n: float, confidence: float = 0.95
+) -> tuple[float, float]: ...
+@overload
+def wilson_interval(
+    successes: np.ndarray | pd.Series, n: np.ndarray | pd.Series | float, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def wilson_interval(
+    successes: float, n: np.ndarray | pd.Series, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]: ...
+def wilson_interval(successes: Any, n: Any, confidence: float = 0.95) -> tuple[Any, Any]:
+    """Wilson score interval of ``successes / n``; NaN where ``n`` is 0. Arrays (or Series)
+    give arrays; two numbers give two floats.
 
     With p = k/n and z the normal quantile (1.96 for 95%)::
 
@@ -62,6 +71,8 @@ def wilson_interval(
         # hair on the wrong side, so hold the interval around p explicitly.
         low = np.where(size > 0, np.clip(np.minimum(centre - half, p), 0.0, 1.0), np.nan)
         high = np.where(size > 0, np.clip(np.maximum(centre + half, p), 0.0, 1.0), np.nan)
+    if low.ndim == 0:  # two numbers in: two numbers out, not 0-d arrays
+        return float(low), float(high)
     return low, high
 
 

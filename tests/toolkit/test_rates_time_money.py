@@ -22,6 +22,8 @@ def test_wilson_all_successes_closed_form() -> None:
     low, high = a.wilson_interval(3, 3)
     assert low == pytest.approx(3 / (3 + Z2)) == pytest.approx(0.438503, abs=1e-6)
     assert high == pytest.approx(1.0)
+    # Two numbers in, two floats out (once 0-d arrays, printed as array(0.4385)).
+    assert type(low) is float and type(high) is float
 
 
 def test_wilson_no_success_closed_form() -> None:
