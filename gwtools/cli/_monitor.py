@@ -2,7 +2,7 @@
 
 Both read the cache as ``gwtools export --no-refresh`` does (nothing is contacted or started;
 run ``gwtools sync`` first) and exit 1 when something needs a look, so a cron job or CI step
-can act on them::
+can act on them, and 2 when they could not look (nothing cached, a bad value)::
 
     gwtools sync && gwtools monitor --tz Asia/Kuala_Lumpur || notify "payments need a look"
     gwtools check --json > quality.json
@@ -10,7 +10,9 @@ can act on them::
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,16 +23,37 @@ if TYPE_CHECKING:
     pass
 
 
-def _tables(
-    api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
-) -> tuple[Any, Any]:
+class CannotCheck(click.ClickException):
+    """A check that could not run (nothing cached, a bad value, an unreadable cache): exit
+    status 2, since 1 says that something needs a look."""
+
+    exit_code = 2
+
+
+@contextlib.contextmanager
+def _cannot_check() -> Iterator[None]:
+    """Whatever stops a check, as :class:`CannotCheck`: one line, exit status 2."""
     from gwtools import GatewayError
 
     try:
-        payments = _scan_cache("payments", api_key_file, base_url, cache_dir, account)
-        refunds = _scan_cache("refunds", api_key_file, base_url, cache_dir, account)
+        yield
+    except click.ClickException as exc:  # the shared helpers' (nothing cached): status 1
+        if exc.exit_code != 1:
+            raise
+        raise CannotCheck(exc.message) from None
     except (GatewayError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CannotCheck(str(exc)) from None
+    except OSError as exc:
+        from gwtools.cli._paths import oserror_line
+
+        raise CannotCheck(oserror_line(exc)) from None
+
+
+def _tables(
+    api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
+) -> tuple[Any, Any]:
+    payments = _scan_cache("payments", api_key_file, base_url, cache_dir, account)
+    refunds = _scan_cache("refunds", api_key_file, base_url, cache_dir, account)
     return payments, refunds
 
 
@@ -81,16 +104,15 @@ def monitor(
     cache_dir: str | None,
     account: str | None,
 ) -> None:
-    """Print alerts (decline spike, card testing, FPX bank outage, refund spike); exit 1 if any."""
+    """Print alerts (decline spike, card testing, FPX bank outage, refund spike); exit 1 if any,
+    2 if it cannot check."""
     from gwtools import analysis
 
-    payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
-    try:
+    with _cannot_check():
+        payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
         alerts = analysis.monitor(
             payments, refunds, since=since, until=until, baseline_days=baseline_days, tz=tz
         )
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
     if as_json:
         records = json.loads(alerts.to_json(orient="records", date_format="iso"))
         for record, (_, row) in zip(records, alerts.iterrows(), strict=True):
@@ -126,16 +148,15 @@ def check(
     cache_dir: str | None,
     account: str | None,
 ) -> None:
-    """Check the cached data against the quality rules; exit 1 if a rule fails."""
+    """Check the cached data against the quality rules; exit 1 if a rule fails, 2 if it
+    cannot check."""
     from gwtools import analysis
     from gwtools.analysis import resolve_tz
 
-    payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
-    try:
+    with _cannot_check():
+        payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
         states = _states(api_key_file, base_url, cache_dir, account)
         table = analysis.quality(payments, refunds, completeness=states, tz=resolve_tz(tz))
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
     else:

@@ -52,6 +52,14 @@ def test_monitor_and_check(tmp_path: Path) -> None:
     # a window before the incident is quiet again
     early = runner.invoke(main, ["monitor", *args, "--until", "2026-11-12"], env=env)
     assert early.exit_code == 0, early.output
+    # A check that cannot run exits 2, never 1 ("alerts fired", "a rule failed").
+    for bad in (
+        ["monitor", *args, "--since", "2026-11-12", "--until", "2026-11-01"],
+        ["monitor", *args, "--since", "soon"],
+        ["check", "--account", "cli", "--tz", "Mars/Base"],
+    ):
+        result = runner.invoke(main, bad, env=env)
+        assert result.exit_code == 2 and result.output.startswith("Error: "), result.output
 
 
 def test_check_fails_on_a_broken_cache(tmp_path: Path) -> None:
@@ -74,5 +82,7 @@ def test_nothing_cached_is_a_clear_error(tmp_path: Path) -> None:
         "GW_API_KEY": "sk_test_x",
         "GW_BASE_URL": "http://127.0.0.1:9",
     }
-    result = CliRunner().invoke(main, ["monitor", "--account", "none"], env=env)
-    assert result.exit_code == 1 and "nothing cached yet" in result.output
+    # Status 2, not 1: a job reads 1 as "alerts fired".
+    for command in ("monitor", "check"):
+        result = CliRunner().invoke(main, [command, "--account", "none"], env=env)
+        assert result.exit_code == 2 and "nothing cached yet" in result.output
