@@ -185,7 +185,8 @@ def between(
     if lo is not None and hi is not None and (lo >= hi if _is_date(until) else lo > hi):
         raise ConfigurationError(
             f"since={since!r} is after until={until!r}, so no row can match: swap them "
-            "(a date is a whole local day, so since and until may be the same day)"
+            "(a date is a whole local day, so since and until may be the same day)",
+            param="since",
         )
     # Plain comparisons, no fill_null: DuckDB pushes them into the Parquet scan and skips
     # row groups outside the range. A null timestamp compares null (SQL) or False (pandas):

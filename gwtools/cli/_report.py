@@ -72,6 +72,9 @@ def _print_report(report: Any) -> None:
     click.echo(str(report.overview))
 
 
+#: The report's options whose bad value is a usage error (status 2), as `gwtools export`'s.
+_FILTERS = frozenset({"since", "until", "currency", "tz"})
+
 _report_options = [
     click.option(
         "--since", callback=_check_day, help="First local day, YYYY-MM-DD (default: all)."
@@ -133,7 +136,7 @@ def report(
 ) -> None:
     """Run the analyst notebooks against the gateway; write HTML and CSV/Parquet tables."""
     _require("report", "gwtools report")
-    from gwtools import GatewayError
+    from gwtools import ConfigurationError, GatewayError
     from gwtools.report import ReportError, run_report
 
     if source != "spark" and (spark_master or spark_path):
@@ -156,6 +159,10 @@ def report(
             spark_master=spark_master,
             spark_path=spark_path,
         )
+    except ConfigurationError as exc:
+        if exc.param in _FILTERS:  # a bad option value: a usage error, as in `gwtools export`
+            raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
+        raise click.ClickException(str(exc)) from None
     except (GatewayError, ReportError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:

@@ -149,7 +149,8 @@ def _select(
         if held and currency.upper() not in held:
             raise ConfigurationError(
                 f"currency={currency!r}: the payments are in {', '.join(held)}; pick one of "
-                "them, or leave the currency out for all (kept apart)"
+                "them, or leave the currency out for all (kept apart)",
+                param="currency",
             )
     if isinstance(payments, pd.DataFrame) and isinstance(refunds, pd.DataFrame):
         return _select_pandas(payments, refunds, since, until, tz, currency)
