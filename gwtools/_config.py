@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import httpx
 import platformdirs
 
-from gwtools._errors import ConfigurationError, looks_like_key, mask_key, redact
+from gwtools._errors import ConfigurationError, looks_like_key, mask_key, redact, safe_url
 
 if TYPE_CHECKING:
     import narwhals as nw
@@ -222,7 +222,7 @@ def normalize_base_url(base_url: str, key: str | None = None) -> str:
         if present
     ]
     if extras:
-        clean = redact(str(url.copy_with(query=None, fragment=None, userinfo=b"")), key)
+        clean = redact(safe_url(url), key)
         them = "them" if len(extras) > 1 else "it"
         key_hint = ". Pass the key as api_key= or GW_API_KEY, never in the URL"
         raise ConfigurationError(

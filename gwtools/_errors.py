@@ -308,7 +308,7 @@ _API_PREFIX = "/v1/"
 def _api_root(url: httpx.URL) -> tuple[str, str | None]:
     """A request URL's origin (``https://host:port``) and the path the base URL added before
     ``/v1`` (``"/api"``; ``""`` at the root; ``None`` if the URL has no ``/v1/``)."""
-    origin = str(url.copy_with(path="", query=None, fragment=None, userinfo=b"")).rstrip("/")
+    origin = safe_url(url.copy_with(path="")).rstrip("/")
     before, found, _ = url.path.rpartition(_API_PREFIX)
     return origin, before if found else None
 
@@ -354,10 +354,8 @@ def _redirect_message(response: httpx.Response, url: str, key: str | None) -> st
     _, found, rest = request.url.path.rpartition(_API_PREFIX)
     suffix = f"{_API_PREFIX}{rest}" if found else None
     if suffix and target.path.endswith(suffix):
-        base = target.copy_with(
-            path=target.path[: -len(suffix)], query=None, fragment=None, userinfo=b""
-        )
-        fix = f"use base_url={redact(str(base).rstrip('/'), key)!r}, where the redirect points"
+        base = safe_url(target.copy_with(path=target.path[: -len(suffix)]))
+        fix = f"use base_url={redact(base.rstrip('/'), key)!r}, where the redirect points"
     else:
         fix = (
             "use the address it points to as base_url (without its /v1/... part) if that is "

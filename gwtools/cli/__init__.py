@@ -60,16 +60,25 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Exception as exc:
-            # Only raised once gwtools._errors is loaded; importing it here would load pandas
-            # for `gwtools sandbox` too.
-            errors = sys.modules.get("gwtools._errors")
-            if errors is not None and isinstance(exc, errors.GatewayError):
-                raise click.ClickException(str(exc)) from None
-            if isinstance(exc, OSError):  # a file or folder the command could not use
-                from gwtools.cli._paths import oserror_line
+            line = error_line(exc)
+            if line is None:
+                raise
+            raise click.ClickException(line) from None
 
-                raise click.ClickException(oserror_line(exc)) from None
-            raise
+
+def error_line(exc: BaseException) -> str | None:
+    """A gwtools error, or a file or folder a command could not use, as its one ``Error:``
+    line; None for anything else (a bug keeps its traceback)."""
+    # Only raised once gwtools._errors is loaded; importing it here would load pandas for
+    # `gwtools sandbox` too.
+    errors = sys.modules.get("gwtools._errors")
+    if errors is not None and isinstance(exc, errors.GatewayError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        from gwtools.cli._paths import oserror_line
+
+        return oserror_line(exc)
+    return None
 
 
 def _needs_extra(name: str, extra: str) -> click.Command:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from gwtools.cli import error_line
 from gwtools.cli._sync import _cached_folder, _scan_cache, connection_options
 
 if TYPE_CHECKING:
@@ -33,20 +34,19 @@ class CannotCheck(click.ClickException):
 @contextlib.contextmanager
 def _cannot_check() -> Iterator[None]:
     """Whatever stops a check, as :class:`CannotCheck`: one line, exit status 2."""
-    from gwtools import GatewayError
-
     try:
         yield
     except click.ClickException as exc:  # the shared helpers' (nothing cached): status 1
         if exc.exit_code != 1:
             raise
         raise CannotCheck(exc.message) from None
-    except (GatewayError, ValueError) as exc:
+    except ValueError as exc:  # an analysis's refusal (a ConfigurationError, or pandas')
         raise CannotCheck(str(exc)) from None
-    except OSError as exc:
-        from gwtools.cli._paths import oserror_line
-
-        raise CannotCheck(oserror_line(exc)) from None
+    except Exception as exc:
+        line = error_line(exc)
+        if line is None:
+            raise
+        raise CannotCheck(line) from None
 
 
 def _tables(

@@ -45,6 +45,7 @@ __all__ = [
     "Survey",
     "choose_cutoff",
     "columns",
+    "created_us",
     "default_cutoff",
     "open_statuses",
     "survey",
@@ -349,30 +350,31 @@ def survey(
     is_open = pc.is_in(
         cached.column("status"), value_set=pa.array(open_statuses(resource), pa.large_string())
     )
-    old_open = cached.filter(pc.and_(is_open, pc.less(_created(cached), default)))
+    old_open = cached.filter(pc.and_(is_open, pc.less(created_us(cached), default)))
     extra = cached.filter(
         pc.is_in(cached.column("id"), value_set=pa.array(sorted(extra_ids), pa.large_string()))
     )
-    extra_at = dict(zip(extra.column("id").to_pylist(), _created(extra).tolist(), strict=True))
+    extra_at = dict(zip(extra.column("id").to_pylist(), created_us(extra).tolist(), strict=True))
     rows: dict[str, dict[str, int]] = {}  # status -> id -> created
     for ident, status, at in zip(
         old_open.column("id").to_pylist(),
         old_open.column(raw).to_pylist(),
-        _created(old_open).tolist(),
+        created_us(old_open).tolist(),
         strict=True,
     ):
         rows.setdefault(status, {})[ident] = at
     return Survey(
         default=default,
         variant=variant,
-        created=np.sort(_created(cached) if created is None else created),
+        created=np.sort(created_us(cached) if created is None else created),
         extra=extra_at,
         unknown=sorted(i for i in extra_ids if i not in extra_at),
         statuses=[_Status(status, r) for status, r in sorted(rows.items())],
     )
 
 
-def _created(table: pa.Table) -> np.ndarray:
+def created_us(table: pa.Table) -> np.ndarray:
+    """A table's ``created_at`` as integers (microseconds since the epoch, UTC)."""
     at: np.ndarray = table.column("created_at").cast(pa.int64()).to_numpy()
     return at
 

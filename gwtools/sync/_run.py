@@ -46,6 +46,7 @@ from gwtools.sync._plan import (
     DEFAULT_OVERLAP,
     _Plan,
     columns,
+    created_us,
     default_cutoff,
     from_us,
     open_statuses,
@@ -308,13 +309,11 @@ def _candidates(ds: Dataset, default: int, extra_ids: set[str]) -> tuple[pa.Tabl
     if extra_ids:
         found.append(ds.read_table(ids=extra_ids, columns=cols))
     cached = pa.concat_tables(found)
-    at = cached.column("created_at").cast(pa.int64()).to_numpy()
+    at = created_us(cached)
     lowest = min(default, int(at.min())) if len(at) else default
     # (a second early: a time in float seconds may round past the row itself)
-    times = ds.read_table(since=from_us(lowest - 1_000_000), columns=["created_at"]).column(
-        "created_at"
-    )
-    return cached, times.cast(pa.int64()).to_numpy()
+    times = ds.read_table(since=from_us(lowest - 1_000_000), columns=["created_at"])
+    return cached, created_us(times)
 
 
 async def _list_incremental(

@@ -123,6 +123,20 @@ def _facets(payments: Any) -> pd.DataFrame:
     return small
 
 
+def _option_values(options: Sequence[Any]) -> list[Any]:
+    """A control's choices as values (its options are values or (label, value) pairs)."""
+    return [o[1] if isinstance(o, tuple) else o for o in options]
+
+
+def _as_spelled(values: list[Any], options: list[Any]) -> list[Any]:
+    """``values`` as ``options`` spell them, whatever their case, where the options differ by
+    more than case (so it cannot mislead): "myr" is MYR, "FAILED" is failed."""
+    folded = {str(o).casefold(): o for o in options}
+    if len(folded) < len(options):
+        return values
+    return [folded.get(v.casefold(), v) if isinstance(v, str) else v for v in values]
+
+
 def _source_tables(
     payments: Any, refunds: Any, *, need_refunds: str | None
 ) -> tuple[Any, Any, Any]:
@@ -465,10 +479,8 @@ class Dashboard(widgets.VBox):
     def _choice(cls, name: str, options: Sequence[Any], value: Any) -> Any:
         """A single-choice control's value (``options`` as the control holds them: values,
         or (label, value) pairs), any case where the choices differ by more than case."""
-        values = [o[1] if isinstance(o, tuple) else o for o in options]
-        folded = {str(o).casefold(): o for o in values}
-        if isinstance(value, str) and len(folded) == len(values):
-            value = folded.get(value.casefold(), value)
+        values = _option_values(options)
+        value = _as_spelled([value], values)[0]
         if not isinstance(value, Hashable) or value not in values:
             raise ConfigurationError(
                 f"{name}={value!r}: the {cls.name} dashboard has no such {name}; "
@@ -508,11 +520,8 @@ class Dashboard(widgets.VBox):
             raise ConfigurationError(
                 f"{name}={value!r}: give a value, a list of values, or an empty list for all"
             )
-        options = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        # Case does not matter where it cannot mislead: "myr" is MYR, "FAILED" is failed.
-        folded = {str(o).casefold(): o for o in options}
-        if len(folded) == len(options):
-            values = [folded.get(v.casefold(), v) if isinstance(v, str) else v for v in values]
+        options = _option_values(control.options)
+        values = _as_spelled(values, options)
         missing = [v for v in values if v not in options]
         if missing:
             shown = [o[0] if isinstance(o, tuple) else o for o in control.options]
