@@ -397,6 +397,10 @@ async def _retrieve(client: Client, resource: str, ids: Sequence[str], writer: B
         try:
             return await client.get(object_path(resource, ident), parse=read_object)
         except NotFoundError as exc:
+            if exc.type is None:
+                # Not the gateway's error object: something else answered (a wrong base URL
+                # or a proxy), so the id says nothing about the payment; fail the sync.
+                raise
             reason = f"cached id no longer found on the gateway: {exc.message}"
             record = orjson.dumps({"id": ident}).decode()
             writer.add_rejects([Reject(resource, reason, record, "not found")])

@@ -10,9 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from gwtools._errors import APIConnectionError, AuthenticationError, ConfigurationError
+from gwtools._errors import (
+    APIConnectionError,
+    AuthenticationError,
+    ConfigurationError,
+    NotFoundError,
+)
 from gwtools._gateway import connect
 from gwtools.sync._result import GatewayDataWarning
 from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
@@ -189,3 +195,64 @@ def test_body_that_stays_unusable_is_rejected_and_retried_next_sync(
             assert_same(gw.payments(refresh=False), expected["payments"])
     finally:
         seeded.clear_faults()
+
+
+class _ProxyAnsweringObjects(httpx.AsyncBaseTransport):
+    """Something in front of the gateway: requests pass through, but ``path`` gets a 404 of its
+    own (``body``)."""
+
+    def __init__(self, path: str, body: bytes, content_type: str) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.path, self.body, self.content_type = path, body, content_type
+        self.answered: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path == self.path:
+            self.answered.append(request.url.path)
+            headers = {"content-type": self.content_type}
+            return httpx.Response(404, headers=headers, content=self.body, request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+GATEWAY_404 = b'{"error": {"type": "invalid_request_error", "message": "No such payment"}}'
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [(GATEWAY_404, "application/json"), (b"<html>Not Found</html>", "text/html")],
+)
+def test_a_payment_read_by_id_is_rejected_only_on_the_gateways_own_404(
+    shop: Shop, tmp_path: Path, body: bytes, content_type: str
+) -> None:
+    """A payment re-read by id (its refunds changed): the gateway saying "no such payment" is
+    recorded as a reject and the sync goes on; a 404 from anything else (a proxy, a wrong
+    path) says nothing about the payment, so the sync fails with the base-URL advice instead
+    of recording the row as gone (it used to), and the next sync still re-reads it."""
+    paid = shop.card()
+    shop.advance(3 * 86400)  # far behind the overlap
+    shop.history(300, days=1)  # pages to list again from it: one retrieve is cheaper
+    with shop.connect(tmp_path) as gw:
+        assert gw.sync().complete
+    shop.refund(paid, amount=100)
+    proxy = _ProxyAnsweringObjects(f"/v1/payments/{paid}", body, content_type)
+    with shop.connect(tmp_path, transport=proxy) as gw:
+        if body == GATEWAY_404:
+            result = gw.sync()
+            assert result.resources["payments"].rejects_by_reason == {"not found": 1}
+            reject = gw._dataset("payments").rejects().iloc[0]
+            assert paid in reject["record"] and "no longer found" in reject["reason"]
+        else:
+            with pytest.raises(NotFoundError, match="base URL's path looks wrong") as info:
+                gw.sync()
+            assert "something else answered" in str(info.value)
+            assert gw._dataset("payments").rejects().empty
+        assert proxy.answered == [f"/v1/payments/{paid}"]
+        assert gw.payments(refresh=False).set_index("id").loc[paid, "refunded_amount"] == 0
+    if body == GATEWAY_404:
+        return  # the gateway said it is gone: the reject is the record of that
+    with shop.connect(tmp_path) as gw:  # the failed sync left it owed: the next one re-reads it
+        assert gw.sync().complete
+        assert gw.payments(refresh=False).set_index("id").loc[paid, "refunded_amount"] == 100
