@@ -211,7 +211,8 @@ def quality(
     five ids, or hour ranges for holes).
 
     ``completeness``: what the last sync said about itself, if at hand: a ``SyncResult``, its
-    per-resource report, the datasets' ``_state.json`` contents ({resource: state}) or a bool;
+    per-resource report, the datasets' ``_state.json`` contents ({resource: state}, as a
+    :class:`gwtools.Source`'s or a ``load_tables`` result's ``states`` hold them) or a bool;
     the rule is left out when nothing is given. ``tz``: the zone whose clock hours the
     hourly-holes rule counts (default ``GW_TIMEZONE``, else UTC).
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +40,10 @@ class Source:
     with the canonical columns; pass them to any :mod:`gwtools.analysis` function.
     ``description`` names the origin without key, port or local path; ``embedded`` is True for
     the embedded sandbox (its clock is the time pending ages are measured at);
-    ``sandbox_cache`` for a cache it filled, read without it.
+    ``sandbox_cache`` for a cache it filled, read without it. ``states``: each dataset's
+    ``_state.json`` ({resource: state}), what its last sync said about itself (whether it read
+    every page), for :func:`gwtools.analysis.quality`'s ``completeness``; empty when the
+    tables did not come from a cache.
     """
 
     payments: Any
@@ -49,6 +52,7 @@ class Source:
     engine: str
     embedded: bool = False
     sandbox_cache: bool = False
+    states: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def sandbox_data(self) -> bool:
@@ -127,7 +131,7 @@ def open_source(
       ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
     """
     from gwtools._gateway import Gateway
-    from gwtools.cache._scan import dataset_state, scan_cache, scan_dataset
+    from gwtools.cache._scan import scan_cache, scan_dataset
 
     given = {"base_url": base_url, "cache_dir": cache_dir, "account": account, "mode": mode,
              "spark_master": spark_master, "spark_path": spark_path}  # fmt: skip
@@ -140,6 +144,7 @@ def open_source(
             _describe_gateway(source),
             "duckdb",
             source.settings.embedded,
+            states=_states(source.cache_path),
         )
     if source is not None and not isinstance(source, str | os.PathLike):
         raise ConfigurationError(
@@ -151,12 +156,21 @@ def open_source(
         session = spark_session(spark_master)
         if spark_path is not None:
             payments, refunds = _spark_tables(session, spark_path)
-            state = dataset_state(spark_path, "payments")
-            sandbox = _filled_by_sandbox(state)
-            return Source(payments, refunds, describe_url(spark_path), SPARK, False, sandbox)
+            states = _states(spark_path)
+            sandbox = _filled_by_sandbox(states["payments"])
+            return Source(
+                payments, refunds, describe_url(spark_path), SPARK, False, sandbox, states
+            )
         gw = _synced(base_url, cache_dir, account, sync)
         payments, refunds = _spark_tables(session, str(gw.cache_path))
-        return Source(payments, refunds, _describe_gateway(gw), SPARK, gw.settings.embedded)
+        return Source(
+            payments,
+            refunds,
+            _describe_gateway(gw),
+            SPARK,
+            gw.settings.embedded,
+            states=_states(gw.cache_path),
+        )
     if text is None or text == _GATEWAY:
         gw = _synced(base_url, cache_dir, account, sync)
         return Source(
@@ -165,15 +179,32 @@ def open_source(
             _describe_gateway(gw),
             "duckdb",
             gw.settings.embedded,
+            states=_states(gw.cache_path),
         )
     payments, dataset = scan_dataset(text, "payments", account=account, mode=mode)
+    states = {"payments": dataset.state()}
+    states |= _states(text, account=account, mode=mode, resources=("refunds",))
     return Source(
         payments,
         scan_cache(text, "refunds", account=account, mode=mode),
         describe_url(text),
         "duckdb",
-        sandbox_cache=_filled_by_sandbox(dataset.state()),
+        sandbox_cache=_filled_by_sandbox(states["payments"]),
+        states=states,
     )
+
+
+def _states(
+    folder: str | os.PathLike[str],
+    *,
+    account: str | None = None,
+    mode: str | None = None,
+    resources: tuple[_schema.Resource, ...] = ("payments", "refunds"),
+) -> dict[str, dict[str, Any]]:
+    """Each dataset's ``_state.json`` under ``folder`` (``{}`` for one never synced)."""
+    from gwtools.cache._scan import dataset_state
+
+    return {r: dataset_state(folder, r, account=account, mode=mode) for r in resources}
 
 
 #: What each kind of source reads of open_source's options (the others would be ignored).

@@ -463,9 +463,9 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         | `refunds_within_captured_amount` | no payment has more refunded than was captured |
         | `payment_ids_unique`, `refund_ids_unique` | no payment or refund is counted twice |
         | `no_hourly_holes` | no stretch of hours without a single payment where the usual traffic of those hours makes silence unlikely (a sign of a missed sync window or an outage of our own) |
+        | `last_sync_complete` | the last sync read every page of both tables (from what the cache's last sync recorded; left out when the data comes from no cache, such as your own DataFrames) |
 
-        A ninth, `last_sync_complete` (the last sync read every page), needs the sync's own
-        report: `gwtools check` reads it from the cache. With `since`/`until` set, refunds made
+        With `since`/`until` set, refunds made
         in the period for older payments have no payment here and show under
         `refund_payment_cached`: check that rule over all dates.
         """),
@@ -476,7 +476,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         `examples`: up to five of their ids.
         """),
         code(
-            "rules = analysis.quality(payments, refunds, tz=data.tz)\n"
+            "rules = analysis.quality(payments, refunds, completeness=data.states, tz=data.tz)\n"
             'rules.drop(columns="description")',
             check=True,
         ),

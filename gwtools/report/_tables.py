@@ -9,7 +9,7 @@ import logging
 import os
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,7 +47,9 @@ class Tables:
     time ages are measured at (the sandbox clock on the embedded sandbox, so outputs are
     reproducible). ``sandbox_data``: the data is sandbox data, so the notebook's outputs say
     so (its first line here, and figures and dashboards given ``origin=`` this object: see
-    :func:`gwtools.plots.is_sandbox_data`).
+    :func:`gwtools.plots.is_sandbox_data`). ``states``: what the cache's last sync said about
+    itself ({resource: its ``_state.json``}; empty when the tables came from no cache), for
+    ``analysis.quality(..., completeness=t.states)``.
     """
 
     payments: Any
@@ -59,6 +61,7 @@ class Tables:
     until: str | None = None
     currency: str | None = None
     sandbox_data: bool = False
+    states: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         period = f"{self.since or 'start'} to {self.until or 'now'} ({self.tz})"
@@ -261,6 +264,7 @@ def load_tables(
         until_s,
         currency,
         sandbox_data=sandbox_data or src.sandbox_data,
+        states=src.states,
     )
 
 

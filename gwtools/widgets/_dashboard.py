@@ -251,6 +251,9 @@ class Dashboard(widgets.VBox):
             )
         #: Whether the data is sandbox data (the header and charts then say so).
         self.sandbox_data = any(is_sandbox_data(o) for o in (origin, found, refunds))
+        #: Where the tables came from: ``origin=``, then what they were found in (the Source
+        #: of a Gateway or nothing, else the payments themselves).
+        self.origins: tuple[Any, ...] = (origin, found)
         self.payments = self.prepare(payments)
         self.now = pd.Timestamp(now) if now is not None else None
         self.refunds = refunds

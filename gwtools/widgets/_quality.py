@@ -11,7 +11,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
 import narwhals as nw
@@ -126,9 +126,20 @@ class QualityDashboard(Dashboard):
         both = nw.concat([E.lazy(chosen), E.lazy(orphans)], how="vertical")
         return E.native_like(both, self.refunds)
 
+    def _completeness(self) -> Any:
+        """``completeness=`` as given, else the states of the cache the tables came from (a
+        Gateway's, a Source's, ``load_tables``'): without either the rule is left out."""
+        if self.completeness is not None:
+            return self.completeness
+        for origin in self.origins:
+            states = getattr(origin, "states", None)
+            if isinstance(states, Mapping) and states:
+                return states
+        return None
+
     def _rules(self, view: Any) -> tuple[pd.DataFrame, Any]:
         self.rules = quality(
-            view, self._refunds_of(view), completeness=self.completeness, tz=self.tz
+            view, self._refunds_of(view), completeness=self._completeness(), tz=self.tz
         )
         shown = self.rules.assign(
             result=self.rules["ok"].map({True: "ok", False: "FAIL"}),
@@ -159,6 +170,7 @@ def quality_dashboard(payments: Any = None, refunds: Any = None, **kwargs: Any) 
     """Data-quality dashboard: each rule with its count, pass or fail, and the rows behind a
     selected failing rule, over the canonical payments and refunds (pandas or lazy tables), or
     a Gateway / nothing for the gateway's cache. Keywords: ``completeness`` (as :func:`gwtools.analysis.quality`
-    takes it), ``tz``, ``export_dir``, ``max_rows``; ``since``, ``until``, ``method``,
+    takes it; by default what the cache's last sync said, when the tables came from a Gateway,
+    nothing, or ``origin=`` a Source or ``load_tables`` result), ``tz``, ``export_dir``, ``max_rows``; ``since``, ``until``, ``method``,
     ``currency``, ``status``, ``bank`` to open on those filters. Example: ``quality_dashboard(payments, refunds)``."""
     return QualityDashboard(payments, refunds, **kwargs)

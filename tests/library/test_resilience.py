@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pandas as pd
 import pytest
 
+from gwtools import open_source
 from gwtools._errors import (
     APIConnectionError,
     AuthenticationError,
@@ -20,6 +22,8 @@ from gwtools._errors import (
     NotFoundError,
 )
 from gwtools._gateway import connect
+from gwtools._schema import empty_payments, empty_refunds
+from gwtools.analysis import quality
 from gwtools.sync._result import GatewayDataWarning
 from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 
@@ -27,6 +31,10 @@ from tests.library._shop import CARD_DECLINE, Shop, assert_same, fresh
 def _seed(shop: Shop, n: int) -> None:
     for i in range(n):
         shop.card(CARD_DECLINE if i % 5 == 0 else "4242424242424242")
+
+
+def _last_sync_rule(rules: pd.DataFrame) -> pd.Series:
+    return rules.set_index("rule").loc["last_sync_complete"]
 
 
 @pytest.fixture
@@ -188,9 +196,17 @@ def test_body_that_stays_unusable_is_rejected_and_retried_next_sync(
                 "high_water" not in gw._dataset("payments").state()
                 or gw._dataset("payments").state()["high_water"] is None
             )
+            # What the sync recorded is what the data-quality rule judges.
+            states = {"payments": gw._dataset("payments").state()}
+            rule = _last_sync_rule(quality(empty_payments(), empty_refunds(), completeness=states))
+            assert not rule["ok"] and rule["examples"] == ["payments"]
             seeded.clear_faults()
             fixed = gw.sync()
             assert fixed.complete
+            src = open_source(gw)
+            assert _last_sync_rule(quality(src.payments, src.refunds, completeness=src.states))[
+                "ok"
+            ]
             expected = fresh(seeded, tmp_path)
             assert_same(gw.payments(refresh=False), expected["payments"])
     finally:

@@ -312,7 +312,7 @@ def test_report_includes_monitoring_and_data_quality(
     gateway_with_payments: tuple[Gateway, str], tmp_path: Path
 ) -> None:
     """05 and 06 run in the report on a tiny history: too little for a baseline, so no alert,
-    and the 6 payments break no quality rule."""
+    and the 6 payments break no quality rule, nor did the sync."""
     gw, _ = gateway_with_payments
     names = ["05_monitoring.ipynb", "06_data_quality.ipynb"]
     assert set(names) <= set(report.NOTEBOOKS)
@@ -323,7 +323,9 @@ def test_report_includes_monitoring_and_data_quality(
     assert "Data quality: can I trust these numbers?" in pages["06_data_quality.html"]
     assert "05_monitoring.html" in result.index.read_text()
     rules = pd.read_csv(tmp_path / "r" / "tables" / "quality_rules.csv")
-    assert rules["ok"].all() and len(rules) == 9
+    # Nine rules on the rows, and the sync the report ran: both tables read completely.
+    assert rules["ok"].all() and len(rules) == 10
+    assert rules.set_index("rule").loc["last_sync_complete", "checked"] == 2
     assert rules.set_index("rule").loc["payment_ids_unique", "checked"] == 6
     assert pd.read_csv(tmp_path / "r" / "tables" / "alerts.csv").empty
 

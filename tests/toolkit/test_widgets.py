@@ -632,6 +632,53 @@ def test_a_dashboard_given_a_gateway_scans_its_cache(
         w.quality_dashboard(payments)
 
 
+def test_the_quality_dashboard_judges_the_last_sync_of_the_cache_it_reads(
+    payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path
+) -> None:
+    """Opened on a Gateway, or with origin= a Source or load_tables result, it shows what the
+    cache's last sync recorded (as `gwtools check` does); bare tables say nothing of a sync,
+    so the rule is left out unless completeness= is given."""
+    import gwtools
+    from gwtools.cache._dataset import Dataset
+    from gwtools.report import load_tables
+
+    gw = gwtools.connect(
+        "sk_test_" + "a" * 24, "http://127.0.0.1:9", cache_dir=tmp_path, account="shop"
+    )
+    try:
+        for name, frame, complete in (("payments", payments, True), ("refunds", refunds, False)):
+            ds = Dataset(gw._dataset(name).path, name)
+            ds.write_batch(frame)
+            # An earlier full sync completed; the last one read every page of payments only.
+            done = "2026-11-01T00:00:00+00:00"
+            ds.write_state(
+                {"last_full_sync": done, "high_water": done, "completeness": {"complete": complete}}
+            )
+        opened = {"gateway": w.quality_dashboard(gw, tz="UTC")}
+    finally:
+        gw.close()
+    src = gwtools.open_source(tmp_path)
+    tables = load_tables(tmp_path, tz="UTC")
+    assert (
+        src.states == tables.states and src.states["refunds"]["completeness"]["complete"] is False
+    )
+    opened["source"] = w.quality_dashboard(src.payments, src.refunds, tz="UTC", origin=src)
+    opened["load_tables"] = w.quality_dashboard(
+        tables.payments, tables.refunds, tz="UTC", origin=tables
+    )
+    for how, dash in opened.items():
+        rule = dash.rules.set_index("rule").loc["last_sync_complete"]
+        assert not rule["ok"] and rule["count"] == 1 and rule["examples"] == ["refunds"], how
+        assert dash.drill_options(dash.result)[-1] == (
+            "last_sync_complete (1)",
+            "last_sync_complete",
+        )
+    bare = w.quality_dashboard(src.payments, src.refunds, tz="UTC")
+    assert "last_sync_complete" not in set(bare.rules["rule"])
+    given = w.quality_dashboard(src.payments, src.refunds, tz="UTC", completeness=True)
+    assert given.rules.set_index("rule").loc["last_sync_complete", "ok"]
+
+
 @pytest.mark.spark
 def test_spark_source_dashboard_and_streamed_export_match_pandas(
     payments: pd.DataFrame,
