@@ -415,12 +415,15 @@ def error_from_response(response: httpx.Response, *, listing: bool = False) -> G
             else "this answer is not the gateway's JSON error, so something else answered."
         )
         advice = _base_url_advice(request.url, key)
+    # The gateway's words as it wrote them; only a final full stop goes, since ours follows.
+    said = said.strip().removesuffix(".")
+    head = " ".join(p for p in (str(status), response.reason_phrase) if p)
     message = (
-        f"{status} {response.reason_phrase or ''} from {request.method} {url}: {said}"
+        f"{head} from {request.method} {url}: {said}"
         f"{f' ({details})' if details else ''}"
         f"{f' [request id {request_id}]' if request_id else ''}.{diagnosis} "
         f"What to do: {advice}."
-    ).replace("  ", " ")
+    )
     return cls(
         message,
         type=etype,

@@ -82,13 +82,29 @@ def test_message_names_status_url_and_what_to_do_without_query() -> None:
     )
     text = str(err)
     assert "400" in text and "GET http://gw.example/v1/payments" in text
-    assert "Missing required param: amount." in text and "param=amount" in text
+    assert (
+        "400 Bad Request from GET http://gw.example/v1/payments: Missing required param: " in text
+    )
+    assert "amount (type=invalid_request_error, code=parameter_missing, param=amount)." in text
     assert "What to do" in text
     assert (
         "sk_test_" not in text
         and "status=failed" not in text
         and err.url == "http://gw.example/v1/payments"
     )
+
+
+@pytest.mark.parametrize("said", ["Amount  must be  positive.", "Amount  must be  positive"])
+def test_the_gateways_words_are_quoted_as_written(said: str) -> None:
+    """Its spacing kept (a blanket double-space collapse used to change it), its final full
+    stop dropped so none doubles up with ours; a status without a reason phrase reads cleanly."""
+    text = str(
+        error_from_response(response(400, {"type": "invalid_request_error", "message": said}))
+    )
+    assert ": Amount  must be  positive (type=invalid_request_error). What to do:" in text
+    assert ".." not in text and ". (" not in text
+    bare = str(error_from_response(response(599, {"type": "api_error", "message": said})))
+    assert bare.startswith("599 from GET http://gw.example/v1/payments: Amount  must be  positive")
 
 
 def test_card_error_carries_decline_code_and_rate_limit_its_wait() -> None:
