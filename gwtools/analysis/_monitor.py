@@ -648,6 +648,12 @@ def check_monitor_args(days: Any, baseline_days: Any, settings: Any) -> MonitorS
             raise ConfigurationError(
                 f"{name} must be a number of days above 0, got {value!r}", param=name
             )
+    return check_settings(settings)
+
+
+def check_settings(settings: Any) -> MonitorSettings:
+    """``settings``, or the defaults for None; anything but a :class:`MonitorSettings` is a
+    :class:`~gwtools.ConfigurationError` saying what to pass."""
     if settings is not None and not isinstance(settings, MonitorSettings):
         raise ConfigurationError(
             f"settings must be a gwtools.analysis.MonitorSettings, got {settings!r}: "

@@ -26,7 +26,7 @@ import pandas as pd
 from gwtools import ConfigurationError, plots
 from gwtools.analysis import MonitorSettings, monitor
 from gwtools.analysis import _engine as E
-from gwtools.analysis._monitor import _bounds, _utc, check_monitor_args
+from gwtools.analysis._monitor import _bounds, _utc, check_monitor_args, check_settings
 from gwtools.analysis._time import to_timestamp
 from gwtools.report import count_rows, refunds_of
 from gwtools.widgets._dashboard import Dashboard, View
@@ -116,8 +116,33 @@ def alert_payments(
         alerts = analysis.monitor(payments, refunds, tz="Asia/Kuala_Lumpur")
         alert_payments(payments, refunds, alerts, limit=5)
     """
-    s = settings or MonitorSettings()
+    s = check_settings(settings)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigurationError(
+            f"limit must be a whole number of rows per alert, at least 1, or None for all of "
+            f"them; got {limit!r}",
+            param="limit",
+        )
+    if not isinstance(alerts, pd.DataFrame | pd.Series):
+        raise ConfigurationError(
+            f"alerts must be the table analysis.monitor() returns, or a row of it "
+            f"(alerts.iloc[0]); got a {type(alerts).__name__}",
+            param="alerts",
+        )
     table = alerts.to_frame().T if isinstance(alerts, pd.Series) else alerts
+    missing = [c for c in ("kind", "scope", "start", "end") if c not in table.columns]
+    if missing:
+        raise ConfigurationError(
+            f"alerts has no {', '.join(missing)}: pass the table analysis.monitor() returns, "
+            "or a row of it",
+            param="alerts",
+        )
+    if refunds is None and bool((table["kind"] == "refund_spike").any()):
+        raise ConfigurationError(
+            "a refund_spike alert's rows are refunds: pass the refunds as well, "
+            "alert_payments(payments, refunds, alerts)",
+            param="refunds",
+        )
     parts = []
     for number, alert in table.iterrows():
         query = _alert_query(payments, refunds, alert, cast(int, number), s)

@@ -341,6 +341,33 @@ def test_alert_payments_follow_each_scope() -> None:
     ]
 
 
+def test_alert_payments_says_what_to_pass() -> None:
+    """Each used to fail deep inside (an AttributeError, an engine error), or, for settings,
+    to be taken as it was and fail on its first use."""
+    payments = build_payments(
+        [{"status": "failed", "amount": 100, "created_at": "2026-11-02T02:00:00Z"}]
+    )
+    hour = (pd.Timestamp("2026-11-02T02:00:00Z"), pd.Timestamp("2026-11-02T03:00:00Z"))
+    alerts = pd.DataFrame(
+        [{"kind": "refund_spike", "scope": "refunds", "start": hour[0], "end": hour[1]}]
+    )
+    for call, param, said in [
+        (lambda: widgets.alert_payments(payments, None, alerts, settings={"x": 1}), "settings",
+         "MonitorSettings"),
+        (lambda: widgets.alert_payments(payments, None, alerts, limit="5"), "limit", "'5'"),
+        (lambda: widgets.alert_payments(payments, None, alerts, limit=0), "limit", "at least 1"),
+        (lambda: widgets.alert_payments(payments, None, alerts, limit=True), "limit", "True"),
+        (lambda: widgets.alert_payments(payments, None, alerts.to_dict("records")), "alerts",
+         "got a list"),
+        (lambda: widgets.alert_payments(payments, None, alerts.drop(columns="end")), "alerts",
+         "has no end"),
+        (lambda: widgets.alert_payments(payments, None, alerts), "refunds", "pass the refunds"),
+    ]:  # fmt: skip
+        with pytest.raises(gwtools.ConfigurationError, match=said) as info:
+            call()
+        assert info.value.param == param
+
+
 def _broken() -> tuple[pd.DataFrame, pd.DataFrame]:
     ok = {"status": "succeeded", "captured": True, "amount": 1000, "refunded": False}
     payments = build_payments(
