@@ -121,6 +121,11 @@ def _completeness(report: Any) -> tuple[int, list[str], str] | None:
     notes: list[str] = []
     for name, value in items:
         done: Any = value
+        if isinstance(value, Mapping) and not value:
+            # A dataset's state before any sync of it completed: what is cached is partial.
+            bad.append(str(name))
+            notes.append(f"{name}: no sync completed")
+            continue
         if isinstance(value, Mapping):
             done = value.get("complete", value.get("completeness", {}))
             if isinstance(done, Mapping):

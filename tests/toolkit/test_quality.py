@@ -107,6 +107,21 @@ def test_clean_tables_pass_and_completeness_is_optional(engine: Any) -> None:
     assert _quality(engine, payments, refunds, completeness=True)["ok"].all()
 
 
+def test_a_dataset_no_sync_completed_fails_the_last_sync_rule(engine: Any) -> None:
+    """Its state is empty (a first sync killed, or a resource never synced): its rows are
+    partial. A whole empty mapping (tables from no cache) still says nothing."""
+    payments, refunds = _tables()
+    done = {"last_full_sync": "2026-11-01T00:00:00+00:00", "completeness": {"complete": True}}
+    table = _quality(engine, payments, refunds, completeness={"payments": done, "refunds": {}})
+    rule = table.loc["last_sync_complete"]
+    assert not rule["ok"] and rule["examples"] == ["refunds"] and rule["checked"] == 2
+    both = _quality(engine, payments, refunds, completeness={"payments": {}, "refunds": {}})
+    assert both.loc["last_sync_complete", "examples"] == ["payments", "refunds"]
+    assert "last_sync_complete" not in set(
+        _quality(engine, payments, refunds, completeness={}).index
+    )
+
+
 def test_empty_tables_pass(engine: Any) -> None:
     table = _quality(engine, build_payments([]), build_refunds([]))
     assert table["ok"].all() and (table["checked"] == 0).all()
