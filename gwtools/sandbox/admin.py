@@ -65,12 +65,14 @@ async def info(request: Request) -> Response:
 
 @router.post("/accounts")
 async def create_account(request: Request) -> Response:
+    await _body(request, ())  # takes no fields: refuse any rather than ignore them
     return _json(_gw(request).create_account(), 201)
 
 
 @router.post("/keys/roll")
 async def roll_key(request: Request) -> Response:
     auth, gw = _auth(request), _gw(request)
+    await _body(request, ())
     new, old_expires = gw.roll_key(auth)
     name = "secret_key" if auth.kind == "secret" else "publishable_key"
     return _json({name: new, "old_key_expires_at": old_expires})
@@ -80,7 +82,17 @@ async def roll_key(request: Request) -> Response:
 async def set_allowlist(request: Request) -> Response:
     auth, gw = _auth(request), _gw(request)
     body = await _body(request, ("ips",))
-    ips = body.get("ips") or []
+    # only [] lifts the allowlist: a missing ips, null, "" or 0 must not drop it unnoticed
+    if body.get("ips") is None:
+        raise errors.ApiError(
+            400,
+            "invalid_request_error",
+            "parameter_missing",
+            'Missing required parameter: ips. Send {"ips": ["10.0.0.0/8", ...]}, or '
+            '{"ips": []} to lift the allowlist.',
+            param="ips",
+        )
+    ips = body["ips"]
     parse_networks(ips)
     gw.set_allowlist(auth, ips)
     return _json({"ips": ips})
@@ -96,8 +108,14 @@ async def set_clock(request: Request) -> Response:
     gw = _gw(request)
     body = await _body(request, ("now",))
     value = body.get("now")
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
+    if value is None:
         raise errors.missing("now")
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise errors.invalid(
+            "now",
+            "Invalid now: must be an ISO 8601 string (e.g. 2026-01-01T00:00:00Z) or Unix "
+            "seconds (a number).",
+        )
     try:
         instant = parse_instant(value)
     except (ValueError, OverflowError):
@@ -123,6 +141,8 @@ async def advance_clock(request: Request) -> Response:
     gw = _gw(request)
     body = await _body(request, ("seconds",))
     seconds = body.get("seconds")
+    if seconds is None:
+        raise errors.missing("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
         raise errors.invalid("seconds", "seconds must be a number >= 0.")
     try:
@@ -211,6 +231,7 @@ async def history(request: Request) -> Response:
 @router.post("/reset")
 async def reset(request: Request) -> Response:
     gw = _gw(request)
+    await _body(request, ())
     gw.reset()
     request.app.state.limiter.reset()
     faults.reset(request.scope)

@@ -21,6 +21,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("gwtools.sandbox.webhooks")
 RETRY_WINDOW: Final = 3 * 24 * 3600
 SIGNATURE_HEADER: Final = "Gateway-Signature"
+#: The spec's event kinds: what ``GET /v1/events?type=`` may filter on.
+EVENT_TYPES: Final = (
+    "payment.succeeded",
+    "payment.failed",
+    "payment.canceled",
+    "refund.created",
+    "refund.failed",
+    "customer.created",
+    "customer.updated",
+    "payment_method.attached",
+    "payment_method.detached",
+)
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:

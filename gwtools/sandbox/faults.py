@@ -76,7 +76,9 @@ class FaultSettings(BaseModel):
     most 1. Latency is added before the outcome, to every ``/v1/`` request.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: JSON types as written; lax mode would read "yes" as true, true as 1 ms and
+    # 10.0 as 10 (integer settings take integer literals, as everywhere in the sandbox)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     error_rate: Rate = Field(default=0.0, description="share of requests answered 500 api_error")
     drop_rate: Rate = Field(default=0.0, description="share of requests whose connection is closed")
@@ -629,7 +631,8 @@ async def put_faults(request: Request, state: StateDep) -> Response:
 
 
 @router.delete("/faults")
-async def delete_faults(state: StateDep) -> Response:
+async def delete_faults(request: Request, state: StateDep) -> Response:
     """Back to the start-up settings: no faults, plus the sandbox's ``--latency-ms`` if given."""
+    params.reject_unknown(params.parse_json(await request.body(), allow_empty=True), ())
     state.reset()
     return _json(state.status())

@@ -15,7 +15,7 @@ from gwtools.sandbox import domain, errors, params, render
 from gwtools.sandbox.auth import ROLL_GRACE, Auth, Keys, mask
 from gwtools.sandbox.clock import Clock, iso, parse_instant
 from gwtools.sandbox.domain import Event, Ids, Method, Record, Sequence
-from gwtools.sandbox.events import RETRY_WINDOW, Webhooks, backoff
+from gwtools.sandbox.events import EVENT_TYPES, RETRY_WINDOW, Webhooks, backoff
 from gwtools.sandbox.store import DeliveryStore, ListQuery, Row, Store
 
 API_VERSION: Final = "2024-01-01"
@@ -548,6 +548,13 @@ class Gateway:
                 )
             q.status = status
         if query.get("type"):
+            # an unknown type (a typo such as payment.succeded) would match nothing: an empty
+            # list that looks like "no such events" instead of a mistake
+            if query["type"] not in EVENT_TYPES:
+                raise errors.invalid(
+                    "type",
+                    f"Invalid type {query['type']!r}; expected one of {', '.join(EVENT_TYPES)}.",
+                )
             q.status = query["type"]
         if query.get("payment_id"):
             q.extra["payment_id"] = query["payment_id"]
@@ -580,7 +587,7 @@ class Gateway:
         cus = {
             "id": ident,
             "object": "customer",
-            "email": params.text(body, "email", max_len=254),
+            "email": params.email(body, "email"),
             "name": params.text(body, "name", max_len=255),
             "metadata": params.metadata(body, 50),
             "created": int(now),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gwtools.sandbox.cards import TOKENS
+from gwtools.sandbox.events import EVENT_TYPES
 from gwtools.sandbox.fpx import BANKS
 from gwtools.sandbox.params import CURRENCIES, MAX_AMOUNT, METADATA_KEYS, REASONS
 from gwtools.sandbox.render import PAYMENT_STATUSES, REFUND_STATUSES
@@ -568,7 +569,7 @@ def build_openapi(variant: str) -> dict[str, Any]:
             "get": op(
                 "List events",
                 _responses(200, "EventList"),
-                [_query("type", NONEMPTY, "event type"), *window, *cursor],
+                [_query("type", {"enum": list(EVENT_TYPES)}, "event type"), *window, *cursor],
                 operation_id="listEvents",
             )
         },

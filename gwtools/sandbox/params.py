@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -95,10 +96,51 @@ def parse_json(raw: bytes, *, allow_empty: bool = False) -> dict[str, Any]:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise errors.invalid(None, f"The request body is not valid JSON ({exc}).") from None
+        raise errors.invalid(
+            None,
+            f"The request body is not valid JSON ({exc}); send a JSON object with "
+            "Content-Type: application/json (not a form).",
+        ) from None
     if not isinstance(body, dict):
-        raise errors.invalid(None, "The request body must be a JSON object.")
+        raise errors.invalid(
+            None,
+            f"The request body must be a JSON object ({{...}}); got {_json_type(body)}.",
+        )
+    _reject_duplicates(raw)
     return body
+
+
+class _Duplicate(Exception):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in seen:
+            raise _Duplicate(name)
+        seen[name] = value
+    return seen
+
+
+def _reject_duplicates(raw: bytes) -> None:
+    """Refuse a name given twice in one JSON object: orjson keeps the last value, so
+    ``{"amount": 1000, "amount": 5}`` would charge 5 and drop 1000 unseen. orjson cannot
+    tell, so the stdlib parser reads the body (orjson accepted it) again with a hook that
+    sees every name."""
+    if raw.count(b'"') < 4:  # fewer than two names: nothing can repeat
+        return
+    try:
+        json.loads(raw, object_pairs_hook=_unique_pairs)
+    except (RecursionError, ValueError):  # deeper than the stdlib goes; orjson took it
+        return
+    except _Duplicate as dup:
+        raise errors.invalid(
+            None,
+            f"The request body names {dup.name!r} more than once in one JSON object; give "
+            "each field once.",
+        ) from None
 
 
 def reject_unknown(body: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
@@ -132,6 +174,14 @@ def integer(
     # bits): 1500.0, 1.5e3 and 1e3 are refused alike, as 1.5 is.
     if isinstance(value, bool) or not isinstance(value, int):
         bounds = f" from {low} to {high}" if high < 10**9 else ""
+        if isinstance(value, float) and abs(value) >= 2**63:
+            # orjson reads an integer literal beyond 64 bits as a float: echoing it back as
+            # "1e+23" would blame the caller's digits for an exponent they never wrote
+            raise errors.invalid(
+                param,
+                f"Invalid {param}: the number is far too large; it must be an integer"
+                f"{bounds}, written with digits only (no decimal point or exponent).",
+            )
         raise errors.invalid(
             param,
             f"Invalid {param}: must be an integer{bounds}, written with digits only (no decimal "
@@ -144,6 +194,8 @@ def integer(
 
 def _json_type(value: Any) -> str:
     """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
     names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
     return names.get(type(value), "object")
 
@@ -187,6 +239,13 @@ def url(body: Mapping[str, Any], name: str, *, required: bool = False) -> str | 
     return value
 
 
+def email(body: Mapping[str, Any], name: str) -> str | None:
+    value = text(body, name, max_len=254)
+    if value is not None and not _EMAIL.match(value):
+        raise errors.invalid(name, f"Invalid {name}: {value!r} is not an e-mail address.")
+    return value
+
+
 def boolean(body: Mapping[str, Any], name: str) -> bool:
     value = body.get(name)
     if value is None:
@@ -221,6 +280,14 @@ def metadata(body: Mapping[str, Any], max_keys: int) -> dict[str, Any]:
         elif not isinstance(item, int | float | bool) or item is None:
             raise errors.invalid(
                 f"metadata[{key}]", "Invalid metadata value: must be a string, number or boolean."
+            )
+        elif isinstance(item, float) and abs(item) >= 2**53:
+            # beyond 2**53 a JSON number is kept as a double, which drops digits (an order
+            # number 12345678901234567890123 would come back as 1.2345678901234568e+22)
+            raise errors.invalid(
+                f"metadata[{key}]",
+                "Invalid metadata value: the number is too large to keep exactly; send it as "
+                'a string (e.g. "12345678901234567890").',
             )
     return value
 
@@ -257,12 +324,7 @@ def payment_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
     )
     params["return_url"] = url(body, "return_url")
     params["customer"] = text(body, "customer", max_len=100)
-    email = text(body, "receipt_email", max_len=254)
-    if email is not None and not _EMAIL.match(email):
-        raise errors.invalid(
-            "receipt_email", f"Invalid receipt_email: {email!r} is not an e-mail address."
-        )
-    params["receipt_email"] = email
+    params["receipt_email"] = email(body, "receipt_email")
     params["save_payment_method"] = boolean(body, "save_payment_method")
     if params["save_payment_method"] and not params["customer"]:
         raise errors.ApiError(
@@ -293,8 +355,15 @@ def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
     text(card, "name", max_len=200, param=f"{param}[name]")
     token = text(card, "token", max_len=100, param=f"{param}[token]")
     if token is not None:
-        if "number" in card:
-            raise errors.invalid(f"{param}[token]", "Give either a token or a card number.")
+        given = [name for name in ("number", "exp_month", "exp_year", "cvc") if name in card]
+        if given:
+            # a token carries its own number and expiry: the details given with it would be
+            # silently ignored
+            raise errors.invalid(
+                f"{param}[{given[0]}]",
+                f"Give either a token or card details (number, exp_month, exp_year, cvc), not "
+                f"both; remove {', '.join(given)} or the token.",
+            )
         test = TOKENS.get(token)
         if test is None:
             raise errors.invalid(
@@ -430,7 +499,20 @@ def refund_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
 
 
 def query(params: Mapping[str, str], allowed: Iterable[str]) -> None:
+    """Refuse unknown query parameters, and known ones given twice: a mapping keeps one
+    value of ``status=failed&status=pending``, and the other would be dropped unseen."""
     reject_unknown(params, allowed)
+    getlist = getattr(params, "getlist", None)
+    if getlist is None:
+        return
+    for name in params:
+        count = len(getlist(name))
+        if count > 1:
+            raise errors.invalid(
+                name,
+                f"Invalid {name}: given {count} times; give it once (a list filters on one "
+                "value: make one request per value).",
+            )
 
 
 def instant(params: Mapping[str, str], name: str) -> float | None:
@@ -443,7 +525,7 @@ def instant(params: Mapping[str, str], name: str) -> float | None:
         raise errors.invalid(
             name,
             f"Invalid {name}: {value!r}; expected ISO 8601 (e.g. "
-            "2024-01-31T00:00:00Z) or Unix seconds.",
+            "2024-01-31T00:00:00Z) or whole Unix seconds (digits only, e.g. 1706659200).",
         ) from None
 
 

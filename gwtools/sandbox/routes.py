@@ -39,9 +39,20 @@ def _ok(body: bytes, status: int = 200) -> Response:
     return Response(body, status, media_type=JSON)
 
 
+def _no_query(request: Request, hint: str) -> None:
+    """Refuse query parameters on a call that reads none: ignoring ``?amount=500`` on a
+    capture or refund would move the full amount instead of the one the caller meant."""
+    for name in request.query_params:
+        raise errors.invalid(name, f"Received unknown query parameter: {name}. {hint}")
+
+
+_IN_BODY = "Parameters of this call go in the JSON body, not in the URL."
+
+
 @_route("/v1/payments", "POST")
 async def create_payment(request: Request) -> Response:
     gw, auth = _ctx(request)
+    _no_query(request, _IN_BODY)
     return _ok(gw.create_payment(auth, await request.body()), 201)
 
 
@@ -87,6 +98,7 @@ async def get_payment(request: Request) -> Response:
 async def capture_payment(request: Request) -> Response:
     ident = request.path_params["ident"]
     gw, auth = _ctx(request)
+    _no_query(request, _IN_BODY)
     return _ok(gw.capture(auth, ident, await request.body()))
 
 
@@ -94,12 +106,14 @@ async def capture_payment(request: Request) -> Response:
 async def void_payment(request: Request) -> Response:
     ident = request.path_params["ident"]
     gw, auth = _ctx(request)
+    _no_query(request, "Void takes no parameters.")
     return _ok(gw.void(auth, ident, await request.body()))
 
 
 @_route("/v1/refunds", "POST")
 async def create_refund(request: Request) -> Response:
     gw, auth = _ctx(request)
+    _no_query(request, _IN_BODY)
     return _ok(gw.create_refund(auth, await request.body()), 201)
 
 
@@ -122,10 +136,7 @@ async def list_refunds(request: Request) -> Response:
 async def get_refund(request: Request) -> Response:
     ident = request.path_params["ident"]
     gw, auth = _ctx(request)
-    if request.query_params:
-        raise errors.invalid(
-            next(iter(request.query_params)), "This endpoint takes no query parameters."
-        )
+    _no_query(request, "This endpoint takes no query parameters.")
     return _ok(gw.get_refund(auth, ident))
 
 
@@ -139,6 +150,7 @@ async def list_events(request: Request) -> Response:
 async def get_event(request: Request) -> Response:
     ident = request.path_params["ident"]
     gw, auth = _ctx(request)
+    _no_query(request, "This endpoint takes no query parameters.")
     row = gw.store.get("events", auth.account, auth.livemode, ident)
     if row is None:
         raise errors.not_found("event", ident)

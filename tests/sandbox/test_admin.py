@@ -175,3 +175,32 @@ def test_idle_connections_outlive_an_httpx_clients_keep_alive(sandbox_a: Sandbox
     server_keeps = sandbox_a._server.config.timeout_keep_alive
     assert DEFAULT_LIMITS.keepalive_expiry is not None
     assert server_keeps > DEFAULT_LIMITS.keepalive_expiry
+
+
+def test_admin_calls_without_fields_refuse_a_body(payer: Payer) -> None:
+    """A body given to a call that takes none used to be ignored."""
+
+    def refused(r: httpx.Response) -> None:
+        assert r.status_code == 400, r.text
+        err = error_of(r)
+        assert (err["code"], err["param"]) == ("parameter_invalid", "everything")
+        assert "Allowed: none" in err["message"]
+
+    for path in ("/_sandbox/accounts", "/_sandbox/keys/roll"):
+        refused(payer.http.post(path, json={"everything": True}))
+    assert payer.http.get("/v1/payments").status_code == 200  # the key was not rolled
+    # reset on a private server: the shared ones must keep their accounts
+    with Sandbox("B", now=NOW) as sb, httpx.Client(base_url=sb.base_url, verify=False) as c:
+        auth = {"Authorization": f"Bearer {sb.secret_key}"}
+        assert c.put("/_sandbox/rate_limits", json={"all": 7}).status_code == 200
+        refused(c.post("/_sandbox/reset", json={"everything": True}))
+        assert c.get("/_sandbox/rate_limits").json()["all"] == 7  # nothing was reset
+        assert c.get("/v1/payments", headers=auth).status_code == 200
+
+
+def test_customer_email_is_checked(payer: Payer) -> None:
+    r = payer.http.post("/_sandbox/customers", json={"email": "nobody"})
+    assert r.status_code == 400
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "email")
+    assert "not an e-mail address" in err["message"]

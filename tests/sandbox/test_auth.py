@@ -147,3 +147,18 @@ def test_ipv6_client_against_allowlist(account: dict[str, Any], sandbox: Sandbox
 def test_bad_allowlist_entry_is_400(payer: Payer) -> None:
     r = payer.http.put("/_sandbox/keys/allowlist", json={"ips": ["300.1.1.1"]})
     assert r.status_code == 400 and error_of(r)["param"] == "ips"
+
+
+@pytest.mark.parametrize("body", [{}, {"ips": None}, {"ips": ""}, {"ips": 0}, {"ips": False}])
+def test_allowlist_is_lifted_only_by_an_empty_list(payer: Payer, body: dict[str, Any]) -> None:
+    """A missing or falsy ``ips`` used to lift the key's allowlist without a word."""
+    assert payer.http.put("/_sandbox/keys/allowlist", json={"ips": ["10.0.0.0/8"]}).is_success
+    r = payer.http.put("/_sandbox/keys/allowlist", json=body)
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert err["param"] == "ips"
+    if "ips" not in body or body["ips"] is None:
+        assert err["code"] == "parameter_missing" and '{"ips": []}' in err["message"]
+    else:
+        assert err["code"] == "parameter_invalid"
+    assert payer.http.get("/v1/payments").status_code == 401  # still restricted

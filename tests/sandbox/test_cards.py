@@ -181,3 +181,26 @@ def test_tokens_stand_for_test_cards(payer_b: Payer) -> None:
     unknown = payer.create(payment_method_data={"type": "card", "card": {"token": "tok_nope"}})
     assert unknown.status_code == 400
     assert error_of(unknown)["param"] == "payment_method_data[card][token]"
+
+
+@pytest.mark.parametrize("extra", [{"exp_month": 1, "exp_year": 2020}, {"cvc": "1"}])
+def test_token_with_card_details_is_refused(payer_b: Payer, extra: dict[str, object]) -> None:
+    """A token carries its own number and expiry: details given with it used to be ignored."""
+    card = {"token": "tok_visa", **extra}
+    r = payer_b.http.post(
+        "/v1/payments",
+        json={
+            "amount": 100,
+            "currency": "myr",
+            "payment_method_data": {"type": "card", "card": card},
+        },
+    )
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    first = next(iter(extra))
+    assert (err["code"], err["param"]) == (
+        "parameter_invalid",
+        f"payment_method_data[card][{first}]",
+    )
+    assert "either a token or card details" in err["message"]
+    assert payer_b.http.get("/v1/payments").json()["data"] == []

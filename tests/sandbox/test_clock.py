@@ -108,3 +108,22 @@ def test_a_sandbox_cannot_start_outside_the_range() -> None:
     with pytest.raises(ClockRangeError, match="2000-01-01T00:00:00Z"):
         Clock(datetime(1999, 1, 1, tzinfo=UTC))
     assert Clock(datetime(2000, 1, 1, tzinfo=UTC)).iso() == "2000-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("bad", [[1], True, {"unix": 1}])
+def test_setting_a_wrong_type_is_invalid_not_missing(client: httpx.Client, bad: Any) -> None:
+    r = client.post("/_sandbox/clock", json={"now": bad})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "now")
+    assert "ISO 8601" in err["message"] and "Unix seconds" in err["message"]
+
+
+def test_advance_without_seconds_is_missing(client: httpx.Client) -> None:
+    for r in (
+        client.post("/_sandbox/clock/advance", json={}),
+        client.post("/_sandbox/clock/advance"),
+    ):
+        assert r.status_code == 400, r.text
+        err = error_of(r)
+        assert (err["code"], err["param"]) == ("parameter_missing", "seconds")

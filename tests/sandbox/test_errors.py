@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, error_of
@@ -191,3 +192,72 @@ def test_unknown_routes_and_methods(payer: Payer) -> None:
     r = payer.http.delete("/v1/payments")
     assert r.status_code == 405 and r.headers["allow"] == "GET, POST"
     assert error_of(r)["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("call", ["create", "capture", "void", "refund"])
+def test_post_query_parameters_are_refused(payer: Payer, call: str) -> None:
+    """``?amount=500`` on a POST used to be ignored: a full capture or refund instead of the
+    partial one meant."""
+    p = payer.pay(1000, capture="manual" if call in ("capture", "void") else "automatic")
+    path, body = {
+        "create": ("/v1/payments", _valid(payer.variant)),
+        "capture": (f"/v1/payments/{p['id']}/capture", {}),
+        "void": (f"/v1/payments/{p['id']}/void", {}),
+        "refund": ("/v1/refunds", {"payment_id": p["id"]}),
+    }[call]
+    r = payer.http.post(path, params={"amount": 500}, json=body)
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "amount")
+    assert "JSON body" in err["message"] or "no parameters" in err["message"]
+    after = payer.get(p["id"])
+    assert (after["status"], after["amount_captured"], after["refunded_amount"]) == (
+        p["status"],
+        p["amount_captured"],
+        0,
+    )
+    assert len(payer.http.get("/v1/payments").json()["data"]) == 1  # nothing was created
+
+
+def test_duplicate_json_names_are_refused(payer: Payer) -> None:
+    """orjson keeps the last of two equal names: {"amount": 1000, "amount": 5} charged 5."""
+    body = orjson.dumps(_valid(payer.variant))[:-1] + b', "amount": 5}'
+    r = payer.http.post("/v1/payments", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert err["code"] == "parameter_invalid"
+    assert "'amount' more than once" in err["message"] and "give each field once" in err["message"]
+    nested = orjson.dumps({**_valid(payer.variant), "metadata": {"a": "1"}})
+    nested = nested.replace(b'{"a":"1"}', b'{"a":"1","a":"2"}')
+    r = payer.http.post(
+        "/v1/payments", content=nested, headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 400 and "'a' more than once" in error_of(r)["message"]
+    assert payer.http.get("/v1/payments").json()["data"] == []
+
+
+def test_body_errors_say_what_to_send(payer: Payer) -> None:
+    form = payer.http.post("/v1/payments", data={"amount": "1000"})
+    assert form.status_code == 400
+    assert "Content-Type: application/json" in error_of(form)["message"]
+    array = payer.http.post("/v1/payments", json=[_valid(payer.variant)])
+    assert array.status_code == 400 and "got array" in error_of(array)["message"]
+
+
+def test_metadata_numbers_that_would_lose_digits_are_refused(payer: Payer) -> None:
+    """A number beyond 2**53 is read as a double: 12345678901234567890123 came back as
+    1.2345678901234568e+22."""
+    body = (
+        orjson.dumps(_valid(payer.variant))[:-1]
+        + b', "metadata": {"order": 12345678901234567890123}}'
+    )
+    r = payer.http.post("/v1/payments", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "metadata[order]")
+    assert "send it as a string" in err["message"]
+    assert payer.http.get("/v1/payments").json()["data"] == []
+    # integers up to 64 bits are kept exactly
+    body = orjson.dumps({**_valid(payer.variant), "metadata": {"order": 12345678901234567890}})
+    r = payer.http.post("/v1/payments", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 201 and b'"order":12345678901234567890' in r.content

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, Receiver
+from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, Receiver, error_of
 
 
 def _verify(secret: str, headers: dict[str, str], body: bytes) -> int:
@@ -165,3 +165,25 @@ def test_events_and_webhooks_stay_in_their_mode(payer_b: Payer, receiver: Receiv
     assert [e["id"] for e in live_events] == [event["id"]]
     assert event["id"] not in {e["id"] for e in test_events}
     assert len(receiver.requests) == 1
+
+
+def test_unknown_event_type_is_refused(payer: Payer) -> None:
+    """A misspelt type used to answer an empty list, as if there were no such events."""
+    payer.pay()
+    r = payer.http.get("/v1/events", params={"type": "payment.succeded"})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "type")
+    assert "payment.succeeded" in err["message"]  # the valid types are named
+    ok = payer.http.get("/v1/events", params={"type": "payment.succeeded"})
+    assert ok.status_code == 200 and len(ok.json()["data"]) == 1
+
+
+def test_retrieve_event_refuses_query_parameters(payer: Payer) -> None:
+    payer.pay()
+    event = payer.http.get("/v1/events").json()["data"][0]
+    r = payer.http.get(f"/v1/events/{event['id']}", params={"expand": "data"})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", "expand")
+    assert "takes no query parameters" in err["message"]

@@ -401,3 +401,28 @@ def test_without_a_socket_a_drop_raises_connection_dropped() -> None:
             await client.get(PAYMENTS, headers={"Authorization": f"Bearer {key}"})
 
     _inprocess(steps)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("ignore_time_filters", "yes"),
+        ("latency_ms", True),
+        ("latency_ms", 10.0),
+        ("error_rate", "0.5"),
+    ],
+)
+def test_fault_settings_take_json_types_as_written(faults: Any, setting: str, value: Any) -> None:
+    """Lax parsing read "yes" as true, true as 1 ms and "0.5" as a rate."""
+    r = faults.admin.put("/_sandbox/faults", json={setting: value})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert (err["code"], err["param"]) == ("parameter_invalid", setting)
+    assert _status(faults)["active"] is False
+
+
+def test_fault_reset_refuses_a_body(faults: Any) -> None:
+    faults(error_rate=0.5, seed=1)
+    r = faults.admin.request("DELETE", "/_sandbox/faults", json={"error_rate": 0})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "error_rate"
+    assert _status(faults)["active"] is True

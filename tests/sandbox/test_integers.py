@@ -125,3 +125,14 @@ def test_admin_integers(payer: Payer) -> None:
     _refused(_post(payer, "/_sandbox/history", '{"payments": 1e1, "days": 5}'), "payments")
     _refused(_post(payer, "/_sandbox/history", '{"payments": 10, "days": 5.0}'), "days")
     assert _count(payer, "/v1/payments") == 0
+
+
+def test_integers_beyond_64_bits_are_called_too_large(payer: Payer) -> None:
+    """orjson reads 99999999999999999999999 as a float: the message used to show "1e+23" and
+    ask for digits only, which the caller had written."""
+    r = _post(payer, "/v1/payments", _creation(payer, "99999999999999999999999"))
+    _refused(r, "amount")
+    message = error_of(r)["message"]
+    assert "too large" in message and "from 1 to 99999999" in message
+    assert "e+" not in message
+    assert _count(payer, "/v1/payments") == 0

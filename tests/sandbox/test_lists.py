@@ -145,3 +145,21 @@ def test_empty_filter_values_are_400(payer: Payer) -> None:
         assert r.status_code == 400 and error_of(r)["param"] == name
     r = payer.http.get("/v1/refunds", params={"payment_id": ""})
     assert r.status_code == 400 and error_of(r)["param"] == "payment_id"
+
+
+@pytest.mark.parametrize("name", ["status", "limit", "from"])
+def test_repeated_query_parameters_are_refused(payer: Payer, name: str) -> None:
+    """``status=failed&status=pending`` used to filter on one of them and drop the other."""
+    value = {"status": payer.status("failed"), "limit": "5", "from": "2026-01-01"}[name]
+    r = payer.http.get("/v1/payments", params=[(name, value), (name, value)])
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_invalid", name)
+    assert "given 2 times" in err["message"] and "give it once" in err["message"]
+
+
+def test_fractional_unix_seconds_message(payer: Payer) -> None:
+    r = payer.http.get("/v1/payments", params={"from": "1706659200.5"})
+    assert r.status_code == 400
+    err = error_of(r)
+    assert err["param"] == "from" and "whole Unix seconds" in err["message"]
