@@ -104,9 +104,13 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         with its 95% interval, the funnel, and writes the canonical tables as CSV and Parquet
         for colleagues who work in Excel, DuckDB or Spark.
 
-        With no key configured it runs on the embedded sandbox's seeded demo history, so the
-        numbers below are reproducible. Set `GW_API_KEY` and `GW_BASE_URL` (never a key in a
-        notebook) to run it on your gateway.
+        With no key configured it runs on the embedded sandbox's seeded demo history. The
+        outputs stored here were made with `GW_TIMEZONE=Asia/Kuala_Lumpur` and
+        `GW_SANDBOX_NOW=2026-11-20T12:00:00Z`: set both to get the same numbers; otherwise the
+        history ends now and days are UTC days. Its last week holds three planted incidents
+        (05_monitoring finds them), which are in every figure here: a card-testing hour adds
+        hundreds of small declined card payments, so that week's decline rate jumps. Set
+        `GW_API_KEY` and `GW_BASE_URL` (never a key in a notebook) to run it on your gateway.
         """),
         code(PARAMETERS, tags=("parameters",)),
         code(setup()),
@@ -115,9 +119,12 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         ## Headlines
 
         The success rate counts decided payments only (succeeded or failed): payments still
-        open, canceled or expired were never decided. The worst FPX bank is ranked by the
-        upper end of its interval, so a bank with a handful of payments cannot top the list by
-        chance.
+        open, canceled or expired were never decided. The worst FPX bank's rate is different:
+        succeeded / *finished* attempts, where time-outs and customer cancellations count
+        against the bank (as in 04_fpx_banks), so it is lower than a decided-only rate and not
+        comparable with the rates here. Banks need at least 20 finished attempts to be ranked,
+        and are ranked by the upper end of their interval, so a bank with a handful of payments
+        cannot top the list by chance. The refund rate is refunded / succeeded payments.
         """),
         code("print(analysis.overview(payments, refunds))", check=True),
         md("## Where payments are now (canonical status, the same for both API variants)"),
@@ -134,8 +141,12 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         ## The funnel
 
         A final status says where a payment is, not the road it took: *reached* counts the
-        payments at a stage or past it. Failed, canceled and expired payments left the funnel
-        (`exited`).
+        payments at a stage or past it, `now` those at it today. Failed, canceled and expired
+        payments left the funnel (`exited`); neither API says at which step, so they are all
+        counted on the first row, whose `step_conversion` (reached / the previous stage's
+        reached) is therefore every exit, not a first-step loss. `share_of_created` = reached /
+        created; `refunded` counts succeeded payments with a refund (its conversion is the
+        refund rate).
         """),
         code("funnel = analysis.funnel(payments)\nfunnel", check=True),
         code("plots.funnel(funnel, origin=data)"),
@@ -148,8 +159,11 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         ## Export
 
         The canonical tables, as the library returns them (every column, its type and where
-        it comes from: docs/tables.md), plus the summary tables above. From a terminal,
-        `gwtools export payments --format parquet --out payments.parquet` does the same.
+        it comes from: docs/tables.md), plus the summary tables above. In the canonical tables
+        `amount` and `refunded_amount` are minor units (sen for MYR; `amount_major` is RM) and
+        times are UTC; the summary tables use major units. From a terminal, `gwtools export
+        payments --format parquet --out payments.parquet` writes the payments table of the
+        gateway's cache (all of it: its `--since`/`--until` are UTC times, not local days).
         A table longer than a spreadsheet opens (1,048,575 rows) is saved as Parquet only,
         with a warning below: `gwtools export` writes its CSV when you need one.
         """),
@@ -181,7 +195,11 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("""
         ## Decline codes, most frequent first
 
-        `share` is of all failed payments; amounts stay per currency, in major units.
+        Every failed payment, card and FPX: an FPX payment the bank refused or that timed out
+        carries the gateway's failure code (no card decline code), and the soft/hard advice is
+        written for cards (04_fpx_banks follows the banks). `share` is of all failed payments;
+        `decline_code` lists the codes seen with each reason; amounts stay per currency, in
+        major units.
         """),
         code("breakdown = analysis.decline_breakdown(payments)\nbreakdown", check=True),
         code("plots.decline_pareto(breakdown, origin=data)"),
@@ -247,17 +265,22 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("""
         ## Refund rate, payment cohort
 
-        `rate` = refunded payments / succeeded payments (with its interval), `amount_rate` =
-        refunded / captured amount. Failed refunds returned nothing and are not counted;
-        pending ones are.
+        `rate` = refunded payments / succeeded payments (`payments`; with its interval),
+        `amount_rate` = refunded / captured amount, in major units of `currency`. Failed
+        refunds returned nothing and are not counted; pending ones are (in the reasons table
+        below, `failed` counts the failed refunds left out of `count`, `share` and amounts).
         """),
         code("rate = analysis.refund_rate(payments, refunds)\nrate", check=True),
         code('analysis.refund_rate(payments, refunds, by="method_type")', check=True),
         md("""
         ## Week by week: cohort versus refund date
 
-        The last cohorts look low because their refunds have not happened yet; the refund-date
-        view has no such lag but mixes refunds of older sales into each week.
+        The first chart is the cohort view by count: refunded / succeeded payments of each
+        week's sales. Its last weeks look low because their refunds have not happened yet. The
+        second is by amount and by refund date: the amount refunded in each week / the amount
+        captured in that week's sales, with no interval (refunds of older sales make it a ratio,
+        not a proportion). It has no such lag, but its first weeks are low (no earlier sales to
+        refund) and a week with fewer sales, such as a partial last week, jumps.
         """),
         code(
             'cohort = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz)\n'
@@ -280,8 +303,11 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("""
         ## Still pending
 
-        Age in business days (Monday to Friday in the report's time zone). An FPX refund past 5
-        business days is overdue: worth a look with the bank.
+        Age in business days (Monday to Friday in the report's time zone, the creation day not
+        counted; pass `holidays=` to `pending_refunds` to leave public holidays out), measured
+        at `data.as_of`; `created_at` is shown in UTC. An FPX refund past 5 business days is
+        overdue: worth a look with the bank. Card refunds have no documented window, so
+        `overdue` is empty for them.
         """),
         code(
             "pending = analysis.pending_refunds(payments, refunds, now=data.as_of, tz=data.tz)\n"
@@ -325,8 +351,10 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("""
         ## Banks, worst first
 
-        `rate` = succeeded / finished attempts; time-outs and customer cancellations count as
-        finished (they happen on the bank's side of the flow), pending attempts do not.
+        `rate` = succeeded / finished attempts (`n`); time-outs, customer cancellations and
+        expiries count as finished (they happen on the bank's side of the flow), pending
+        attempts do not. `median_minutes`: from creation to capture of the succeeded ones
+        (empty when none succeeded).
         Ranking, the same everywhere (this table, the chart, the overview's "worst FPX bank"):
         banks with at least 20 finished attempts, worst first by the upper end of the 95%
         interval (worst even at its best), then banks with fewer attempts (`rank_note` says
@@ -334,10 +362,21 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code("banks = analysis.fpx_banks(payments)\nbanks", check=True),
         code("plots.fpx_success_rates(banks, origin=data)"),
-        md("## How each bank's attempts end"),
+        md("""
+        ## How each bank's attempts end
+
+        Shares of all attempts, pending ones included (so `succeeded` is below `rate` above),
+        sorted by succeeded share. The table keeps the gateway's test banks; the heatmap leaves
+        them out.
+        """),
         code("shares = analysis.fpx_outcome_shares(payments)\nshares.round(3)", check=True),
         code("plots.fpx_outcome_heatmap(shares, origin=data)"),
-        md("## Over time (monthly, to keep the intervals readable)"),
+        md("""
+        ## Over time, per calendar month (local time)
+
+        With more than three banks the chart hides the intervals: read `n`, `ci_low` and
+        `ci_high` in `monthly` before trusting a move. The first and last months may be partial.
+        """),
         code(
             'monthly = analysis.fpx_banks(payments, freq="month", tz=data.tz)\n'
             "plots.fpx_rate_over_time(monthly, origin=data)"
@@ -364,8 +403,9 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         raises a false alarm on a normal history at most 1% of the time, however many days,
         banks or hours it looks at; on 20 normal sandbox histories none raised any.
         docs/monitoring.md has the rules, the thresholds and how they were calibrated;
-        `gwtools monitor` prints the same alerts from a terminal (and exits 1 when there are
-        any, for a cron job).
+        `gwtools monitor` prints the same alerts from a terminal for the gateway's synced cache
+        in `GW_TIMEZONE` (or `--tz`), and exits 1 when there are any, 2 when it cannot check,
+        for a cron job.
 
         The embedded sandbox's demo history places one incident of each kind but a refund
         spike in its last week (a card-testing hour, an outage at one FPX bank and a day of
@@ -380,12 +420,14 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         | alert | what it watches | raised when |
         |---|---|---|
         | `decline_spike` | card decline rate per local day, all cards and per brand; each order's first attempt only (a customer's retries after a decline are not fresh evidence) | the day's rate is at least 1.5 times the baseline's, with at least 5 declines, and above the control limit (`high` from twice the baseline) |
-        | `card_testing` | card attempts of at most 2.00 per hour | at least 30 in an hour, far above the usual count of such attempts, at least 80% on different cards and mostly declined: someone checking stolen card numbers (`high` from 100) |
+        | `card_testing` | card attempts of at most 2.00 (major units of the payment's currency) per hour; its `limit` is a count per hour | at least 30 in an hour, far above the usual count of such attempts, at least 80% on different cards and mostly declined: someone checking stolen card numbers (`high` from 100) |
         | `fpx_bank_outage` | each real FPX bank per hour of Malaysia time | its payments succeed at most half as often as usual for that bank, and improbably so, or several time out in a row (`high` when nothing succeeded) |
         | `refund_spike` | refunds created per local day | at least 5, at least twice the usual daily count and above its control limit (`high` from three times) |
 
         A scope whose baseline is too small to trust (under 50 decided card payments, or 25
-        attempts at a bank) is skipped rather than guessed at. With `since`/`until` set, the
+        attempts at a bank) is skipped rather than guessed at. A decline spike counts each
+        order's first attempt only and leaves out the attempts of a card-testing alert, so its
+        rates are lower than 02_declines' decline rate. With `since`/`until` set, the
         window is the last 7 days of that selection and the baseline what the selection holds
         before it.
         """),
@@ -408,15 +450,18 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         ## On a timeline
 
         One row per kind and scope; each bar runs from the alert's start to its end (red:
-        `high`, orange: `medium`), a diamond marks alerts too short to show as a bar, and the
-        label gives what was observed against the usual.
+        `high`, orange: `medium`), a diamond marks each alert's middle (so a one-hour alert
+        still shows), and the label gives what was observed against the usual.
         """),
         code("plots.monitor_timeline(alerts, tz=data.tz, origin=data)"),
         md("""
         ## The payments behind each alert (the first 5 of each)
 
         The payments in the alert's scope created between its start and end (for a refund
-        spike, the refunds). `alert` is the alert's row above; the export below has them all.
+        spike, the refunds): every attempt, retries, successes and open ones too, so more rows
+        than the alert's `n`, which counts what the monitor judged (first attempts for a decline
+        spike, finished ones for an outage). `alert` is the alert's row above; the export below
+        has them all.
         """),
         code("alert_payments(payments, refunds, alerts, limit=5)", check=True),
         md("""
@@ -445,7 +490,8 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         and names up to five of them, so a failing rule says where to look. A rule that fails
         on a fresh sync points at the gateway's data; one that fails only here and not after
         `gwtools sync --full` points at the cache. docs/monitoring.md describes each rule;
-        `gwtools check` runs the same from a terminal (and exits 1 when a rule fails).
+        `gwtools check` runs the same on the gateway's synced cache from a terminal (and exits 1
+        when a rule fails, 2 when it cannot check).
         """),
         code(PARAMETERS, tags=("parameters",)),
         code(setup("from gwtools.widgets import quality_dashboard, quality_examples")),
@@ -472,8 +518,10 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         md("""
         ## Results
 
-        `checked`: the rows a rule looked at (hours for holes); `count`: the rows breaking it;
-        `examples`: up to five of their ids.
+        `checked`: the rows a rule looked at (hours for holes, tables for
+        `last_sync_complete`); `count`: the rows breaking it; `examples`: up to five of their
+        ids (amounts in the examples below are minor units). These rules check that the tables
+        agree, not how recent they are: the `data` line above says what they hold.
         """),
         code(
             "rules = analysis.quality(payments, refunds, completeness=data.states, tz=data.tz)\n"
