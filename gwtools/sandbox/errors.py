@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -67,12 +67,33 @@ def invalid(param: str | None, message: str) -> ApiError:
     return ApiError(400, "invalid_request_error", "parameter_invalid", message, param=param)
 
 
+#: What each id prefix names, to tell an id of one kind given where another is expected.
+_KINDS: Final = {
+    "pay_": "payment",
+    "rfnd_": "refund",
+    "evt_": "event",
+    "cus_": "customer",
+    "pm_": "payment method",
+}
+#: Longer ids are shown cut: the message names the id, it need not repeat a pasted page.
+_SHOWN_ID = 64
+
+
 def not_found(kind: str, ident: str, param: str = "id") -> ApiError:
+    shown = ident if len(ident) <= _SHOWN_ID else ident[: _SHOWN_ID - 1] + "\u2026"
+    prefix, named = next(((p, k) for p, k in _KINDS.items() if ident.startswith(p)), ("", kind))
+    if named != kind:
+        hint = f"'{prefix}…' ids are {named} ids, not {kind} ids: check which id goes here."
+    else:
+        hint = (
+            "Check the id, and that the key belongs to the account and mode (test or live) "
+            "the object was made in."
+        )
     return ApiError(
         404,
         "invalid_request_error",
         "resource_missing",
-        f"No such {kind}: '{ident}'.",
+        f"No such {kind}: '{shown}'. {hint}",
         param=param,
     )
 

@@ -135,6 +135,17 @@ def test_retrieve_unknown_is_404(payer: Payer) -> None:
     }
 
 
+def test_a_404_says_what_to_check_and_names_an_id_of_another_kind(payer: Payer) -> None:
+    unknown = error_of(payer.http.get("/v1/payments/pay_doesnotexist000000000000"))
+    assert unknown["message"].startswith("No such payment: 'pay_doesnotexist000000000000'.")
+    assert "mode (test or live)" in unknown["message"]
+    refund_id = error_of(payer.http.get("/v1/payments/rfnd_0000000000001abc"))
+    assert "'rfnd_…' ids are refund ids, not payment ids" in refund_id["message"]
+    pasted = "pay_" + "x" * 5000
+    long = error_of(payer.http.get(f"/v1/payments/{pasted}"))
+    assert pasted[:63] + "\u2026'" in long["message"] and len(long["message"]) < 300
+
+
 def test_accounts_are_isolated(sandbox: Sandbox, payer: Payer) -> None:
     p = payer.create(expect=201).json()
     other = LOOPBACK.post(f"{sandbox.base_url}/_sandbox/accounts").json()
