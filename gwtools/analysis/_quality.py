@@ -101,9 +101,11 @@ def _hourly_holes(counts: pd.Series) -> tuple[int, list[str]]:
     return len(holes), holes
 
 
-def _completeness(report: Any) -> tuple[int, list[str], str] | None:
+def judge_completeness(report: Any) -> tuple[int, list[str], str] | None:
     """Read whatever completeness the last sync reported: a ``SyncResult`` (``complete`` and
-    per-resource results), a mapping (``_state.json`` or a report dict) or a bool."""
+    per-resource results), a mapping (``_state.json`` or a report dict) or a bool. Returns
+    how many resources are incomplete, their names and a note per resource; None when
+    nothing says."""
     if report is None:
         return None
     if isinstance(report, bool):
@@ -116,7 +118,7 @@ def _completeness(report: Any) -> tuple[int, list[str], str] | None:
             items = resources.items()
         else:
             flag = getattr(report, "complete", None)
-            return None if flag is None else _completeness(bool(flag))
+            return None if flag is None else judge_completeness(bool(flag))
     bad: list[str] = []
     notes: list[str] = []
     for name, value in items:
@@ -137,7 +139,7 @@ def _completeness(report: Any) -> tuple[int, list[str], str] | None:
                 bad.append(str(name))
             notes.append(f"{name}: {'complete' if done else 'incomplete'}")
     if not notes and isinstance(report, Mapping) and isinstance(report.get("complete"), bool):
-        return _completeness(bool(report["complete"]))
+        return judge_completeness(bool(report["complete"]))
     if not notes:
         return None
     return len(bad), bad, "; ".join(notes)
@@ -334,7 +336,7 @@ def quality(
     hours = 0 if pd.isna(lo) else int((hi - lo).total_seconds() // 3600 + 1)
     add("no_hourly_holes", hours, holes, count)
 
-    report = _completeness(completeness)
+    report = judge_completeness(completeness)
     if report is not None:
         bad, names, notes = report
         add("last_sync_complete", max(1, len(notes.split(";")) if notes else 1), names, bad)

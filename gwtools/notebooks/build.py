@@ -521,7 +521,8 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         `checked`: the rows a rule looked at (hours for holes, tables for
         `last_sync_complete`); `count`: the rows breaking it; `examples`: up to five of their
         ids (amounts in the examples below are minor units). These rules check that the tables
-        agree, not how recent they are: the `data` line above says what they hold.
+        agree, not how recent they are: the `data` output above says what the payments span
+        and how the last sync went.
         """),
         code(
             "rules = analysis.quality(payments, refunds, completeness=data.states, tz=data.tz)\n"

@@ -21,6 +21,7 @@ from gwtools import ConfigurationError, open_source, write_table
 from gwtools._embedded import REGISTRY
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
+from gwtools.analysis._quality import judge_completeness
 from gwtools.plots import SANDBOX_NOTE
 
 #: The ``source`` value that asks for a Spark session (as :func:`gwtools.open_source` takes it).
@@ -68,10 +69,55 @@ class Tables:
         currency = f", {self.currency} only" if self.currency else ""
         # A notebook's first output: sandbox data says so on its first line.
         banner = f"{SANDBOX_NOTE}\n" if self.sandbox_data else ""
-        return (
-            f"{banner}{count_rows(self.payments):,} payments and "
-            f"{count_rows(self.refunds):,} refunds from {self.source}, {period}{currency}"
+        # One query for the count and the span: what the figures below cover, and how current.
+        span = E.to_pandas(
+            E.lazy(self.payments).select(
+                nw.len().alias("n"),
+                nw.col("created_at").min().alias("first"),
+                nw.col("created_at").max().alias("last"),
+            )
+        ).iloc[0]
+        head = (
+            f"{banner}{int(span['n']):,} payments and {count_rows(self.refunds):,} refunds "
+            f"from {self.source}, {period}{currency}"
         )
+        facts = []
+        if int(span["n"]) and pd.notna(span["first"]):
+            first, last = (_local(span[k], self.tz) for k in ("first", "last"))
+            facts.append(f"payments created {first:%Y-%m-%d} to {last:%Y-%m-%d}")
+        synced = sync_summary(self.states)
+        if synced:
+            facts.append(synced)
+        return head + (f"\n{'; '.join(facts)}" if facts else "")
+
+
+def _local(stamp: Any, tz: str) -> pd.Timestamp:
+    """A creation time as a time in ``tz`` (Spark gives naive UTC)."""
+    out = pd.Timestamp(stamp)
+    return (out.tz_localize("UTC") if out.tzinfo is None else out).tz_convert(tz)
+
+
+def sync_summary(states: Mapping[str, Mapping[str, Any]]) -> str:
+    """What the cache's last syncs said about themselves, in a few words: when (UTC) and
+    whether they read every page, or which table is incomplete and what to do. Empty when
+    the tables came from no cache."""
+    if not states:
+        return ""
+    times = [str(s["last_sync"]) for s in states.values() if s.get("last_sync")]
+    when = f" {pd.Timestamp(max(times)).tz_convert('UTC'):%Y-%m-%d %H:%M} UTC" if times else ""
+    judged = judge_completeness(states)
+    if judged is None:
+        return f"last sync{when}" if when else ""
+    bad, names, _ = judged
+    if not bad:
+        return f"last sync{when}, complete"
+    which = " and ".join(names)
+    if not times:
+        return f"no sync of the {which} has completed: rows may be missing; run gwtools sync"
+    return (
+        f"last sync{when} INCOMPLETE for the {which}: rows may be missing; run gwtools sync "
+        "again to finish it"
+    )
 
 
 def count_rows(table: Any) -> int:

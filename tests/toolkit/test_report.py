@@ -90,9 +90,12 @@ def test_load_tables_from_a_cache_filters_local_days_and_currency(
     # refunds made in the period, and refunds of the period's payments (cohort view)
     assert sorted(to_pandas(t.refunds)["id"]) == ["rfnd_1", "rfnd_2"]
     assert t.as_of == pd.Timestamp("2026-11-21", tz="UTC")
-    assert repr(t) == (
-        "2 payments and 2 refunds from a local cache, 2026-11-02 to 2026-11-02 (Asia/Kuala_Lumpur)"
-    )
+    assert repr(t).splitlines() == [
+        "2 payments and 2 refunds from a local cache, 2026-11-02 to 2026-11-02 (Asia/Kuala_Lumpur)",
+        # the rows' own span, in local days; the hand-made cache was never synced
+        "payments created 2026-11-02 to 2026-11-02; no sync of the payments and refunds has "
+        "completed: rows may be missing; run gwtools sync",
+    ]
     myr = report.load_tables(cache=cache, currency="myr", tz="UTC")
     mine = to_pandas(myr.payments)
     assert set(mine["currency"]) == {"MYR"} and len(mine) == 2
@@ -115,8 +118,47 @@ def test_load_tables_says_sandbox_data_on_its_first_line_only_when_it_is(
     # A report passes sandbox_data=True for the embedded sandbox's cache it synced.
     marked = report.load_tables(cache=cache, tz="UTC", sandbox_data=True)
     assert marked.sandbox_data and plots.is_sandbox_data(marked)
-    first, second = repr(marked).splitlines()
-    assert first == "sandbox data: not real payments" and second == repr(real)
+    first, *rest = repr(marked).splitlines()
+    assert first == "sandbox data: not real payments" and rest == repr(real).splitlines()
+
+
+def test_load_tables_says_what_the_rows_span_and_how_the_last_sync_went(
+    tmp_path: Path, make_payments: Build, make_refunds: Build
+) -> None:
+    """Its second line: the payments' first and last local days, and when the cache was
+    last synced (UTC) and whether every page was read, or which table was not."""
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 100, "created_at": "2026-11-01T17:00:00Z"},
+            {"status": "failed", "amount": 100, "created_at": "2026-11-19T03:00:00Z"},
+        ]
+    )
+    cache = _cache(tmp_path, payments, make_refunds([{"payment_id": "pay_1", "amount": 50}]))
+
+    def synced(refunds_at: str, refunds_complete: bool) -> str:
+        for resource, at, complete in (
+            ("payments", "2026-11-21T08:30:00+00:00", True),
+            ("refunds", refunds_at, refunds_complete),
+        ):
+            Dataset(cache / resource, resource).write_state(
+                {"high_water": at, "last_full_sync": at, "last_sync": at,
+                 "completeness": {"complete": complete}}
+            )  # fmt: skip
+        return repr(report.load_tables(cache=cache, tz="Asia/Kuala_Lumpur")).splitlines()[1]
+
+    # 17:00 UTC on 1 Nov is 2 Nov in Kuala Lumpur
+    assert synced("2026-11-21T08:29:00+00:00", True) == (
+        "payments created 2026-11-02 to 2026-11-19; last sync 2026-11-21 08:30 UTC, complete"
+    )
+    assert synced("2026-11-21T09:05:00+00:00", False) == (
+        "payments created 2026-11-02 to 2026-11-19; last sync 2026-11-21 09:05 UTC INCOMPLETE "
+        "for the refunds: rows may be missing; run gwtools sync again to finish it"
+    )
+    # Tables from no cache say nothing of a sync.
+    bare = report.Tables(
+        payments, make_refunds([]), "x", "UTC", pd.Timestamp("2026-11-21", tz="UTC")
+    )
+    assert repr(bare).splitlines()[1] == "payments created 2026-11-01 to 2026-11-19"
 
 
 def test_describe_source_hides_port_path_and_key() -> None:
@@ -503,7 +545,9 @@ def test_notebook_without_tz_parameter_follows_gw_timezone(
         if cell.cell_type == "code" and cell.source.endswith("\ndata")
         for o in cell.outputs
     ]
-    assert shown == ["1 payments and 1 refunds from a local cache, start to now (Europe/London)"]
+    (lines,) = [text.splitlines() for text in shown]
+    assert lines[0] == "1 payments and 1 refunds from a local cache, start to now (Europe/London)"
+    assert lines[1].startswith("payments created 2026-11-01 to 2026-11-01;")  # London's day
 
 
 def test_save_tables_streams_a_lazy_table_to_what_pandas_writes(
