@@ -593,6 +593,12 @@ def test_save_tables_writes_spark_canonical_tables_in_creation_order(
     eager.to_csv(tmp_path / "eager.csv", index=False)
     assert (tmp_path / "t" / "payments.csv").read_text() == (tmp_path / "eager.csv").read_text()
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t" / "payments.parquet"), eager)
+    # A notebook's data line on Spark: the same span (Spark gives naive UTC), the same states.
+    on_spark = report.load_tables("spark", spark_path=str(cache), tz="Asia/Kuala_Lumpur")
+    with pytest.warns(gwtools.GatewayDataWarning, match="partial"):
+        on_duckdb = report.load_tables(cache, tz="Asia/Kuala_Lumpur")
+    assert repr(on_spark).splitlines()[1:] == repr(on_duckdb).splitlines()[1:]
+    assert repr(on_spark).splitlines()[1].startswith("payments created 2026-09-01 to 2026-11-05;")
 
 
 def test_report_from_a_cache_folder_reads_it_and_syncs_nothing(
