@@ -69,6 +69,8 @@ def _print_report(report: Any) -> None:
     from gwtools.plots import SANDBOX_NOTE
 
     click.echo(f"\nData: {report.source}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))
+    if report.coverage:
+        click.echo(report.coverage)
     click.echo(str(report.overview))
 
 

@@ -66,6 +66,8 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     #: The data is sandbox data: every page says so in a banner.
     sandbox_data: bool = False
+    #: What the payments span and how the cache's last sync went (a notebook's data line).
+    coverage: str = ""
 
     @property
     def index(self) -> Path:
@@ -153,7 +155,7 @@ def _write_index(report: Report) -> None:
 <body style="font-family: sans-serif; max-width: 50em; margin: 2em auto">
 {sandbox_banner() if report.sandbox_data else ""}
 <h1>gwtools report</h1>
-<p>Data: {html.escape(report.source)}.</p>
+<p>Data: {html.escape(report.source)}.{f" {html.escape(report.coverage)}." if report.coverage else ""}</p>
 <pre>{html.escape(str(report.overview))}</pre>
 <h2>Notebooks</h2><ul>{items}</ul>
 <h2>Tables (CSV and Parquet)</h2><ul>{tables}</ul>
@@ -266,6 +268,7 @@ def run_report(
         seconds=time.perf_counter() - start,
         timings=timings,
         sandbox_data=tables.sandbox_data,
+        coverage=tables.coverage(),
     )
     _write_index(report)
     return report

@@ -69,7 +69,21 @@ class Tables:
         currency = f", {self.currency} only" if self.currency else ""
         # A notebook's first output: sandbox data says so on its first line.
         banner = f"{SANDBOX_NOTE}\n" if self.sandbox_data else ""
-        # One query for the count and the span: what the figures below cover, and how current.
+        n, coverage = self._span()
+        head = (
+            f"{banner}{n:,} payments and {count_rows(self.refunds):,} refunds "
+            f"from {self.source}, {period}{currency}"
+        )
+        return head + (f"\n{coverage}" if coverage else "")
+
+    def coverage(self) -> str:
+        """What the payments span (first and last local day) and how the cache's last sync
+        went, e.g. ``payments created 2026-08-22 to 2026-11-20; last sync 2026-11-21 08:30
+        UTC, complete``; empty for no payments from no cache."""
+        return self._span()[1]
+
+    def _span(self) -> tuple[int, str]:
+        # One query for the count and the span: what the figures cover, and how current.
         span = E.to_pandas(
             E.lazy(self.payments).select(
                 nw.len().alias("n"),
@@ -77,10 +91,6 @@ class Tables:
                 nw.col("created_at").max().alias("last"),
             )
         ).iloc[0]
-        head = (
-            f"{banner}{int(span['n']):,} payments and {count_rows(self.refunds):,} refunds "
-            f"from {self.source}, {period}{currency}"
-        )
         facts = []
         if int(span["n"]) and pd.notna(span["first"]):
             first, last = (_local(span[k], self.tz) for k in ("first", "last"))
@@ -88,7 +98,7 @@ class Tables:
         synced = sync_summary(self.states)
         if synced:
             facts.append(synced)
-        return head + (f"\n{'; '.join(facts)}" if facts else "")
+        return int(span["n"]), "; ".join(facts)
 
 
 def _local(stamp: Any, tz: str) -> pd.Timestamp:

@@ -364,6 +364,11 @@ def test_report_includes_monitoring_and_data_quality(
     assert "No alerts." in pages["05_monitoring.html"]
     assert "Data quality: can I trust these numbers?" in pages["06_data_quality.html"]
     assert "05_monitoring.html" in result.index.read_text()
+    # What the data spans and how the report's own sync went, on the index page too.
+    assert result.coverage.startswith("payments created ") and result.coverage.endswith(
+        " UTC, complete"
+    )
+    assert result.coverage in result.index.read_text()
     rules = pd.read_csv(tmp_path / "r" / "tables" / "quality_rules.csv")
     # Nine rules on the rows, and the sync the report ran: both tables read completely.
     assert rules["ok"].all() and len(rules) == 10
