@@ -31,6 +31,7 @@ from gwtools.report._tables import (
     quiet_embedded_notice,
     refunds_of,
     save_tables,
+    sync_summary,
 )
 
 __all__ = [
@@ -53,5 +54,6 @@ __all__ = [
     "run_report",
     "sandbox_banner",
     "save_tables",
+    "sync_summary",
     "tidy_tables",
 ]

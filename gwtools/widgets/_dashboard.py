@@ -23,7 +23,7 @@ from gwtools.analysis import between, local_time, resolve_tz
 from gwtools.analysis._money import resolve_locale
 from gwtools.analysis._time import DateLike, to_timestamp
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
-from gwtools.report import TABLE_CSS, count_rows, tidy_tables
+from gwtools.report import TABLE_CSS, count_rows, sync_summary, tidy_tables
 
 #: A dashboard view: the filtered payments (a table of the source's kind) in, the table to
 #: show and its chart out.
@@ -156,6 +156,11 @@ def _source_tables(
     return payments, refunds, payments
 
 
+def _has_states(origin: Any) -> bool:
+    states = getattr(origin, "states", None)
+    return isinstance(states, Mapping) and bool(states)
+
+
 def _newest_first(lf: nw.LazyFrame[Any], columns: list[str]) -> nw.LazyFrame[Any]:
     return lf.select(columns).sort(["created_at", "id"], descending=True, nulls_last=True)
 
@@ -251,9 +256,11 @@ class Dashboard(widgets.VBox):
             )
         #: Whether the data is sandbox data (the header and charts then say so).
         self.sandbox_data = any(is_sandbox_data(o) for o in (origin, found, refunds))
-        #: Where the tables came from: ``origin=``, then what they were found in (the Source
-        #: of a Gateway or nothing, else the payments themselves).
-        self.origins: tuple[Any, ...] = (origin, found)
+        #: What the cache's last syncs recorded ({resource: its _state.json}), from ``origin=``
+        #: or the Source a Gateway or nothing gave; empty for tables from no cache.
+        self.states: Mapping[str, Any] = next(
+            (o.states for o in (origin, found) if _has_states(o)), {}
+        )
         self.payments = self.prepare(payments)
         self.now = pd.Timestamp(now) if now is not None else None
         self.refunds = refunds
@@ -337,7 +344,10 @@ class Dashboard(widgets.VBox):
             if self.sandbox_data
             else ""
         )
-        self.header = widgets.HTML(f"<h3>{html.escape(self.title)}{label}</h3>")
+        # How current and complete the data is, where a cache says so: the first thing to trust.
+        synced = sync_summary(self.states)
+        note = f"<small>{html.escape(synced)}</small>" if synced else ""
+        self.header = widgets.HTML(f"<h3>{html.escape(self.title)}{label}</h3>{note}")
         super().__init__(
             children=[
                 self.header,

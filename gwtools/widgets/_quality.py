@@ -11,7 +11,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
 import narwhals as nw
@@ -131,11 +131,7 @@ class QualityDashboard(Dashboard):
         Gateway's, a Source's, ``load_tables``'): without either the rule is left out."""
         if self.completeness is not None:
             return self.completeness
-        for origin in self.origins:
-            states = getattr(origin, "states", None)
-            if isinstance(states, Mapping) and states:
-                return states
-        return None
+        return self.states or None
 
     def _rules(self, view: Any) -> tuple[pd.DataFrame, Any]:
         self.rules = quality(

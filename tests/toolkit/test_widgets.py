@@ -652,7 +652,12 @@ def test_the_quality_dashboard_judges_the_last_sync_of_the_cache_it_reads(
             # An earlier full sync completed; the last one read every page of payments only.
             done = "2026-11-01T00:00:00+00:00"
             ds.write_state(
-                {"last_full_sync": done, "high_water": done, "completeness": {"complete": complete}}
+                {
+                    "last_full_sync": done,
+                    "high_water": done,
+                    "last_sync": done,
+                    "completeness": {"complete": complete},
+                }
             )
         opened = {"gateway": w.quality_dashboard(gw, tz="UTC")}
     finally:
@@ -673,8 +678,13 @@ def test_the_quality_dashboard_judges_the_last_sync_of_the_cache_it_reads(
             "last_sync_complete (1)",
             "last_sync_complete",
         )
+        # Every dashboard's header says how the last sync went, where a cache says so.
+        assert "last sync 2026-11-01 00:00 UTC INCOMPLETE for the refunds" in dash.header.value
+    declines = w.declines_dashboard(src.payments, tz="UTC", origin=src)
+    assert "INCOMPLETE for the refunds: rows may be missing" in declines.header.value
     bare = w.quality_dashboard(src.payments, src.refunds, tz="UTC")
     assert "last_sync_complete" not in set(bare.rules["rule"])
+    assert "last sync" not in bare.header.value
     given = w.quality_dashboard(src.payments, src.refunds, tz="UTC", completeness=True)
     assert given.rules.set_index("rule").loc["last_sync_complete", "ok"]
 
