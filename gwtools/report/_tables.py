@@ -107,14 +107,26 @@ def _local(stamp: Any, tz: str) -> pd.Timestamp:
     return (out.tz_localize("UTC") if out.tzinfo is None else out).tz_convert(tz)
 
 
+def _utc(value: Any) -> pd.Timestamp | None:
+    """A state's time in UTC; None for none, or for one a hand-edited file made unreadable
+    (the summary then leaves the time out rather than failing a notebook's first cell)."""
+    try:
+        stamp = pd.Timestamp(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    if stamp is None or pd.isna(stamp):
+        return None
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
 def sync_summary(states: Mapping[str, Mapping[str, Any]]) -> str:
     """What the cache's last syncs said about themselves, in a few words: when (UTC) and
     whether they read every page, or which table is incomplete and what to do. Empty when
     the tables came from no cache."""
     if not states:
         return ""
-    times = [str(s["last_sync"]) for s in states.values() if s.get("last_sync")]
-    when = f" {pd.Timestamp(max(times)).tz_convert('UTC'):%Y-%m-%d %H:%M} UTC" if times else ""
+    times = [t for s in states.values() if (t := _utc(s.get("last_sync"))) is not None]
+    when = f" {max(times):%Y-%m-%d %H:%M} UTC" if times else ""
     judged = judge_completeness(states)
     if judged is None:
         return f"last sync{when}" if when else ""

@@ -161,6 +161,23 @@ def test_load_tables_says_what_the_rows_span_and_how_the_last_sync_went(
     assert repr(bare).splitlines()[1] == "payments created 2026-11-01 to 2026-11-19"
 
 
+def test_sync_summary_reads_hand_edited_times_without_failing() -> None:
+    """The newest time wins, in UTC; a naive one is UTC; an unreadable one is left out."""
+    done = {"completeness": {"complete": True}}
+    assert report.sync_summary(
+        {"payments": {**done, "last_sync": "garbage"},
+         "refunds": {**done, "last_sync": "2026-11-01T10:00:00"}}
+    ) == "last sync 2026-11-01 10:00 UTC, complete"  # fmt: skip
+    assert report.sync_summary(
+        {"payments": {"completeness": {"complete": False}, "last_sync": "2026-11-01T10:00:00+08:00"},
+         "refunds": {**done, "last_sync": "2026-10-31T09:00:00Z"}}
+    ) == (
+        "last sync 2026-11-01 02:00 UTC INCOMPLETE for the payments: rows may be missing; "
+        "run gwtools sync again to finish it"
+    )  # fmt: skip
+    assert report.sync_summary({}) == ""
+
+
 def test_describe_source_hides_port_path_and_key() -> None:
     assert report.describe_source("https://api.example.com:8443/v1", embedded=False) == (
         "https://api.example.com"
