@@ -55,6 +55,13 @@ def _aware(ts: pd.Series) -> pd.Series:
     return ts
 
 
+def as_utc(stamp: Any) -> pd.Timestamp:
+    """One time as an aware UTC timestamp; a naive one is taken as UTC (what Spark gives for
+    the canonical tables' times, and what a hand-edited state may hold)."""
+    out = pd.Timestamp(stamp)
+    return out.tz_localize("UTC") if out.tzinfo is None else out.tz_convert("UTC")
+
+
 def check_aware(table: Any, column: str) -> None:
     """Refuse a table whose ``column`` holds naive timestamps (any engine)."""
     import narwhals as nw

@@ -22,6 +22,7 @@ from gwtools._embedded import REGISTRY
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
 from gwtools.analysis._quality import judge_completeness
+from gwtools.analysis._time import as_utc
 from gwtools.plots import SANDBOX_NOTE
 
 #: The ``source`` value that asks for a Spark session (as :func:`gwtools.open_source` takes it).
@@ -93,7 +94,7 @@ class Tables:
         ).iloc[0]
         facts = []
         if int(span["n"]) and pd.notna(span["first"]):
-            first, last = (_local(span[k], self.tz) for k in ("first", "last"))
+            first, last = (as_utc(span[k]).tz_convert(self.tz) for k in ("first", "last"))
             facts.append(f"payments created {first:%Y-%m-%d} to {last:%Y-%m-%d}")
         synced = sync_summary(self.states)
         if synced:
@@ -101,22 +102,16 @@ class Tables:
         return int(span["n"]), "; ".join(facts)
 
 
-def _local(stamp: Any, tz: str) -> pd.Timestamp:
-    """A creation time as a time in ``tz`` (Spark gives naive UTC)."""
-    out = pd.Timestamp(stamp)
-    return (out.tz_localize("UTC") if out.tzinfo is None else out).tz_convert(tz)
-
-
 def _utc(value: Any) -> pd.Timestamp | None:
     """A state's time in UTC; None for none, or for one a hand-edited file made unreadable
     (the summary then leaves the time out rather than failing a notebook's first cell)."""
+    if not isinstance(value, str):
+        return None
     try:
-        stamp = pd.Timestamp(value) if isinstance(value, str) else None
+        stamp = as_utc(value)
     except ValueError:
         return None
-    if stamp is None or pd.isna(stamp):
-        return None
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return None if pd.isna(stamp) else stamp
 
 
 def sync_summary(states: Mapping[str, Mapping[str, Any]]) -> str:

@@ -27,7 +27,7 @@ from gwtools import ConfigurationError, plots
 from gwtools.analysis import MonitorSettings, monitor
 from gwtools.analysis import _engine as E
 from gwtools.analysis._monitor import _bounds, _utc, check_monitor_args, check_settings
-from gwtools.analysis._time import to_timestamp
+from gwtools.analysis._time import as_utc, to_timestamp
 from gwtools.report import count_rows, refunds_of
 from gwtools.widgets._dashboard import Dashboard, View
 
@@ -162,12 +162,6 @@ def alert_payments(
     return out[[c for c in columns if c in out.columns]]
 
 
-def _aware(stamp: Any) -> pd.Timestamp:
-    """A ``created_at`` bound as an aware timestamp (Spark gives naive UTC)."""
-    out = pd.Timestamp(stamp)
-    return out.tz_localize("UTC") if out.tzinfo is None else out
-
-
 def _own_columns(kind: str) -> tuple[str, ...]:
     own = ALERT_REFUND_COLUMNS if kind == "refund_spike" else ALERT_PAYMENT_COLUMNS
     return ("alert", "kind", *own)
@@ -238,7 +232,7 @@ class MonitorDashboard(Dashboard):
             "payment": _bounds(view)[1],
             "refund": _bounds(self._refunds_of(view, matched))[1],
         }
-        stamps = {kind: _aware(stamp) for kind, stamp in newest.items() if stamp is not None}
+        stamps = {kind: as_utc(stamp) for kind, stamp in newest.items() if stamp is not None}
         if not stamps:
             return  # nothing to monitor: no alert, no error (as the monitor itself)
         kind = max(stamps, key=lambda k: stamps[k])
