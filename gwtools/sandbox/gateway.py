@@ -533,6 +533,13 @@ class Gateway:
             created_gte=params.instant(query, "from"),
             created_lt=params.instant(query, "to"),
         )
+        if q.created_gte is not None and q.created_lt is not None and q.created_gte > q.created_lt:
+            # reversed bounds match nothing: an empty list that reads as "no payments then"
+            raise errors.invalid(
+                "to",
+                f"Invalid to: {query['to']!r} is before from ({query['from']!r}), so nothing "
+                "can match (from is inclusive, to exclusive); swap them.",
+            )
         if visibility is not None:
             q.visibility = (*visibility, self.clock.now())
         status = query.get("status")

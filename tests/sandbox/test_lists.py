@@ -92,6 +92,14 @@ def test_time_filters_from_inclusive_to_exclusive(payer: Payer) -> None:
         assert payer.http.get("/v1/payments", params={"from": iso}).status_code == 200
     bad = payer.http.get("/v1/payments", params={"from": "yesterday"})
     assert bad.status_code == 400 and error_of(bad)["param"] == "from"
+    # equal bounds are an empty window; reversed ones a mistake, said so
+    assert payer.http.get("/v1/payments", params={"from": lo, "to": lo}).json()["data"] == []
+    for path in ("/v1/payments", "/v1/refunds", "/v1/events"):
+        rev = payer.http.get(path, params={"from": hi, "to": lo})
+        assert rev.status_code == 400, (path, rev.text)
+        err = error_of(rev)
+        assert (err["code"], err["param"]) == ("parameter_invalid", "to")
+        assert "before from" in err["message"] and "swap them" in err["message"]
 
 
 def test_status_filter_uses_variant_vocabulary(payer: Payer) -> None:
