@@ -602,10 +602,15 @@ def _refund_spikes(
         w = _Window(w.since, w.until, max(w.base_start, min(warm, w.since)), w.tz)
     counts = _by_part(live, w, "D", w.tz, [], [])
     days = (w.since - w.base_start).total_seconds() / 86_400
-    days = min(days, w.baseline_hours(live_first) / 24)
+    if first is None:
+        # No payments to date the cache's start by: the first refund is the earliest the
+        # baseline is known to hold data. (With payments, a baseline without refunds is a
+        # real rate of nearly none, and a merchant's first burst of refunds must alert.)
+        days = min(days, w.baseline_hours(live_first) / 24)
     recent = counts[counts["_part"] == 1]
     if recent.empty or days < 1:
         return []
+    # One refund more than the baseline holds: an empty baseline still has a rate to beat.
     lam = (int(counts.loc[counts["_part"] == 0, "n"].sum()) + 1) / days
     daily = recent.dropna(subset=["bucket"]).groupby("bucket")["n"].sum()
     tests = max(1, math.ceil((w.until - w.since).total_seconds() / 86_400))

@@ -203,6 +203,27 @@ def test_refund_spike() -> None:
     assert a["start"] == pd.Timestamp("2026-11-02", tz="UTC") and a["severity"] == "high"
 
 
+@pytest.mark.parametrize("baseline", [[], ["2026-10-25T03:00:00Z"]])
+def test_refund_spike_after_a_quiet_baseline(baseline: list[str]) -> None:
+    """A merchant's first burst of refunds alerts: a baseline with few or no refunds is a rate
+    of nearly none over its whole length, not a baseline of no days."""
+    payments = build_payments(_cards())
+    rows = [{"payment_id": "pay_1", "amount": 100, "created_at": t} for t in baseline]
+    spike = [
+        {"payment_id": "pay_1", "amount": 100, "created_at": f"2026-11-02T0{h}:00:00Z"}
+        for h in range(1, 7)
+    ]
+    assert analysis.monitor(payments, build_refunds(rows), **WINDOW).empty
+    alerts = analysis.monitor(payments, build_refunds(rows + spike), **WINDOW)
+    assert alerts["kind"].tolist() == ["refund_spike"]
+    a = alerts.iloc[0]
+    # baseline: 18 Oct 12:00 (14 days after the first payment) to 1 Nov, 13.5 days, holding
+    # the given refunds (+1)
+    assert a["observed"] == 6 and a["expected"] == pytest.approx((len(baseline) + 1) / 13.5)
+    # under the 5-refund minimum: no alert, however quiet the baseline
+    assert analysis.monitor(payments, build_refunds(rows + spike[:4]), **WINDOW).empty
+
+
 def test_window_defaults_to_the_last_seven_days() -> None:
     alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
     assert alerts["kind"].tolist() == ["decline_spike"]
