@@ -487,6 +487,11 @@ def acceptance(
     if order_counts["_ambiguous"].sum() > 0:
         # Attempts of one order at one instant that disagree: only ids tell the last one.
         order_counts = _collect_counts(_order_flags(keyed, keys, exact=True), keys, tz)
+    if keys:
+        # Every group and period the attempts have (periods without payments included): an
+        # order sits in its first attempt's, so a period of retries alone has no orders.
+        order_counts = counts[keys].merge(order_counts, on=keys, how="left")
+        order_counts[list(_FLAGS)] = order_counts[list(_FLAGS)].fillna(0).astype("int64")
     order_counts = order_counts.drop(columns="_ambiguous")
     rows: list[pd.DataFrame] = []
 

@@ -114,11 +114,15 @@ def test_acceptance_by_group(chains: pd.DataFrame) -> None:
     chains.loc[chains["id"] == "pay_3", "method_type"] = "fpx"  # order A stays a card order
     table = analysis.acceptance(chains, by="method_type")
     fpx = table[table["method_type"] == "fpx"]
-    # an order belongs to its first attempt's group: no order started on FPX
+    # an order belongs to its first attempt's group: no order started on FPX, whose order
+    # metrics are 0 of 0 (four rows per group, as for every group)
     assert fpx[["unit", "successes", "n"]].to_numpy().tolist() == [
         ["attempt", 1, 1],
+        ["order", 0, 0],
         ["attempt", 1, 1],
+        ["order", 0, 0],
     ]
+    assert fpx["rate"].isna().tolist() == [False, True, False, True]
     card = table[(table["method_type"] == "card") & (table["unit"] == "order")]
     assert card[["successes", "n"]].to_numpy().tolist() == [[5, 8], [5, 9]]
 
@@ -173,6 +177,26 @@ def test_acceptance_last_attempt_at_a_tie(ties: pd.DataFrame, engine: str) -> No
     # Both orders had a decided attempt.
     assert got[("conversion", "order")] == (0, 1)
     assert got[("authorization_rate", "order")] == (0, 2)
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_acceptance_has_four_rows_in_every_period(engine: str) -> None:
+    d = "2026-11-0"
+    payments = build_payments(
+        [
+            {"status": "succeeded", "method_type": "card", "amount": 900, "created_at": d + "1T10:00:00Z"},
+            {"status": "failed", "failure_code": "bank_declined", "method_type": "fpx", "amount": 900, "created_at": d + "2T10:00:00Z"},
+            {"status": "succeeded", "method_type": "card", "amount": 900, "created_at": d + "3T10:00:00Z"},
+        ]
+    )  # fmt: skip
+    table = analysis.acceptance(_engines(payments)[engine], by="method_type", freq="day", tz="UTC")
+    # 2 methods x 3 days x 4 metrics; a day without a method's payments is 0 of 0 for each
+    assert len(table) == 24
+    per = table.groupby(["method_type", "period"]).size()
+    assert per.tolist() == [4] * 6
+    fpx = table[table["method_type"] == "fpx"]
+    assert fpx["n"].tolist() == [0] * 4 + [1] * 4 + [0] * 4
+    assert fpx["unit"].tolist()[:4] == ["attempt", "order", "attempt", "order"]
 
 
 @pytest.mark.parametrize("engine", ["pandas", "duckdb"])
