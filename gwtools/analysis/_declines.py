@@ -132,15 +132,9 @@ def decline_breakdown(
     total = int(out["count"].sum())
     out = out.reset_index()
     if by_reason:
-        out = out.merge(_codes_per_reason(fine), on="decline_reason", how="left")
+        out = out.merge(codes_per_reason(fine), on="decline_reason", how="left")
     out["share"] = out["count"] / total if total else 0.0
-    # Most frequent first; ties in code order (failure code, then decline code), as ever.
-    ties = [c for c in ("failure_code", "decline_code") if c in out and c not in keys]
-    out = out.sort_values(
-        ["count", *ties, *keys],
-        ascending=[False, *[True] * (len(ties) + len(keys))],
-        na_position="last",
-    )
+    out = pareto_sort(out, "count", keys)
     out["cumulative_share"] = out["share"].cumsum()
     reason: pd.Series | None = None
     if "decline_reason" in keys:
@@ -175,7 +169,18 @@ def _counts(fine: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return counts.to_frame()
 
 
-def _codes_per_reason(fine: pd.DataFrame) -> pd.DataFrame:
+def pareto_sort(table: pd.DataFrame, count: str, keys: list[str]) -> pd.DataFrame:
+    """``table`` most frequent first; ties in code order (the failure codes, then the decline
+    codes, then ``keys``): the one order of the declines tables and the overview's top ones."""
+    ties = [c for c in ("failure_code", "decline_code") if c in table and c not in keys]
+    return table.sort_values(
+        [count, *ties, *keys],
+        ascending=[False, *[True] * (len(ties) + len(keys))],
+        na_position="last",
+    )
+
+
+def codes_per_reason(fine: pd.DataFrame) -> pd.DataFrame:
     """Per decline reason, the failure and decline codes seen with it (joined, code order)."""
     pairs = fine[["decline_reason", "failure_code", "decline_code"]]
     rows = []

@@ -8,7 +8,7 @@ import narwhals as nw
 import pandas as pd
 
 from gwtools.analysis import _engine as E
-from gwtools.analysis._declines import reason_expr
+from gwtools.analysis._declines import codes_per_reason, pareto_sort, reason_expr
 from gwtools.analysis._fpx import bank_table
 from gwtools.analysis._rates import OUTCOMES, add_rate
 from gwtools.analysis._refunds import refund_rate
@@ -75,25 +75,23 @@ def overview(
         .group_by("outcome", "decline_code", "failure_code")
         .agg(nw.len().alias("n"))
     )
-    per = (
+    fine = (
         nw.from_native(raw)
         .with_columns(decline_reason=nw.when(failed).then(reason_expr()))
         .to_native()
-        .groupby(["outcome", "decline_reason"], dropna=False, as_index=False)["n"]
-        .sum()
     )
+    per = fine.groupby(["outcome", "decline_reason"], dropna=False, as_index=False)["n"].sum()
     per["n"] = per["n"].astype("int64")
     by_outcome = per.groupby("outcome")["n"].sum()
     counts = pd.DataFrame({o: [int(by_outcome.get(o, 0))] for o in OUTCOMES})
     counts.insert(0, "attempts", int(per["n"].sum()))
     counts["n"] = counts["succeeded"] + counts["failed"]
     rate = add_rate(counts, "succeeded", "n").iloc[0]
-    is_failed = per["outcome"].eq("failed").fillna(False).astype(bool)
-    reasons = per[is_failed].groupby("decline_reason", dropna=False)["n"].sum().reset_index()
-    # Most frequent first; ties by code, so every engine names the same ones.
-    reasons = reasons.sort_values(
-        ["n", "decline_reason"], ascending=[False, True], na_position="last"
-    )
+    fine = fine[fine["outcome"].eq("failed").fillna(False).astype(bool)]
+    reasons = fine.groupby("decline_reason", dropna=False)["n"].sum().reset_index()
+    # In decline_breakdown's order (ties too), so both name the same reasons first.
+    reasons = reasons.merge(codes_per_reason(fine), on="decline_reason", how="left")
+    reasons = pareto_sort(reasons, "n", ["decline_reason"])
     total = max(int(reasons["n"].sum()), 1)
     top_declines = [
         ("(none)" if pd.isna(c) else str(c), int(n), int(n) / total)

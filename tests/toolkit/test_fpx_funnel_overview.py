@@ -212,6 +212,26 @@ def test_overview_top_declines_use_the_reason_rule(
     ]  # fmt: skip
 
 
+def test_overview_top_declines_break_ties_as_decline_breakdown(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    p = make_payments(
+        [
+            {"amount": 100, "status": "failed", "failure_code": "expired_card", "decline_code": "expired_card"},
+            {"amount": 100, "status": "failed", "failure_code": "card_declined", "decline_code": "insufficient_funds"},
+            {"amount": 100, "status": "succeeded"},
+        ]
+    )  # fmt: skip
+    # one each: ties go by failure code first (card_declined before expired_card), not by
+    # reason (which would put expired_card first), so the headline names the breakdown's top
+    o = a.overview(p, make_refunds([]), top=1)
+    assert o.top_declines == [("insufficient_funds", 1, 0.5)]
+    assert a.decline_breakdown(p)["decline_reason"].tolist() == [
+        "insufficient_funds",
+        "expired_card",
+    ]
+
+
 def test_overview_never_names_a_test_bank_as_the_worst(
     fpx: pd.DataFrame, make_refunds: Build
 ) -> None:
