@@ -79,7 +79,8 @@ def fpx_banks(
 ) -> pd.DataFrame:
     """Per FPX bank code (with its name): ``attempts``, one column per outcome,
     ``n`` (finished attempts), ``rate`` = succeeded / n with its Wilson interval,
-    and ``median_minutes`` from creation to capture of the succeeded ones.
+    and ``median_minutes`` from creation to capture of the succeeded ones (to their last
+    update when the gateway gave no capture time).
 
     The rate counts every finished attempt: failures, time-outs, customer
     cancellations at the bank and expiries, because on FPX those happen on the bank's

@@ -191,6 +191,28 @@ def test_overview_headlines(fpx: pd.DataFrame, make_refunds: Build) -> None:
     assert "worst FPX bank   Maybank2u (MB2U0227): 75.0% of 8 finished" in text
 
 
+def test_fpx_median_minutes_take_the_last_update_only_without_a_capture_time(
+    make_payments: Build,
+) -> None:
+    bank = {
+        "method_type": "fpx",
+        "amount": 1000,
+        "fpx_bank_code": "MB2U0227",
+        "status": "succeeded",
+    }
+    t = "2026-11-02T02:"
+    p = make_payments(
+        [
+            {**bank, "created_at": t + "00:00Z", "captured_at": t + "01:00Z", "updated_at": t + "50:00Z"},
+            {**bank, "created_at": t + "00:00Z", "captured_at": t + "03:00Z"},
+            {**bank, "created_at": t + "00:00Z", "updated_at": t + "09:00Z"},
+            {**bank, "created_at": t + "00:00Z"},  # no time to measure: left out
+        ]
+    )  # fmt: skip
+    # 1 (captured, not the 50 of its update), 3, and 9 (no capture time: its update)
+    assert a.fpx_banks(p).loc[0, "median_minutes"] == 3.0
+
+
 def test_overview_top_declines_use_the_reason_rule(
     make_payments: Build, make_refunds: Build
 ) -> None:
