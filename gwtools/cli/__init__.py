@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+import warnings
+from typing import Any, TextIO
 
 import click
 
@@ -56,14 +57,36 @@ class LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Any gwtools error a command lets through is one line (``Error: …``), exit 1."""
+        """Any gwtools error a command lets through is one line (``Error: …``), exit 1; a
+        gwtools warning is one line too (``Warning: …``), without Python's source lines."""
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return super().invoke(ctx)
         except Exception as exc:
             line = error_line(exc)
             if line is None:
                 raise
             raise click.ClickException(line) from None
+
+
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """gwtools' warnings as a person reads them; any other keeps Python's format (with the
+    source line a developer needs)."""
+    if category.__module__.startswith("gwtools"):
+        click.echo(f"Warning: {message}", err=True)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
 
 
 def error_line(exc: BaseException) -> str | None:

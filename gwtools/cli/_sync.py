@@ -279,8 +279,21 @@ def export(
     account: str | None,
 ) -> None:
     """Write canonical payments or refunds to CSV or Parquet, streamed from the cache in
-    batches (any size, never the whole table in memory)."""
-    from gwtools import ConfigurationError, GatewayError, check_filters, scan_cache, write_table
+    batches (any size, never the whole table in memory).
+
+    Exits with status 3 when the sync before it is incomplete: the file holds what the cache
+    holds, and the next sync finishes the job.
+    """
+    import warnings
+
+    from gwtools import (
+        ConfigurationError,
+        GatewayDataWarning,
+        GatewayError,
+        check_filters,
+        scan_cache,
+        write_table,
+    )
 
     try:  # the library's own check of --status/--since/--until, before anything starts
         where = check_filters(resource, since, until, list(status) or None)
@@ -295,22 +308,41 @@ def export(
             "--cache-dir (--account still chooses among the accounts it holds)",
             param_hint="--source",
         )
+    problems: list[str] | None = None  # why the sync before the export was incomplete
     try:
         if source is not None:
             table = scan_cache(source, kind, account=account, since=where[0], until=where[1],
                                status=where[2])  # fmt: skip
         elif refresh:
-            with _connect(api_key_file, base_url, cache_dir, account) as gw:
+            with (
+                _connect(api_key_file, base_url, cache_dir, account) as gw,
+                warnings.catch_warnings(),
+            ):
+                # An incomplete sync is said below (and by the exit status), not twice.
+                warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+                warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
                 # As payments() does: a payment's refunded_amount moves with its refunds.
-                gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))
-                table = gw.scan(kind, *where)
+                result = gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))
+                if not result.complete:
+                    problems = result.problems
+                table = gw.scan(kind, *where)  # (partial only when the sync was not complete)
         else:
             folder = _cached_folder(kind, api_key_file, base_url, cache_dir, account)
             table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
         if out == "-":
             write_table(table, sys.stdout, "csv")
-            return
-        count = write_table(table, out, fmt)
+        else:
+            count = write_table(table, out, fmt)
+            click.echo(f"wrote {count:,} {resource} to {out}", err=True)
     except (GatewayError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"wrote {count:,} {resource} to {out}", err=True)
+    if problems is not None:
+        # What the cache holds is written, but a job must not take it for the whole table.
+        click.echo(
+            "gwtools export: the sync before it was incomplete, so rows may be missing from "
+            "the file; run gwtools sync (or this export) again to finish it. Why:",
+            err=True,
+        )
+        for line in problems:
+            click.echo(f"  {line}", err=True)
+        raise SystemExit(3)

@@ -67,6 +67,49 @@ def test_sync_then_export_csv_and_parquet(shop: Shop, tmp_path: Path) -> None:
     assert refunds["payment_id"].tolist() == [ok[0]]
 
 
+def test_an_incomplete_sync_exits_3_in_sync_and_export(shop: Shop, tmp_path: Path) -> None:
+    """A job must not take an incomplete sync, or an export after one, for the whole table:
+    both exit 3 and say why; the export still writes what the cache holds."""
+    shop.history(120, days=20, seed=4)
+    runner = CliRunner()
+    env = _env(shop, tmp_path / "cache")
+    out = tmp_path / "payments.csv"
+    shop.faults(short_page_rate=1.0, seed=2)  # every page, every re-fetch
+    try:
+        synced = runner.invoke(main, ["sync", "--account", "shop"], env=env)
+        exported = runner.invoke(
+            main,
+            ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop"],
+            env=env,
+        )
+    finally:
+        shop.clear_faults()
+    assert synced.exit_code == 3, synced.output
+    assert "incomplete" in synced.output
+    assert exported.exit_code == 3, exported.output
+    assert "the sync before it was incomplete" in exported.output
+    assert "stayed short" in exported.output and "run gwtools sync" in exported.output
+    assert out.exists() and shop.key not in exported.output
+    # the partial cache read as it is: said in one line, not as Python's warning with its source
+    cached = runner.invoke(
+        main,
+        ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop",
+         "--no-refresh"],
+        env=env,
+    )  # fmt: skip
+    assert cached.exit_code == 0, cached.output
+    assert "Warning: the cached payments at " in cached.output and "are partial" in cached.output
+    assert "GatewayDataWarning" not in cached.output + exported.output + synced.output
+    # the next export, with nothing in the way, finishes the job and exits 0
+    again = runner.invoke(
+        main,
+        ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop"],
+        env=env,
+    )
+    assert again.exit_code == 0, again.output
+    assert len(pd.read_csv(out)) == 120
+
+
 def test_key_from_file_and_never_from_an_argument(shop: Shop, tmp_path: Path) -> None:
     shop.card()
     key_file = tmp_path / "key"
