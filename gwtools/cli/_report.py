@@ -144,6 +144,22 @@ def report(
     if source != "spark" and (spark_master or spark_path):
         raise click.BadParameter("--spark-master/--spark-path need --source spark")
     needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
+    if not needs_gateway and (api_key_file or base_url or cache_dir):
+        # as gwtools export: options that choose a gateway's cache would be ignored
+        raise click.BadParameter(
+            f"--source {'spark with --spark-path' if source == 'spark' else source!r} reads "
+            "that data as it is: leave out --api-key-file, --base-url and --cache-dir",
+            param_hint="--source",
+        )
+    if not needs_gateway and account:
+        if source == "spark":
+            raise click.BadParameter(
+                "--account chooses among a cache's accounts; with --source spark, give "
+                "--spark-path the account's folder of payments/ and refunds/ instead",
+                param_hint="--account",
+            )
+        # An account's folder is a source of its own (as `gwtools export --source` reads it).
+        source = f"{source.rstrip('/')}/{account}"
     gw = (
         _connect(api_key_file, base_url, cache_dir, account, progress=False)
         if needs_gateway

@@ -99,6 +99,28 @@ def test_an_accounts_folder_is_a_source(tmp_path: Path) -> None:
     assert "wrote 2,000 payments" in result.output and out.exists()
 
 
+def test_report_reads_the_account_it_is_given_and_refuses_gateway_options(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "cache"
+    for account in ("shop-a", "shop-b"):
+        shutil.copytree(SAMPLE / "sandbox", root / account)
+    out = tmp_path / "report"
+    # the account's data is opened (and its currencies checked) before any notebook runs
+    code, said = _run("report", "--out", str(out), "--source", str(root), "--account", "shop-b",
+                      "--currency", "ZZZ")  # fmt: skip
+    assert code == 2 and "currency='ZZZ': the payments are in MYR" in said, said
+    code, said = _run("report", "--out", str(out), "--source", str(root), "--currency", "ZZZ")
+    assert code == 1 and "pass account=" in said, said
+    for option in ("--base-url", "--cache-dir"):
+        code, said = _run("report", "--out", str(out), "--source", str(root), option, "x")
+        assert code == 2 and "leave out --api-key-file, --base-url and --cache-dir" in said, said
+    code, said = _run("report", "--out", str(out), "--source", "spark", "--spark-path",
+                      str(root / "shop-a"), "--account", "shop-a")  # fmt: skip
+    assert code == 2 and "give --spark-path the account's folder" in said, said
+    assert not out.exists()
+
+
 def test_advice_on_an_empty_cache_fits_the_command(tmp_path: Path) -> None:
     env = {"GW_CACHE_DIR": str(tmp_path / "empty")}
     for command in ("check", "monitor"):
