@@ -675,10 +675,11 @@ class Dataset:
         several files (an older gwtools, an interrupted compaction) is compacted, so the
         dataset always ends with one row per id for engines that read the files directly.
 
-        Rows in files written at or after ``since_seq`` (this sync) are compared with the
-        rows written before it, to count new, updated and unchanged rows; the non-null values
-        of column ``collect`` in the new and updated rows are returned too. ``replace=True``
-        (after a complete full sync) keeps only this sync's rows: months it did not touch are
+        Staged rows (this sync's, and any a killed sync left, which never reached the
+        dataset) are compared with the dataset's rows, to count new, updated and unchanged
+        rows; the non-null values of column ``collect`` in the new and updated rows are
+        returned too. ``replace=True`` (after a complete full sync) keeps only the rows in
+        files written at or after ``since_seq`` (this sync): months it did not touch are
         removed, and ids it did not see are dropped, so the cache equals what was fetched.
         """
         stats = MergeStats()
@@ -724,10 +725,16 @@ class Dataset:
         seqs = [self._file_seq(f) for f in files]
         source = _Files(files, self.schema)
         keys = source.keys()
-        file_is_new = pa.array([s >= since_seq for s in seqs])
-        is_new = file_is_new.take(pc.shift_right(keys.column(_SEQ), _ROW_BITS))
+        file_of_row = pc.shift_right(keys.column(_SEQ), _ROW_BITS)
+        # A killed sync's staged rows are news to the dataset too: counted as old, their
+        # changes (a refund's payment to re-read) would be lost with that sync.
+        unmerged = set(staged)
+        is_new = pa.array([f in unmerged for f in files]).take(file_of_row)
         stats = self._merge_stats(source, keys, is_new, collect)
-        keep = keys.filter(is_new) if replace else keys
+        if replace:
+            keep = keys.filter(pa.array([s >= since_seq for s in seqs]).take(file_of_row))
+        else:
+            keep = keys
         directory = self.path / f"{PARTITION}={month}"
         # The month keeps the name of its newest file: renaming over it swaps the month for
         # readers in one step (no moment with both versions, or with none).
@@ -1033,6 +1040,14 @@ class Dataset:
         if month is not None:
             return self._files_in(self.staging_path / f"{PARTITION}={month}")
         return [f for p in self._partitions(self.staging_path) for f in self._files_in(p)]
+
+    def staged_values(self, column: str) -> set[Any]:
+        """The non-null values of ``column`` in the staged batches (this sync's, and a killed
+        sync's): what the next :meth:`compact` may bring into the dataset."""
+        values: set[Any] = set()
+        for f in self._staged_files():
+            values.update(pq.read_table(f, columns=[column]).column(column).drop_null().to_pylist())
+        return values
 
     def _staged_months(self) -> set[str]:
         return {

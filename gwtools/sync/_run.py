@@ -67,6 +67,10 @@ _OWED = "payments_to_reread"
 
 OnMalformed = Callable[[MalformedBodyError], None]
 
+#: The reject reason of a row re-read by id whose answer stayed unusable: the row may have
+#: changed, so the sync is incomplete and the next one reads it again.
+UNREAD = "unusable body on re-read"
+
 
 @dataclass
 class SyncContext:
@@ -117,10 +121,8 @@ async def run_sync(
                 workers=workers,
                 extra_ids=owed if r == "payments" else set(),
             )
-            result.resources[r] = res.result
-            if r == "refunds" and res.payment_ids:
-                _set_owed(refunds, owed | res.payment_ids)
-            elif r == "payments" and owed and res.result.complete:
+            result.resources[r] = res
+            if r == "payments" and owed and res.complete:
                 _set_owed(refunds, set())
     finally:
         workers.shutdown()
@@ -146,13 +148,6 @@ def _set_owed(refunds: Dataset, ids: set[str]) -> None:
     refunds.write_state(state)
 
 
-@dataclass
-class _OneResult:
-    result: ResourceResult
-    #: the payments whose refunds are new or changed (a refunds sync)
-    payment_ids: set[str]
-
-
 async def _sync_one(
     ctx: SyncContext,
     ds: Dataset,
@@ -160,7 +155,7 @@ async def _sync_one(
     full: bool,
     workers: Workers,
     extra_ids: set[str],
-) -> _OneResult:
+) -> ResourceResult:
     """Sync one resource: list (and re-read), write, compact, then record the state."""
     resource = ds.resource
     started = time.perf_counter()
@@ -195,6 +190,20 @@ async def _sync_one(
             outcome, res.reread_by_id = await _list_incremental(
                 ctx, plan, probes, writer, progress, on_malformed
             )
+            was = state.get("api_variant")
+            if outcome.complete and was and outcome.variant and outcome.variant != was:
+                # The cached rows this sync did not list again keep the other variant's
+                # values (its statuses, fields, nulls): list everything, and replace them.
+                log.warning(
+                    "the gateway now answers in variant %s, the cached %s in variant %s: "
+                    "listing them all again",
+                    outcome.variant,
+                    resource,
+                    was,
+                )
+                outcome = await _list(ctx, writer, progress, on_malformed, since=None)
+                incremental = False
+                res.mode = "full"
         else:
             outcome = await _list(ctx, writer, progress, on_malformed, since=None)
         await writer.flush()
@@ -206,7 +215,23 @@ async def _sync_one(
             f"{malformed:,} {resource} record(s) had a malformed id and were rejected "
             "(see _rejects.jsonl)"
         )
+    unread = writer.reasons.get(UNREAD, 0)
+    if unread:
+        outcome.problem(
+            f"{unread:,} {resource} record(s) re-read by id got an unusable answer and may be "
+            "out of date (see _rejects.jsonl); the next sync reads them again"
+        )
     complete = outcome.complete and outcome.variant is not None
+    owed: set[str] = set()
+    if resource == "refunds":
+        # Before the merge, the payments of every staged refund are owed a re-read: killed
+        # from here until the state is written, the next sync still re-reads them (more
+        # than it must, never fewer). The state written last keeps only the changed ones.
+        owed = set(state.get(_OWED, []))
+        staged = await asyncio.to_thread(ds.staged_values, "payment_id")
+        if not staged <= owed:
+            state = {**state, _OWED: sorted(owed | staged)}
+            ds.write_state(state)
     stats: MergeStats = await asyncio.get_running_loop().run_in_executor(
         workers.thread,
         lambda: ds.compact(
@@ -227,12 +252,16 @@ async def _sync_one(
     res.rejects_by_reason, res.problems = dict(writer.reasons), list(outcome.problems)
     if not complete and not res.problems:
         res.problems.append(f"{resource}: the first list page could not be read")
+    if resource == "refunds":
+        # A new or changed refund changes its payment's refunded amount: owed until a
+        # payments sync has re-read it (written with the high-water mark, in one step).
+        state = {**state, _OWED: sorted(owed | stats.changed)}
     _write_state(
         ds, state, res, outcome, writer, incremental=incremental, sandbox=ctx.settings.embedded
     )
     res.seconds = time.perf_counter() - started
     log.info("synced %s: %s", resource, res)
-    return _OneResult(res, stats.changed)
+    return res
 
 
 async def _list(
@@ -407,7 +436,7 @@ async def _retrieve(client: Client, resource: str, ids: Sequence[str], writer: B
             return None
         except MalformedBodyError as exc:
             reason = f"unusable body for {ident}: {exc.message}"
-            writer.add_rejects([Reject(resource, reason, exc.snippet, "unusable body")])
+            writer.add_rejects([Reject(resource, reason, exc.snippet, UNREAD)])
             return None
 
     chunk = 1000

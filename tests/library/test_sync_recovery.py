@@ -1,0 +1,139 @@
+"""A refund changes its payment: however a sync ends (killed while staging, killed after its
+merge, a re-read answered with an unusable body, the gateway switching variant), the sync
+after it leaves the cache equal to what the gateway holds, or says it did not.
+
+Each test breaks one sync over real HTTP, lets a clean one run, and compares the cache with a
+fresh full fetch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import gwtools
+from gwtools.cache import _dataset as _cache
+from gwtools.sandbox import Sandbox
+from gwtools.sync._result import GatewayDataWarning
+from tests.library._shop import Shop, assert_same, fresh
+
+
+class Killed(Exception):
+    """Stands for a kill at a named step of writing (the finally blocks still run, as the
+    files a kill leaves behind are left by one killed before them)."""
+
+
+def _refunded_payment(shop: Shop, cache: Path, payments: int = 400) -> str:
+    """Sync a history, then refund its oldest cached unrefunded payment a day later (so
+    that re-reading it by id is cheaper than listing from it again)."""
+    shop.history(payments, days=20, seed=4)
+    with shop.connect(cache) as gw:
+        assert gw.sync().complete
+        cached = gw.payments(refresh=False)
+    open_to_refund = cached[(cached["status"] == "succeeded") & ~cached["refunded"].astype(bool)]
+    payment = str(open_to_refund.sort_values("created_at")["id"].iloc[0])
+    shop.advance(86_400)
+    shop.refund(payment, 100)
+    return payment
+
+
+def _kill_at(step: str) -> Callable[[str], None]:
+    """An ``on_step`` hook that kills the first time the sync (refunds first) passes ``step``."""
+    seen = []
+
+    def hook(name: str) -> None:
+        if name == step and not seen:
+            seen.append(name)
+            raise Killed(step)
+
+    return hook
+
+
+@pytest.mark.parametrize("step", ["stage.renamed", "compact.replaced"])
+def test_a_refund_synced_by_a_killed_sync_still_updates_its_payment(
+    shop: Shop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    # stage.renamed: killed with the refund staged, never merged; compact.replaced: killed
+    # with the refund merged into the dataset, before the state said which payment it changed
+    cache = tmp_path / "cache"
+    payment = _refunded_payment(shop, cache)
+    monkeypatch.setattr(_cache, "on_step", _kill_at(step))
+    with shop.connect(cache) as gw, pytest.raises(Killed):
+        gw.sync()
+    monkeypatch.setattr(_cache, "on_step", None)
+    with shop.connect(cache) as gw:
+        assert gw.sync().complete
+        cached = gw.payments(refresh=False)
+    expected = fresh(shop, tmp_path)["payments"]
+    gateway = expected.set_index("id").loc[payment, "refunded_amount"]
+    assert gateway >= 100 and cached.set_index("id").loc[payment, "refunded_amount"] == gateway
+    assert_same(cached, expected)
+
+
+class _UnusableRetrieves(httpx.AsyncBaseTransport):
+    """A proxy answering every payment retrieve with a 200 HTML page; lists pass through."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.answered = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/v1/payments/pay_"):
+            self.answered += 1
+            return httpx.Response(200, headers={"content-type": "text/html"}, content=b"<p>busy")
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_a_payment_re_read_with_an_unusable_answer_makes_the_sync_incomplete(
+    shop: Shop, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    payment = _refunded_payment(shop, cache)
+    proxy = _UnusableRetrieves()
+    with (
+        shop.connect(cache, transport=proxy, max_attempts=2) as gw,
+        pytest.warns(GatewayDataWarning, match="incomplete"),
+    ):
+        result = gw.sync()
+    assert proxy.answered >= 1  # the refunded payment was re-read by id
+    assert not result.complete
+    assert any("re-read by id got an unusable answer" in p for p in result.problems)
+    # still owed: the next sync reads it again, and the cache ends as the gateway says
+    with shop.connect(cache) as gw:
+        assert gw.sync().complete
+        cached = gw.payments(refresh=False)
+    expected = fresh(shop, tmp_path)["payments"]
+    gateway = expected.set_index("id").loc[payment, "refunded_amount"]
+    assert gateway >= 100 and cached.set_index("id").loc[payment, "refunded_amount"] == gateway
+    assert_same(cached, expected)
+
+
+@pytest.mark.parametrize(("before", "after"), [("A", "B"), ("B", "A")])
+def test_a_gateway_switching_variant_gets_every_row_listed_again(
+    tmp_path: Path, before: str, after: str
+) -> None:
+    now = dt.datetime(2026, 3, 2, 9, tzinfo=dt.UTC)
+    db = tmp_path / "sandbox.sqlite"
+    options: dict[str, Any] = {"db": str(db), "now": now, "rate_limits": False}
+
+    def cached(sb: Sandbox, folder: str) -> Any:
+        with gwtools.connect(sb.secret_key, sb.base_url, cache_dir=tmp_path / folder,
+                             account="x") as gw:  # fmt: skip
+            assert gw.sync().complete
+            return gw.payments(refresh=False)
+
+    with Sandbox(before, seed_payments=120, **options) as sb:
+        assert set(cached(sb, "cache")["api_variant"]) == {before}
+    with Sandbox(after, **options) as sb:
+        synced = cached(sb, "cache")
+        expected = cached(sb, "fresh")
+    assert set(synced["api_variant"]) == {after}
+    assert_same(synced, expected)
