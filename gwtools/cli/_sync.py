@@ -10,6 +10,7 @@ argument: arguments end up in shell history and in every process listing. Exampl
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -301,6 +302,14 @@ def export(
         raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
+    suffix = Path(out).suffix.lower().lstrip(".")
+    if out != "-" and suffix in ("csv", "parquet") and suffix != fmt:
+        # a CSV named .parquet (or the other way round) fails in whatever opens it next
+        raise click.BadParameter(
+            f"{out} is named as {suffix.upper()} but --format is {fmt}: give --format {suffix}, "
+            f"or a file name ending .{fmt}",
+            param_hint="--out",
+        )
     kind = cast("Resource", resource)
     if source is not None and (api_key_file or base_url or cache_dir):
         raise click.BadParameter(
@@ -330,7 +339,12 @@ def export(
             folder = _cached_folder(kind, api_key_file, base_url, cache_dir, account)
             table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
         if out == "-":
-            write_table(table, sys.stdout, "csv")
+            try:
+                write_table(table, sys.stdout, "csv")
+            except BrokenPipeError:
+                # The reader stopped early (`| head`): as other tools do, stop quietly.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise SystemExit(1) from None
         else:
             count = write_table(table, out, fmt)
             click.echo(f"wrote {count:,} {resource} to {out}", err=True)

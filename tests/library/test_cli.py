@@ -299,6 +299,35 @@ def test_export_from_a_source_reads_that_cache_as_it_is(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "it holds account='sandbox' mode='test'" in result.output
 
 
+def test_export_refuses_a_file_named_for_the_other_format(tmp_path: Path) -> None:
+    for fmt, name in (("csv", "payments.parquet"), ("parquet", "payments.CSV")):
+        result = CliRunner().invoke(
+            main,
+            ["export", "payments", "--format", fmt, "--out", str(tmp_path / name),
+             "--source", str(SAMPLE)],
+            env=NO_KEY,
+        )  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert "but --format is " + fmt in result.output and not (tmp_path / name).exists()
+
+
+def test_export_to_a_reader_that_stops_early_ends_quietly() -> None:
+    """`gwtools export ... --out - | head -1`: no error line, no traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gwtools", "export", "payments", "--format", "csv", "--out", "-",
+         "--source", str(SAMPLE)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **NO_KEY},
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"id,")
+    process.stdout.close()  # what head does after its line
+    said = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1
+    assert "Error" not in said and "Traceback" not in said and "Broken pipe" not in said, said
+
+
 @pytest.mark.parametrize("option", ["--since", "--until"])
 def test_report_refuses_a_day_that_is_not_a_date_before_doing_anything(option: str) -> None:
     result = CliRunner().invoke(main, ["report", option, "last tuesday"])
