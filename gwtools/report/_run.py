@@ -164,6 +164,17 @@ def _write_index(report: Report) -> None:
     report.index.write_text(page, encoding="utf-8")
 
 
+def _table_files(folder: Path) -> dict[Path, tuple[int, int, int]]:
+    """The CSV and Parquet files in ``folder``, each with what tells a rewrite (inode,
+    modification time, size)."""
+    found = {}
+    for path in folder.glob("*.*"):
+        if path.suffix in (".csv", ".parquet") and path.is_file():
+            stat = path.stat()
+            found[path] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    return found
+
+
 def run_report(
     out_dir: str | os.PathLike[str],
     *,
@@ -246,6 +257,7 @@ def run_report(
     }
     timings: dict[str, float] = {}
     pages = []
+    before = _table_files(out / "tables")
     with (
         tempfile.TemporaryDirectory(prefix="gwtools-report-") as work,
         ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
@@ -258,11 +270,13 @@ def run_report(
             page, seconds = future.result()
             pages.append(page)
             timings[name] = seconds
-    written = sorted((out / "tables").glob("*.*"))
+    # The tables this run wrote: a file an earlier run (or a person) left there is not this
+    # report's. save_tables renames each file into place, so a rewritten one is new as well.
+    written = sorted(p for p, seen in _table_files(out / "tables").items() if before.get(p) != seen)
     report = Report(
         out_dir=out,
         html=pages,
-        tables=[p for p in written if p.suffix in (".csv", ".parquet")],
+        tables=written,
         overview=overview(tables.payments, tables.refunds),
         source=tables.source,
         seconds=time.perf_counter() - start,

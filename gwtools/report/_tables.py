@@ -7,6 +7,8 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import re
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from gwtools import ConfigurationError, open_source, write_table
 from gwtools._embedded import REGISTRY
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
+from gwtools.analysis._money import exponent
 from gwtools.analysis._quality import judge_completeness
 from gwtools.analysis._time import as_utc
 from gwtools.plots import SANDBOX_NOTE
@@ -145,18 +148,91 @@ def count_rows(table: Any) -> int:
 
 
 def _number(value: float) -> str:
-    # Shares and rates (below 1) need 4 decimals; amounts, days and counts read best with 2.
+    # Shares and rates (below 1) need 4 decimals; days and counts read best with 2. Money
+    # has its currency's own decimals instead (see _money_view).
     return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.2f}"
 
 
+#: ``amount_<CUR>``: a total in one currency (``totals_by_currency``'s wide columns).
+_AMOUNT_IN = re.compile(r"amount_([A-Z]{3})")
+
+
+def _money(value: Any, digits: int | None) -> Any:
+    """``value`` with ``digits`` decimals and thousands separators; as :func:`_number` shows
+    it for an unknown currency (``None``); a missing value stays missing (shown blank)."""
+    if pd.isna(value):
+        return value
+    return _number(value) if digits is None else f"{value:,.{digits}f}"
+
+
+def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as the notebooks show it: each money column's amounts as text with their
+    currency's own decimals (Babel's, as :func:`gwtools.analysis.to_major` divides by) and
+    thousands separators, e.g. KWD ``1.234``, JPY ``1,234``, MYR ``1,234.50``, BHD ``0.005``.
+    Only the display: ``frame`` is returned as it is when it holds no money, and is never
+    changed (what :func:`save_tables` writes keeps its numbers).
+
+    Money columns are float columns (major units) named ``amount``, ``amount_major`` or
+    ending in ``_amount`` (``captured_amount``, ``refunded_amount``), in the currency of
+    each row's ``currency`` column (a table without one keeps them as numbers), and
+    ``amount_<CUR>`` (``amount_JPY``: totals in that currency). Everything else is shown by
+    pandas' float format (:func:`_number`): rates and shares such as ``amount_rate``, days,
+    counts; integer columns, such as the canonical tables' minor units, stay integers."""
+    currency = frame.get("currency")  # a Series when there is one such column
+    digits_of: dict[Any, int | None] = {}
+
+    def digits(code: Any) -> int | None:
+        code = code if isinstance(code, str) else None  # a missing currency
+        if code not in digits_of:  # one Babel lookup per currency, not per row
+            known = code is not None and len(code) == 3 and code.isalpha()
+            digits_of[code] = exponent(code) if known else None
+        return digits_of[code]
+
+    view = None
+    for i, name in enumerate(frame.columns):
+        if not isinstance(name, str) or not pd.api.types.is_float_dtype(frame.dtypes.iloc[i]):
+            continue
+        named = _AMOUNT_IN.fullmatch(name)
+        if named:
+            codes: list[Any] = [named.group(1)] * len(frame)
+        elif (name in ("amount", "amount_major") or name.endswith("_amount")) and isinstance(
+            currency, pd.Series
+        ):
+            codes = list(currency.astype("string").str.upper().astype(object))
+        else:
+            continue
+        shown = [_money(v, digits(c)) for v, c in zip(frame.iloc[:, i], codes, strict=True)]
+        view = frame.copy() if view is None else view
+        view.isetitem(i, pd.array(shown, dtype=object))
+    return frame if view is None else view
+
+
+def _frame_html(frame: pd.DataFrame) -> str | None:
+    """A notebook's HTML of ``frame``: pandas' own, of :func:`_money_view`."""
+    html: str | None = _money_view(frame)._repr_html_()  # type: ignore[operator]
+    return html
+
+
+def _frame_text(frame: pd.DataFrame, printer: Any, cycle: bool) -> None:
+    """A notebook's plain text of ``frame`` (IPython's pretty-printer hook)."""
+    printer.text(repr(_money_view(frame)))
+
+
 def notebook_display() -> None:
-    """pandas display options the notebooks share (wide tables, readable numbers), and
-    warnings shown as their sentence alone: a kernel's warning names its cell's temporary
-    file and repeats the line, which tell a report's reader nothing."""
+    """pandas display options the notebooks share (wide tables, readable numbers, money at
+    its currency's decimals: :func:`_money_view`), and warnings shown as their sentence
+    alone: a kernel's warning names its cell's temporary file and repeats the line, which
+    tell a report's reader nothing."""
     pd.set_option("display.width", 140)
     pd.set_option("display.max_columns", 30)
     pd.set_option("display.max_colwidth", 90)  # retry advice reads as a sentence
     pd.set_option("display.float_format", _number)
+    ipython = sys.modules.get("IPython")  # in a kernel; elsewhere pandas' options alone
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None:  # money at its currency's decimals: see _money_view
+        formatters = shell.display_formatter.formatters
+        formatters["text/html"].for_type(pd.DataFrame, _frame_html)
+        formatters["text/plain"].for_type(pd.DataFrame, _frame_text)
     warnings.formatwarning = _plain_warning
 
 
@@ -350,7 +426,8 @@ def save_tables(
 
     A table of more than ``csv_max_rows`` rows (default: what a spreadsheet opens) gets its
     Parquet file only, with a warning naming the command that writes its CSV: 10M canonical
-    payments take 4.7 GB and four and a half minutes as CSV, 1.3 GB and 26 s as Parquet.
+    payments take 4.7 GB and four and a half minutes as CSV, 1.3 GB and 26 s as Parquet. Its
+    ``<name>.csv`` of an earlier run, if any, is removed (no other file is touched).
     ``csv_max_rows=None`` writes every CSV.
     """
     if out_dir is None:
@@ -364,6 +441,8 @@ def save_tables(
         if csv_max_rows is not None and (rows := count_rows(frame)) > csv_max_rows:
             warnings.warn(_csv_skipped(name, rows, csv_max_rows), stacklevel=2)
             suffixes.remove("csv")
+            # An earlier run's CSV of this table would read as current: only that file goes.
+            (target / f"{name}.csv").unlink(missing_ok=True)
         for suffix in suffixes:
             path = target / f"{name}.{suffix}"
             write_table(frame, path, suffix)  # renamed into place: never half-written

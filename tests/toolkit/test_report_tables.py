@@ -1,0 +1,163 @@
+"""The report's tables: money shown at each currency's precision in a notebook, and the files
+under ``tables/`` that a report lists."""
+
+from __future__ import annotations
+
+import sys
+import types
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gwtools import GatewayDataWarning, report
+from gwtools.cache._dataset import Dataset
+
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
+
+
+def _shown(frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> tuple[list[list[str]], str]:
+    """``frame`` as a notebook kernel shows it after ``notebook_display()``: the cells of its
+    HTML table, row by row, and its plain text. IPython's own display formatter, in a
+    stand-in for the kernel's shell."""
+    from bs4 import BeautifulSoup
+    from IPython.core.formatters import DisplayFormatter
+
+    formatter = DisplayFormatter()
+    shell = types.SimpleNamespace(display_formatter=formatter)
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    keep = ["display.width", "display.max_columns", "display.max_colwidth", "display.float_format"]
+    with pd.option_context(*(x for k in keep for x in (k, pd.get_option(k)))):  # restored after
+        report.notebook_display()
+        data, _ = formatter.format(frame)
+    body = BeautifulSoup(data["text/html"], "html.parser").find("tbody")
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in body.find_all("tr")]
+    return rows, data["text/plain"]
+
+
+def test_money_is_shown_at_each_rows_currency_precision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KWD has 3 decimals, CLF 4, JPY none, BHD 3, USD and MYR 2 (Babel's table); rates keep
+    4 decimals, and integer minor units stay integers. The table itself is not changed."""
+    frame = pd.DataFrame(
+        {
+            "currency": ["KWD", "CLF", "JPY", "BHD", "USD", "MYR"],
+            "captured_amount": [1.234, 1.2345, 1234.0, 0.005, 0.01, 1234.5],
+            "refunded_amount": [0.0, 0.0, 100.0, 0.0, 0.01, 0.5],
+            "amount_rate": [0.0, 0.0, 0.0810, 0.0, 1.0, 0.0004],
+            "amount": pd.array([1234, 12345, 1234, 5, 1, 123450], dtype="Int64"),  # minor units
+        }
+    )
+    before = frame.copy()
+    rows, text = _shown(frame, monkeypatch)
+    assert rows == [
+        ["KWD", "1.234", "0.000", "0.00", "1234"],
+        ["CLF", "1.2345", "0.0000", "0.00", "12345"],
+        ["JPY", "1,234", "100", "0.0810", "1234"],
+        ["BHD", "0.005", "0.000", "0.00", "5"],
+        ["USD", "0.01", "0.01", "1.00", "1"],
+        ["MYR", "1,234.50", "0.50", "0.0004", "123450"],
+    ]
+    assert "1,234.50" in text.splitlines()[-1] and "0.0004" in text.splitlines()[-1]
+    pd.testing.assert_frame_equal(frame, before)  # what save_tables writes is untouched
+
+
+def test_money_of_one_named_currency_and_tables_without_money(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``amount_<CUR>`` totals (one column per currency) take that currency's precision; a
+    table with no money column is shown as before."""
+    totals = pd.DataFrame(
+        {
+            "kind": ["full", "partial"],
+            "amount_JPY": [5000.0, 0.0],
+            "amount_KWD": [1.5, 12.345],
+            "amount": ["JP¥5,000; KWD1.500", "KWD12.345"],
+            "share": [0.25, 0.75],
+        }
+    )
+    rows, _ = _shown(totals, monkeypatch)
+    assert rows == [
+        ["full", "5,000", "1.500", "JP¥5,000; KWD1.500", "0.2500"],
+        ["partial", "0", "12.345", "KWD12.345", "0.7500"],
+    ]
+    days = pd.DataFrame({"day": ["a", "b"], "days_to_refund": [1234.5, 0.5]})
+    rows, _ = _shown(days, monkeypatch)
+    assert rows == [["a", "1,234.50"], ["b", "0.5000"]]
+
+
+def test_parquet_only_removes_the_tables_previous_csv(tmp_path: Path) -> None:
+    """A table saved as Parquet only leaves no CSV of an earlier run behind (a report would
+    list it as current); other files in the folder stay."""
+    from gwtools.cache._scan import connection
+
+    lazy = connection().from_df(pd.DataFrame({"n": [1, 2, 3]}))
+    target = tmp_path / "st"
+    assert report.save_tables({"payments": lazy}, target) == [
+        "payments.csv",
+        "payments.parquet",
+    ]
+    for other in ("payments_old.csv", "payments.csv.bak", "refunds.csv"):
+        (target / other).write_text("n\n1\n", encoding="utf-8")
+    with pytest.warns(UserWarning, match="payments.parquet only"):
+        names = report.save_tables({"payments": lazy}, target, csv_max_rows=2)
+    assert names == ["payments.parquet"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        "payments.csv.bak",
+        "payments.parquet",
+        "payments_old.csv",
+        "refunds.csv",
+    ]
+    assert pd.read_parquet(target / "payments.parquet")["n"].tolist() == [1, 2, 3]
+
+
+def test_report_lists_the_tables_written_this_run(
+    tmp_path: Path,
+    make_payments: Build,
+    make_refunds: Build,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Files left in ``tables/`` by an earlier run (or by hand) are not presented as this
+    run's tables, in the result or on the index page; a file rewritten this run is."""
+    from gwtools.report import _run
+
+    root = tmp_path / "cache" / "acct" / "test"
+    Dataset(root / "payments", "payments").write_batch(
+        make_payments([{"status": "succeeded", "amount": 100}])
+    )
+    Dataset(root / "refunds", "refunds").write_batch(
+        make_refunds([{"payment_id": "pay_1", "amount": 50}])
+    )
+    tables = tmp_path / "r" / "tables"
+    tables.mkdir(parents=True)
+    for stale in ("old.csv", "old.parquet", "funnel.csv", "notes.txt"):
+        (tables / stale).write_text("x\n", encoding="utf-8")
+
+    def run_one(name: str, out_dir: Path, parameters: dict[str, Any], *_: Any) -> Any:
+        # What a notebook does: save its tables into out_dir (here, Parquet only).
+        frame = pd.DataFrame({"n": [1, 2, 3]})
+        report.save_tables({"funnel": frame}, parameters["out_dir"], csv_max_rows=None)
+        with pytest.warns(UserWarning):
+            report.save_tables({"payments": frame}, parameters["out_dir"], csv_max_rows=2)
+        page = out_dir / name.replace(".ipynb", ".html")
+        page.write_text("<html></html>", encoding="utf-8")
+        return page, 0.0
+
+    monkeypatch.setattr(_run, "_run_one", run_one)
+    monkeypatch.setenv("GW_SANDBOX_VARIANT", "none")
+    monkeypatch.delenv("GW_API_KEY", raising=False)
+    monkeypatch.delenv("GW_BASE_URL", raising=False)
+    with pytest.warns(GatewayDataWarning, match="partial"):  # a cache no sync completed
+        result = report.run_report(
+            tmp_path / "r", source=root, tz="UTC", notebooks=["01_overview_and_export.ipynb"]
+        )
+    assert [p.name for p in result.tables] == ["funnel.csv", "funnel.parquet", "payments.parquet"]
+    index = result.index.read_text(encoding="utf-8")
+    assert "tables/funnel.csv" in index and "tables/payments.parquet" in index
+    assert "old." not in index
+    assert (tables / "old.csv").exists()  # not the report's to remove
