@@ -70,8 +70,17 @@ data = load_tables(
 payments, refunds = data.payments, data.refunds"""
 
 
-def md(text: str) -> nbformat.NotebookNode:
+#: A markdown cell about this folder's stored outputs: a report's pages leave it out.
+STORED_OUTPUTS = "stored-outputs"
+#: A markdown cell about the embedded sandbox's demo history: only reports on sandbox data
+#: keep it.
+SANDBOX_DEMO = "sandbox-demo"
+
+
+def md(text: str, *, tags: tuple[str, ...] = ()) -> nbformat.NotebookNode:
     cell: nbformat.NotebookNode = new_markdown_cell(textwrap.dedent(text).strip())
+    if tags:
+        cell.metadata["tags"] = list(tags)
     return cell
 
 
@@ -104,14 +113,25 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         with its 95% interval, the funnel, and writes the canonical tables as CSV and Parquet
         for colleagues who work in Excel, DuckDB or Spark.
 
-        With no key configured it runs on the embedded sandbox's seeded demo history. The
-        outputs stored here were made with `GW_TIMEZONE=Asia/Kuala_Lumpur` and
-        `GW_SANDBOX_NOW=2026-11-20T12:00:00Z`: set both to get the same numbers; otherwise the
-        history ends now and days are UTC days. Its last week holds three planted incidents
-        (05_monitoring finds them), which are in every figure here: a card-testing hour adds
-        hundreds of small declined card payments, so that week's decline rate jumps. Set
-        `GW_API_KEY` and `GW_BASE_URL` (never a key in a notebook) to run it on your gateway.
         """),
+        md(
+            """
+            With no key configured it runs on the embedded sandbox's seeded demo history. The
+            outputs stored here were made with `GW_TIMEZONE=Asia/Kuala_Lumpur` and
+            `GW_SANDBOX_NOW=2026-11-20T12:00:00Z`: set both to get the same numbers; otherwise
+            the history ends now and days are UTC days. Set `GW_API_KEY` and `GW_BASE_URL`
+            (never a key in a notebook) to run it on your gateway.
+            """,
+            tags=(STORED_OUTPUTS,),
+        ),
+        md(
+            """
+            The embedded sandbox's demo history holds three planted incidents in its last week
+            (05_monitoring finds them), which are in every figure here: a card-testing hour adds
+            hundreds of small declined card payments, so that week's decline rate jumps.
+            """,
+            tags=(SANDBOX_DEMO,),
+        ),
         code(PARAMETERS, tags=("parameters",)),
         code(setup()),
         code("data", check=True),
@@ -406,11 +426,15 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         `gwtools monitor` prints the same alerts from a terminal for the gateway's synced cache
         in `GW_TIMEZONE` (or `--tz`), and exits 1 when there are any, 2 when it cannot check,
         for a cron job.
-
-        The embedded sandbox's demo history places one incident of each kind but a refund
-        spike in its last week (a card-testing hour, an outage at one FPX bank and a day of
-        card declines), so on it the monitors below have something to find.
         """),
+        md(
+            """
+            The embedded sandbox's demo history places one incident of each kind but a refund
+            spike in its last week (a card-testing hour, an outage at one FPX bank and a day of
+            card declines), so on it the monitors below have something to find.
+            """,
+            tags=(SANDBOX_DEMO,),
+        ),
         code(PARAMETERS, tags=("parameters",)),
         code(setup("from gwtools.widgets import alert_payments, monitor_dashboard")),
         code("data", check=True),

@@ -129,10 +129,16 @@ _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 def export_html(notebook: Any, title: str, *, sandbox_data: bool = False) -> str:
     """An executed notebook as the report's self-contained page: code hidden, no CDN
     scripts, tables tidied (:func:`tidy_tables`); with ``sandbox_data``, the
-    :func:`sandbox_banner` on top. ``notebook`` is changed in place."""
+    :func:`sandbox_banner` on top. Text about the notebook's stored outputs is left out, and
+    text about the sandbox's demo history unless the data is the sandbox's (cells tagged
+    ``stored-outputs`` and ``sandbox-demo``). ``notebook`` is changed in place."""
     import jinja2
     from nbconvert import HTMLExporter
 
+    dropped = {"stored-outputs"} | (set() if sandbox_data else {"sandbox-demo"})
+    notebook.cells = [
+        c for c in notebook.cells if not dropped & set(c.get("metadata", {}).get("tags", []))
+    ]
     _tidy_outputs(notebook)
     exporter = HTMLExporter(
         extra_loaders=[jinja2.DictLoader({"gwtools_report.html.j2": _OFFLINE_TEMPLATE})],

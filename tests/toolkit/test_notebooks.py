@@ -67,3 +67,27 @@ def test_stored_outputs_exist_and_leak_nothing(name: str) -> None:
     text = json.dumps([c.get("outputs", []) for c in nb.cells]) + json.dumps(nb.metadata)
     for pattern in LEAKS:
         assert not pattern.search(text), f"{name} output matches {pattern.pattern}"
+
+
+def test_report_pages_leave_out_text_about_stored_outputs_and_the_demo() -> None:
+    """A report on a gateway's data must not claim its figures were made with the stored
+    outputs' settings, or hold the sandbox's planted incidents; a demo report keeps the
+    incidents (they are in its data) but not the stored outputs' settings either."""
+    from gwtools.report import export_html
+
+    def page(name: str, sandbox_data: bool) -> str:
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [c for c in _build_module().NOTEBOOKS[name] if c.cell_type == "markdown"]
+        return export_html(notebook, "t", sandbox_data=sandbox_data)
+
+    for sandbox_data in (False, True):
+        overview = page("01_overview_and_export.ipynb", sandbox_data)
+        assert "Payments overview and export" in overview
+        assert "GW_SANDBOX_NOW" not in overview and "outputs stored here" not in overview
+        assert ("planted incidents" in overview) is sandbox_data
+        monitoring = page("05_monitoring.ipynb", sandbox_data)
+        assert ("places one incident of each kind" in monitoring) is sandbox_data
+    # the notebooks themselves keep both
+    stored = nbformat.read(notebooks_dir() / "01_overview_and_export.ipynb", as_version=4)
+    text = "".join(c.source for c in stored.cells if c.cell_type == "markdown")
+    assert "GW_SANDBOX_NOW" in text and "planted incidents" in text
