@@ -277,7 +277,9 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         questions: by the **payment's** creation (cohort: which sales came back?) or by the
         **refund's** own date (operations: how much did we refund this week?). FPX refunds
         take 3-5 business days to reach the customer, so pending ones are aged in business
-        days.
+        days. With `since`/`until` set, `refunds` are the chosen payments' refunds, whenever
+        made, and `data.refunds_made` the refunds made on the chosen days, whichever payment
+        they belong to: the refund-date chart and the reasons use the latter.
         """),
         code(PARAMETERS, tags=("parameters",)),
         code(setup("from gwtools.widgets import refunds_dashboard")),
@@ -307,17 +309,16 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             "plots.refund_rate_over_time(cohort, origin=data)"
         ),
         code(
-            'by_refund_date = analysis.refund_rate(payments, refunds, freq="week", tz=data.tz, cohort="refund")\n'
+            'by_refund_date = analysis.refund_rate(payments, data.refunds_made, freq="week", tz=data.tz, cohort="refund")\n'
             'plots.refund_rate_over_time(by_refund_date, measure="amount", origin=data)'
         ),
         md("## Why: reasons, and partial versus full refunds"),
-        code("reasons = analysis.refunds_by_reason(refunds)\nreasons", check=True),
+        code("reasons = analysis.refunds_by_reason(data.refunds_made)\nreasons", check=True),
         code("kinds = analysis.partial_vs_full(payments, refunds)\nkinds", check=True),
         md("""
         ## How long after capture
 
-        Refunds of payments outside the selected dates have no capture here: they appear under
-        an empty method with no timing.
+        From each refunded payment's capture to its refunds, per method.
         """),
         code("timing = analysis.time_to_refund(payments, refunds)\ntiming", check=True),
         md("""
@@ -465,7 +466,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         sentence. No rows: all is well.
         """),
         code(
-            "alerts = analysis.monitor(payments, refunds, tz=data.tz)\n"
+            "alerts = analysis.monitor(payments, data.refunds_made, tz=data.tz)\n"
             'alerts.drop(columns="explanation")',
             check=True,
         ),
@@ -487,7 +488,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         spike, finished ones for an outage). `alert` is the alert's row above; the export below
         has them all.
         """),
-        code("alert_payments(payments, refunds, alerts, limit=5)", check=True),
+        code("alert_payments(payments, data.refunds_made, alerts, limit=5)", check=True),
         md("""
         ## Explore (interactive runs; reports skip it)
 
@@ -497,11 +498,11 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         """),
         code("""
             if interactive:
-                display(monitor_dashboard(payments, refunds, tz=data.tz, origin=data))
+                display(monitor_dashboard(payments, data.refunds_made, tz=data.tz, origin=data))
             """),
         export(
             """
-            tables = {"alerts": alerts, "alert_payments": alert_payments(payments, refunds, alerts)}
+            tables = {"alerts": alerts, "alert_payments": alert_payments(payments, data.refunds_made, alerts)}
             """
         ),
     ],
@@ -535,9 +536,8 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         | `no_hourly_holes` | no stretch of hours without a single payment where the usual traffic of those hours makes silence unlikely (a sign of a missed sync window or an outage of our own) |
         | `last_sync_complete` | the last sync read every page of both tables (from what the cache's last sync recorded; left out when the data comes from no cache, such as your own DataFrames) |
 
-        With `since`/`until` set, refunds made
-        in the period for older payments have no payment here and show under
-        `refund_payment_cached`: check that rule over all dates.
+        With `since`/`until` set, the rules look at the chosen payments and their refunds;
+        run the notebook over all dates to check every refund's payment.
         """),
         md("""
         ## Results

@@ -55,6 +55,12 @@ class Tables:
     :func:`gwtools.plots.is_sandbox_data`). ``states``: what the cache's last sync said about
     itself ({resource: its ``_state.json``}; empty when the tables came from no cache), for
     ``analysis.quality(..., completeness=t.states)``.
+
+    With ``since``/``until``, ``refunds`` are the chosen payments' refunds, whenever they were
+    made (the payment cohort: refund rates, partial or full, time to refund), and
+    ``refunds_made`` the refunds made on the chosen days, whichever payment they belong to
+    (the refund-date view: refunds per week of refund, their reasons, refund spikes).
+    Without days both are every refund (of the currency).
     """
 
     payments: Any
@@ -67,6 +73,11 @@ class Tables:
     currency: str | None = None
     sandbox_data: bool = False
     states: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    refunds_made: Any = None  # (None: the same as refunds)
+
+    def __post_init__(self) -> None:
+        if self.refunds_made is None:
+            self.refunds_made = self.refunds
 
     def __repr__(self) -> str:
         period = f"{self.since or 'start'} to {self.until or 'now'} ({self.tz})"
@@ -282,8 +293,9 @@ def _select(
     until: str | None,
     tz: str,
     currency: str | None,
-) -> tuple[Any, Any]:
-    """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy).
+) -> tuple[Any, Any, Any]:
+    """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy):
+    the payments, their refunds, and the refunds made on those days (see :class:`Tables`).
     A currency the payments do not hold is refused, naming those they do: a typo would
     otherwise read as a report of no payments."""
     if currency:
@@ -302,13 +314,8 @@ def _select(
         refunds = E.native_like(E.lazy(refunds).filter(keep), refunds)
     if since or until:
         chosen = between(payments, since, until, tz=tz)
-        # Refunds of the chosen payments (payment cohort) and refunds made in the period
-        # (refund-date view), whichever payment they belong to.
-        of_payments = E.lazy(refunds_of(chosen, refunds))
-        in_period = E.lazy(between(refunds, since, until, tz=tz))
-        picked = nw.concat([in_period, of_payments]).unique(subset=["id"], keep="any")
-        payments, refunds = chosen, E.native_like(picked, refunds)
-    return payments, refunds
+        return chosen, refunds_of(chosen, refunds), between(refunds, since, until, tz=tz)
+    return payments, refunds, refunds
 
 
 def _select_pandas(
@@ -318,16 +325,21 @@ def _select_pandas(
     until: str | None,
     tz: str,
     currency: str | None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     if currency:
         payments = payments[payments["currency"].eq(currency.upper()).fillna(False).astype(bool)]
         refunds = refunds[refunds["currency"].eq(currency.upper()).fillna(False).astype(bool)]
+    made = refunds
     if since or until:
         payments = between(payments, since, until, tz=tz)
-        in_period = refunds.index.isin(between(refunds, since, until, tz=tz).index)
+        made = between(refunds, since, until, tz=tz)
         of_payments = refunds["payment_id"].isin(payments["id"]).fillna(False).to_numpy(dtype=bool)
-        refunds = refunds[in_period | of_payments]
-    return payments.reset_index(drop=True), refunds.reset_index(drop=True)
+        refunds = refunds[of_payments]
+    return (
+        payments.reset_index(drop=True),
+        refunds.reset_index(drop=True),
+        made.reset_index(drop=True),
+    )
 
 
 def _is_embedded(base_url: str | None) -> bool:
@@ -392,7 +404,7 @@ def load_tables(
         moment = moment.tz_localize("UTC") if moment.tzinfo is None else moment
     else:
         moment = pd.Timestamp(_as_of(src.embedded))
-    payments, refunds = _select(src.payments, src.refunds, since_s, until_s, zone, currency)
+    payments, refunds, made = _select(src.payments, src.refunds, since_s, until_s, zone, currency)
     return Tables(
         payments,
         refunds,
@@ -404,6 +416,7 @@ def load_tables(
         currency,
         sandbox_data=sandbox_data or src.sandbox_data,
         states=src.states,
+        refunds_made=made,
     )
 
 

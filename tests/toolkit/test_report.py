@@ -12,9 +12,11 @@ import httpx
 import pandas as pd
 import pytest
 
+import gwtools
 from gwtools import ConfigurationError, report
 from gwtools.analysis import to_pandas
 from gwtools.cache._dataset import Dataset
+from gwtools.report._tables import _select
 
 if TYPE_CHECKING:
     from gwtools import Gateway
@@ -87,11 +89,20 @@ def test_load_tables_from_a_cache_filters_local_days_and_currency(
     )
     assert not isinstance(t.payments, pd.DataFrame)  # lazy: nothing loaded
     assert sorted(to_pandas(t.payments)["id"]) == ["pay_2", "pay_3"]
-    # refunds made in the period, and refunds of the period's payments (cohort view)
-    assert sorted(to_pandas(t.refunds)["id"]) == ["rfnd_1", "rfnd_2"]
+    # the period's payments' refunds, whenever made (cohort view); the refunds made in the
+    # period, whichever payment's (refund-date view): two populations, never mixed
+    assert sorted(to_pandas(t.refunds)["id"]) == ["rfnd_2"]
+    assert sorted(to_pandas(t.refunds_made)["id"]) == ["rfnd_1"]
+    # pandas tables are chosen the same way
+    chosen = _select(
+        gwtools.read_cache(cache, "payments"),
+        gwtools.read_cache(cache, "refunds"),
+        "2026-11-02", "2026-11-02", "Asia/Kuala_Lumpur", None,
+    )  # fmt: skip
+    assert [sorted(frame["id"]) for frame in chosen] == [["pay_2", "pay_3"], ["rfnd_2"], ["rfnd_1"]]
     assert t.as_of == pd.Timestamp("2026-11-21", tz="UTC")
     assert repr(t).splitlines() == [
-        "2 payments and 2 refunds from a local cache, 2026-11-02 to 2026-11-02 (Asia/Kuala_Lumpur)",
+        "2 payments and 1 refunds from a local cache, 2026-11-02 to 2026-11-02 (Asia/Kuala_Lumpur)",
         # the rows' own span, in local days; the hand-made cache was never synced
         "payments created 2026-11-02 to 2026-11-02; no sync of the payments and refunds has "
         "completed: rows may be missing; run gwtools sync",
@@ -100,6 +111,7 @@ def test_load_tables_from_a_cache_filters_local_days_and_currency(
     mine = to_pandas(myr.payments)
     assert set(mine["currency"]) == {"MYR"} and len(mine) == 2
     assert sorted(to_pandas(myr.refunds)["id"]) == ["rfnd_1", "rfnd_2", "rfnd_3"]
+    assert myr.refunds_made is myr.refunds  # no days chosen: one population
     with pytest.raises(ValueError, match="unknown time zone"):
         report.load_tables(cache=cache, tz="Nowhere/Land")
 
