@@ -17,7 +17,7 @@ from typing import Any, Final
 import narwhals as nw
 import pandas as pd
 
-from gwtools import plots
+from gwtools import _schema, plots
 from gwtools.analysis import _engine as E
 from gwtools.analysis import quality
 from gwtools.report import refunds_of
@@ -84,11 +84,13 @@ def quality_examples(rules: pd.DataFrame, payments: Any, refunds: Any) -> pd.Dat
             found[name], left_on="example", right_on="id", how="left"
         )
         parts.append(rows.drop(columns="id").assign(rule=rule["rule"], table=name))
-    columns = ["rule", "example", "table", *[c for c in EXAMPLE_COLUMNS if c != "id"]]
-    if not parts:
-        return pd.DataFrame(columns=columns)
-    out = pd.concat(parts, ignore_index=True)
-    return out[[c for c in columns if c in out.columns]]
+    # Always every column, typed as in the canonical tables: a day with no examples, or with
+    # holes only, saves a file that combines with any other day's.
+    canonical = {**_schema.columns("refunds"), **_schema.columns("payments")}
+    dtypes: dict[str, Any] = {"rule": "string", "example": "string", "table": "string"}
+    dtypes |= {c: canonical[c] for c in EXAMPLE_COLUMNS if c != "id"}
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return out.reindex(columns=list(dtypes)).astype(dtypes)
 
 
 class QualityDashboard(Dashboard):

@@ -426,7 +426,15 @@ def test_quality_examples_is_empty_when_every_rule_holds() -> None:
 
     fine = analysis.quality(payments.iloc[[3]], refunds.iloc[:0])
     assert fine["ok"].all()
-    assert widgets.quality_examples(fine, payments, refunds).empty
+    empty = widgets.quality_examples(fine, payments, refunds)
+    broken = analysis.quality(payments, refunds, tz="UTC")
+    full = widgets.quality_examples(broken, payments, refunds)
+    assert empty.empty and not full.empty
+    # the same columns and types, empty or not: a day's file combines with any other day's
+    assert list(empty.columns) == list(full.columns)
+    assert empty.dtypes.astype(str).tolist() == full.dtypes.astype(str).tolist()
+    assert str(empty["created_at"].dtype) == "datetime64[us, UTC]"
+    assert str(empty["amount"].dtype) == "Int64" and str(empty["refunded"].dtype) == "boolean"
 
 
 def _poisoned(rel: Any, column: str) -> Any:
