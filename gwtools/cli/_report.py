@@ -72,6 +72,16 @@ def _print_report(report: Any) -> None:
     if report.coverage:
         click.echo(report.coverage)
     click.echo(str(report.overview))
+    if report.sync_problems is not None:
+        # The report is written, but a job must not take it for the whole history.
+        click.echo(
+            "\ngwtools: the sync before the report was incomplete, so rows may be missing from "
+            "it; run gwtools sync (or the report) again to finish it. Why:",
+            err=True,
+        )
+        for line in report.sync_problems:
+            click.echo(f"  {line}", err=True)
+        raise SystemExit(3)
 
 
 #: The report's options whose bad value is a usage error (status 2), as `gwtools export`'s.

@@ -7,6 +7,7 @@ import html
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gwtools import ConfigurationError, connect
+from gwtools import ConfigurationError, GatewayDataWarning, connect
 from gwtools.analysis import Overview, overview, resolve_tz
 from gwtools.report._html import export_html, sandbox_banner
 from gwtools.report._tables import (
@@ -68,6 +69,9 @@ class Report:
     sandbox_data: bool = False
     #: What the payments span and how the cache's last sync went (a notebook's data line).
     coverage: str = ""
+    #: Why the sync this report ran was incomplete (None: it ran none, or it was complete):
+    #: the pages say so, and ``gwtools report`` exits 3, as ``gwtools sync`` does.
+    sync_problems: list[str] | None = None
 
     @property
     def index(self) -> Path:
@@ -210,14 +214,19 @@ def run_report(
     out = Path(out_dir).resolve()
     chosen = None if source is None else os.fspath(source)
     embedded = False
+    sync_problems = None
     source_name = None  # a cache folder, URL or Spark path: as load_tables describes it
     if chosen in (None, "gateway") or (chosen == SPARK and spark_path is None):
         if gateway is None:
             with quiet_embedded_notice():
                 gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
         settings = gateway.settings
-        with quiet_embedded_notice():
-            gateway.sync()
+        with quiet_embedded_notice(), warnings.catch_warnings():
+            # said on every page's data line, and by the command's exit status
+            warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+            synced = gateway.sync()
+        if not synced.complete:
+            sync_problems = synced.problems
         embedded = settings.embedded
         source_name = describe_source(settings.base_url, embedded=embedded)
         if chosen == SPARK:
@@ -226,18 +235,21 @@ def run_report(
             chosen = str(gateway.cache_path)
     # The index page's overview, computed here once; DuckDB reads the same files Spark would.
     local = chosen if chosen != SPARK else spark_path
-    tables = load_tables(
-        local if local is not None and "://" not in str(local) else chosen,
-        spark_master=spark_master,
-        spark_path=spark_path,
-        since=since,
-        until=until,
-        tz=zone,
-        currency=currency,
-        as_of=_as_of(embedded),
-        source_name=source_name,
-        sandbox_data=embedded,
-    )
+    with warnings.catch_warnings():
+        if sync_problems is not None:  # the data line says "INCOMPLETE" already
+            warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+        tables = load_tables(
+            local if local is not None and "://" not in str(local) else chosen,
+            spark_master=spark_master,
+            spark_path=spark_path,
+            since=since,
+            until=until,
+            tz=zone,
+            currency=currency,
+            as_of=_as_of(embedded),
+            source_name=source_name,
+            sandbox_data=embedded,
+        )
     # Only now, with the source open: a source that cannot be read leaves no folder behind.
     (out / "tables").mkdir(parents=True, exist_ok=True)
     parameters = {
@@ -283,6 +295,7 @@ def run_report(
         timings=timings,
         sandbox_data=tables.sandbox_data,
         coverage=tables.coverage(),
+        sync_problems=sync_problems,
     )
     _write_index(report)
     return report

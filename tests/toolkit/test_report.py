@@ -709,3 +709,31 @@ def test_report_summary_counts_tables_not_files() -> None:
     files = [Path("t/funnel.csv"), Path("t/funnel.parquet"), Path("t/payments.parquet")]
     assert _tables_line(files) == "2 tables as CSV and Parquet; payments as Parquet only"
     assert _tables_line(files[:2]) == "1 table as CSV and Parquet"
+
+
+def test_a_report_after_an_incomplete_sync_says_so_and_exits_3(
+    gateway_with_payments: tuple[Gateway, str],
+    sandbox_b: Sandbox,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gwtools.cli._report import _print_report
+
+    gw, key = gateway_with_payments
+    faults = f"{sandbox_b.base_url}/_sandbox/faults"
+    httpx.put(faults, json={"garbled_id_rate": 1.0, "seed": 1}, timeout=10).raise_for_status()
+    try:
+        result = report.run_report(tmp_path / "r", gateway=gw, notebooks=[])
+    finally:
+        httpx.delete(faults, timeout=10)
+    assert result.sync_problems and "INCOMPLETE" in result.coverage
+    with pytest.raises(SystemExit) as exited:
+        _print_report(result)
+    assert exited.value.code == 3
+    said = capsys.readouterr()
+    assert "the sync before the report was incomplete" in said.err
+    assert result.sync_problems[0] in said.err and key not in said.out + said.err
+    # the next report, after a sync that reads every page, exits normally
+    fixed = report.run_report(tmp_path / "r", gateway=gw, notebooks=[])
+    assert fixed.sync_problems is None and fixed.coverage.endswith(" UTC, complete")
+    _print_report(fixed)
