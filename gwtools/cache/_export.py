@@ -3,10 +3,16 @@
 :func:`write_table` takes what the analyses take (a pandas DataFrame, a lazy DuckDB table from
 :func:`gwtools.scan_cache`/``Gateway.scan``, a PySpark DataFrame, or a Narwhals frame over one)
 and streams it: DuckDB hands over Arrow record batches, Spark rows come through
-``toLocalIterator``, and each batch is turned into the canonical pandas dtypes and appended
-(``pyarrow.parquet.ParquetWriter`` for Parquet). So a file holds exactly what
-``frame.to_csv(index=False)``/``frame.to_parquet(index=False)`` of the same rows would hold,
-whatever the size (in CSV, batch by batch: a time's fraction has the digits its batch needs).
+``toLocalIterator``. Canonical payments and refunds become the canonical pandas dtypes batch by
+batch; any other lazy DuckDB result is typed as its ``.df()`` types it (sums and decimals
+float64, dates naive times, integers holding a null ``Int64``) and goes to Parquet as Arrow,
+never through text. A Parquet file's schema is the whole table's, fixed before the first row
+(the engine's result schema; a pandas frame's from all its rows), whatever the first batch
+holds; a Spark table that is not canonical takes its first batch's. So a file holds exactly
+what ``frame.to_csv(index=False)``/``frame.to_parquet(index=False)`` of the same rows would
+hold, whatever the size (in CSV, batch by batch: a time's fraction has the digits its batch
+needs; for a lazy table's integers the Parquet's pandas metadata says ``Int64``, as whether a
+column holds a null is known only at the end).
 UTC times are spelled for CSV in one vectorised pass, as pandas spells them; pandas goes value
 by value, which was half of a canonical CSV export's time. ``gwtools export``, the notebooks'
 ``save_tables`` and the dashboards' export buttons use it.
@@ -45,47 +51,110 @@ def canonical_resource(columns: list[str]) -> _schema.Resource | None:
 
 
 def _to_frame(batch: pa.Table, resource: _schema.Resource | None) -> pd.DataFrame:
-    """One Arrow batch as pandas: canonical tables exactly as ``read_cache`` types them."""
-    from gwtools.analysis._engine import to_pandas
+    """One Arrow batch as pandas: canonical tables exactly as ``read_cache`` types them, any
+    other as DuckDB's ``.df()`` types it (numbers stay numbers, dates times, never text)."""
+    from gwtools.analysis._engine import from_arrow
     from gwtools.cache._dataset import to_pandas as canonical_frame
 
     if resource is not None:
         return canonical_frame(batch, resource)
-    return to_pandas(batch)
+    return from_arrow(batch)
+
+
+def _nullable_dtype(kind: pa.DataType) -> str | None:
+    """The pandas nullable dtype ``.df()`` gives an Arrow integer/flag column holding a null."""
+    if pa.types.is_boolean(kind):
+        return "boolean"
+    if pa.types.is_integer(kind):
+        return f"{'U' if pa.types.is_unsigned_integer(kind) else ''}Int{kind.bit_width}"
+    return None
+
+
+def _file_schema(schema: pa.Schema) -> pa.Schema:
+    """The Parquet schema of a (non-canonical) lazy result whose Arrow schema is ``schema``:
+    what ``rel.df().to_parquet(index=False)`` writes (decimals double, dates ``timestamp[us]``,
+    text ``large_string``), known before the first row, so that every batch has it.
+
+    Whether an integer or flag column holds a null is known only at the end: the pandas
+    metadata says the nullable dtype (``Int64``, ``boolean``), so that reading the file back
+    never turns integers into floats.
+    """
+    empty = _to_frame(schema.empty_table(), None)
+    for i, field in enumerate(schema):
+        nullable = _nullable_dtype(field.type)
+        if nullable is not None:
+            empty.isetitem(i, empty.iloc[:, i].astype(pd.api.types.pandas_dtype(nullable)).array)
+    pandas = pa.Schema.from_pandas(empty, preserve_index=False)
+    # pandas has no type of its own for some (times of day, lists, ...): an empty object
+    # column says null, where ``to_parquet`` of the values would give Arrow's own type.
+    fields = [
+        p.with_type(a.type) if pa.types.is_null(p.type) and not pa.types.is_null(a.type) else p
+        for a, p in zip(schema, pandas, strict=True)
+    ]
+    return pa.schema(fields, metadata=pandas.metadata)
+
+
+def _native(table: Any) -> Any:
+    return table.to_native() if isinstance(table, nw.DataFrame | nw.LazyFrame) else table
+
+
+def _pieces(table: Any, rows: int) -> tuple[pa.Schema | None, Iterator[pd.DataFrame | pa.Table]]:
+    """``table`` as the file's schema (None: that of its first piece, whose dtypes are fixed)
+    and its pieces of at most ``rows`` rows (at least one, maybe empty): pandas DataFrames, or
+    Arrow tables already in that schema (a lazy table that is not canonical)."""
+    native = _native(table)
+    if isinstance(native, pd.DataFrame):
+        frame = native.copy(deep=False)
+        # pyarrow writes DataFrame.attrs into the file's metadata as JSON and warns (naming
+        # this file's path) on values it cannot encode, such as a monitor's Timestamps;
+        # attrs describe the frame in memory, not the exported rows.
+        frame.attrs = {}
+        # The whole frame's types (it is in memory): an object column's first rows do not say
+        # what the rest hold (1, 2 then 3.5; nulls then text).
+        return pa.Schema.from_pandas(frame, preserve_index=False), _frame_pieces(frame, rows)
+    import duckdb
+
+    if isinstance(native, duckdb.DuckDBPyRelation):
+        resource = canonical_resource(list(native.columns))
+        # One schema for the whole result, whatever the first batch holds (all nulls, say).
+        reader = native.to_arrow_reader(rows)
+        if resource is not None:
+            return None, (_to_frame(b, resource) for b in _arrow_pieces(reader))
+        schema = _file_schema(reader.schema)
+        return schema, (b.cast(schema) for b in _arrow_pieces(reader))
+    if type(native).__module__.startswith("pyspark"):
+        return None, _spark_batches(native, rows)
+    raise ConfigurationError(
+        f"cannot write a {type(native).__module__}.{type(native).__name__}: pass a pandas "
+        "DataFrame, a lazy table from gwtools.scan_cache()/Gateway.scan(), or a PySpark DataFrame"
+    )
+
+
+def _frame_pieces(frame: pd.DataFrame, rows: int) -> Iterator[pd.DataFrame]:
+    if frame.empty:
+        yield frame.reset_index(drop=True)
+    for start in range(0, len(frame), rows):
+        yield frame.iloc[start : start + rows].reset_index(drop=True)
+
+
+def _arrow_pieces(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
+    """The reader's non-empty batches as tables in its schema; one empty table if none."""
+    schema = reader.schema
+    empty = True
+    for batch in reader:
+        if batch.num_rows:
+            empty = False
+            yield pa.Table.from_batches([batch], schema=schema)
+    if empty:
+        yield schema.empty_table()
 
 
 def batches(table: Any, rows: int | None = None) -> Iterator[pd.DataFrame]:
     """``table`` as pandas DataFrames of at most ``rows`` rows each (default
     :data:`BATCH_ROWS`; at least one, maybe empty), read from its engine one batch at a time."""
-    rows = rows or BATCH_ROWS
-    native = table.to_native() if isinstance(table, nw.DataFrame | nw.LazyFrame) else table
-    if isinstance(native, pd.DataFrame):
-        if native.empty:
-            yield native.reset_index(drop=True)
-        for start in range(0, len(native), rows):
-            yield native.iloc[start : start + rows].reset_index(drop=True)
-        return
-    import duckdb
-
-    if isinstance(native, duckdb.DuckDBPyRelation):
-        resource = canonical_resource(list(native.columns))
-        reader = native.to_arrow_reader(rows)
-        schema = reader.schema
-        empty = True
-        for batch in reader:
-            if batch.num_rows:
-                empty = False
-                yield _to_frame(pa.Table.from_batches([batch], schema=schema), resource)
-        if empty:
-            yield _to_frame(schema.empty_table(), resource)
-        return
-    if type(native).__module__.startswith("pyspark"):
-        yield from _spark_batches(native, rows)
-        return
-    raise ConfigurationError(
-        f"cannot write a {type(native).__module__}.{type(native).__name__}: pass a pandas "
-        "DataFrame, a lazy table from gwtools.scan_cache()/Gateway.scan(), or a PySpark DataFrame"
-    )
+    _, pieces = _pieces(table, rows or BATCH_ROWS)
+    for piece in pieces:
+        yield piece if isinstance(piece, pd.DataFrame) else _to_frame(piece, None)
 
 
 def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
@@ -181,27 +250,47 @@ def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _write(table: Any, fmt: str, target: IO[str] | IO[bytes] | str, rows: int) -> int:
     written = 0
+    schema, pieces = _pieces(table, rows)
+    if fmt == "csv":
+        for i, piece in enumerate(pieces):
+            frame = piece if isinstance(piece, pd.DataFrame) else _to_frame(piece, None)
+            written += len(frame)
+            _csv_ready(frame).to_csv(target, index=False, header=i == 0)
+        return written
     writer: pq.ParquetWriter | None = None
     try:
-        for i, frame in enumerate(batches(table, rows)):
-            written += len(frame)
-            # pyarrow writes DataFrame.attrs into the file's metadata as JSON and warns (naming
-            # this file's path) on values it cannot encode, such as a monitor's Timestamps;
-            # attrs describe the frame in memory, not the exported rows.
-            frame.attrs = {}
-            if fmt == "csv":
-                _csv_ready(frame).to_csv(target, index=False, header=i == 0)
-                continue
-            if writer is None:
-                arrow = pa.Table.from_pandas(frame, preserve_index=False)
-                writer = pq.ParquetWriter(target, arrow.schema)
+        for piece in pieces:
+            written += len(piece)
+            if isinstance(piece, pd.DataFrame):
+                piece.attrs = {}  # (see _pieces)
+                arrow = pa.Table.from_pandas(piece, schema=schema, preserve_index=False)
             else:
-                arrow = pa.Table.from_pandas(frame, schema=writer.schema, preserve_index=False)
+                arrow = piece
+            if writer is None:
+                schema = schema or arrow.schema
+                writer = pq.ParquetWriter(target, schema)
             writer.write_table(arrow)
     finally:
         if writer is not None:
             writer.close()
     return written
+
+
+def _check_path(target: Path, fmt: str) -> None:
+    """Refuse, before anything is written, a path whose file cannot be put in place (the
+    rename would fail, naming the temporary file beside it)."""
+    if target.is_dir():
+        raise ConfigurationError(
+            f"cannot write {fmt} to {target}: it is a folder; give a file path, such as "
+            f"{target / ('table.' + fmt)}"
+        )
+    folder = target.parent
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise ConfigurationError(
+            f"cannot write {fmt} to {target}: its folder {folder} {what}; create the folder "
+            "first, or give a path in an existing folder"
+        )
 
 
 def write_table(
@@ -215,9 +304,11 @@ def write_table(
     number of rows written.
 
     ``out`` is a path (written to a temporary name beside it and renamed at the end, so a
-    reader never sees half a file) or an open text stream for CSV (e.g. ``sys.stdout``). The
-    file is what ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would
-    write (CSV times: each batch's, see the module). Example::
+    reader never sees half a file) or an open text stream for CSV (e.g. ``sys.stdout``); a
+    path that is a folder, or whose folder does not exist, raises
+    :class:`~gwtools.ConfigurationError` before anything is written. The file is what
+    ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
+    table as its ``.df()``; CSV times: each batch's, see the module). Example::
 
         write_table(gwtools.scan_cache(cache, "payments"), "payments.parquet", "parquet")
     """
@@ -229,6 +320,7 @@ def write_table(
             raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
         return _write(table, fmt, out, rows)
     target = Path(out)
+    _check_path(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         if fmt == "csv":

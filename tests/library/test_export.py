@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gwtools._errors import ConfigurationError
 from gwtools.cache._export import write_table
 
 
@@ -106,3 +112,121 @@ def test_csv_times_under_any_column_name_and_the_callers_frame_untouched(tmp_pat
     write_table(frame, out, "csv")
     assert out.read_text(encoding="utf-8") == frame.to_csv(index=False)
     assert isinstance(frame[0].dtype, pd.DatetimeTZDtype)
+
+
+def _same_parquet(out: Path, expected: Path) -> None:
+    """The written file holds the types and values of ``expected`` (a pandas ``to_parquet``)."""
+    got, want = pq.read_table(out), pq.read_table(expected)
+    assert got.schema.remove_metadata() == want.schema.remove_metadata()
+    assert got.equals(want)
+
+
+@pytest.fixture
+def db() -> Iterator[duckdb.DuckDBPyConnection]:
+    con = duckdb.connect()
+    con.execute("set timezone = 'UTC'")
+    con.execute(
+        "create table p as select * from (values "
+        "('failed', 100, timestamptz '2026-01-01 10:00:00+00'), "
+        "('succeeded', 250, timestamptz '2026-01-01 11:00:00+00'), "
+        "('failed', 9007199254740993, timestamptz '2026-01-02 09:30:00+00'), "
+        "('succeeded', 7, timestamptz '2026-01-03 00:00:00+00')"
+        ") t(status, amount, created_at)"
+    )
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select status, sum(amount) total_minor from p group by all order by status",
+        'select cast(created_at as date) as "day", '
+        "case when status = 'failed' then amount end failed_minor from p order by created_at",
+        "select status, avg(amount)::decimal(18, 2) mean from p group by all order by status",
+    ],
+)
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_lazy_results_keep_their_types(
+    tmp_path: Path, db: duckdb.DuckDBPyConnection, sql: str, fmt: str
+) -> None:
+    """A lazy table that is not canonical is written as its DuckDB ``.df()`` would be: sums
+    and decimals as numbers, dates as times, integers holding a null as integers."""
+    rel = db.sql(sql)
+    out = tmp_path / f"t.{fmt}"
+    assert write_table(rel, out, fmt, rows=2) == len(rel.df())
+    if fmt == "csv":
+        # batch by batch (rows=2): each batch's spelling is that batch's .df().to_csv()
+        want = "".join(
+            db.from_arrow(pa.Table.from_batches([b])).df().to_csv(index=False, header=i == 0)
+            for i, b in enumerate(list(rel.to_arrow_reader(2)))
+        )
+        assert out.read_text(encoding="utf-8") == want
+        return
+    expected = tmp_path / "expected.parquet"
+    rel.df().to_parquet(expected, index=False)
+    _same_parquet(out, expected)
+    pd.testing.assert_frame_equal(pd.read_parquet(out), rel.df(), check_dtype=False)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from (values (NULL::BOOLEAN), (NULL), (true), (false)) t(a)",
+        "select * from (values (NULL::BIGINT), (NULL), (9007199254740993), (1)) t(a)",
+        "select * from (values (NULL::VARCHAR, NULL::DATE), (NULL, NULL), ('x', DATE '2026-01-02'))"
+        " t(a, b)",
+    ],
+)
+def test_a_lazy_files_schema_is_the_whole_results(
+    tmp_path: Path, db: duckdb.DuckDBPyConnection, sql: str
+) -> None:
+    """The Parquet schema is the result's, not its first batch's (here all nulls)."""
+    rel = db.sql(sql)
+    out = tmp_path / "t.parquet"
+    write_table(rel, out, "parquet", rows=2)
+    expected = tmp_path / "expected.parquet"
+    rel.df().to_parquet(expected, index=False)
+    _same_parquet(out, expected)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1, 2, 3.5, 4],
+        [None, None, 9007199254740993, 1],
+        [None, None, "a", "b"],
+        [1, 2, Decimal("1.25"), Decimal("100.5")],
+    ],
+)
+def test_a_frames_schema_is_the_whole_frames(tmp_path: Path, values: list[Any]) -> None:
+    """An object column is typed from all its values, as ``to_parquet`` types it, not from
+    the first batch's (3.5 was written as 3)."""
+    frame = pd.DataFrame({"a": values}, dtype=object)
+    out = tmp_path / "t.parquet"
+    write_table(frame, out, "parquet", rows=2)
+    expected = tmp_path / "expected.parquet"
+    frame.to_parquet(expected, index=False)
+    _same_parquet(out, expected)
+    pd.testing.assert_frame_equal(pd.read_parquet(out), pd.read_parquet(expected))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("where", ["a folder", "no parent", "parent is a file"])
+def test_a_path_that_cannot_be_written_is_refused_by_name(
+    tmp_path: Path, fmt: str, where: str
+) -> None:
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("x")
+    out = {
+        "a folder": tmp_path / "adir",
+        "no parent": tmp_path / "missing" / f"t.{fmt}",
+        "parent is a file": tmp_path / "afile" / f"t.{fmt}",
+    }[where]
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(ConfigurationError) as info:
+        write_table(pd.DataFrame({"a": [1]}), out, fmt)
+    message = str(info.value)
+    assert str(out) in message
+    assert ".tmp" not in message
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written
