@@ -42,6 +42,18 @@ def _refunded_payment(shop: Shop, cache: Path, payments: int = 400) -> str:
     return payment
 
 
+def _clean_sync_matches_the_gateway(shop: Shop, cache: Path, payment: str) -> None:
+    """A clean sync completes, and leaves the payments as a fresh full fetch has them (the
+    refunded one with the refund)."""
+    with shop.connect(cache) as gw:
+        assert gw.sync().complete
+        cached = gw.payments(refresh=False)
+    expected = fresh(shop, cache.parent)["payments"]
+    gateway = expected.set_index("id").loc[payment, "refunded_amount"]
+    assert gateway >= 100 and cached.set_index("id").loc[payment, "refunded_amount"] == gateway
+    assert_same(cached, expected)
+
+
 def _kill_at(step: str) -> Callable[[str], None]:
     """An ``on_step`` hook that kills the first time the sync (refunds first) passes ``step``."""
     seen = []
@@ -66,13 +78,7 @@ def test_a_refund_synced_by_a_killed_sync_still_updates_its_payment(
     with shop.connect(cache) as gw, pytest.raises(Killed):
         gw.sync()
     monkeypatch.setattr(_cache, "on_step", None)
-    with shop.connect(cache) as gw:
-        assert gw.sync().complete
-        cached = gw.payments(refresh=False)
-    expected = fresh(shop, tmp_path)["payments"]
-    gateway = expected.set_index("id").loc[payment, "refunded_amount"]
-    assert gateway >= 100 and cached.set_index("id").loc[payment, "refunded_amount"] == gateway
-    assert_same(cached, expected)
+    _clean_sync_matches_the_gateway(shop, cache, payment)
 
 
 class _UnusableRetrieves(httpx.AsyncBaseTransport):
@@ -107,13 +113,7 @@ def test_a_payment_re_read_with_an_unusable_answer_makes_the_sync_incomplete(
     assert not result.complete
     assert any("re-read by id got an unusable answer" in p for p in result.problems)
     # still owed: the next sync reads it again, and the cache ends as the gateway says
-    with shop.connect(cache) as gw:
-        assert gw.sync().complete
-        cached = gw.payments(refresh=False)
-    expected = fresh(shop, tmp_path)["payments"]
-    gateway = expected.set_index("id").loc[payment, "refunded_amount"]
-    assert gateway >= 100 and cached.set_index("id").loc[payment, "refunded_amount"] == gateway
-    assert_same(cached, expected)
+    _clean_sync_matches_the_gateway(shop, cache, payment)
 
 
 @pytest.mark.parametrize(("before", "after"), [("A", "B"), ("B", "A")])
