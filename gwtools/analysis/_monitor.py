@@ -16,6 +16,7 @@ those small tables are collected, and the tests run on them in pandas.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -168,23 +169,27 @@ class _Window:
     until: pd.Timestamp
     base_start: pd.Timestamp
     tz: str
+    #: ``until`` is the newest row, in the window; a given ``until`` (a day's end: the next
+    #: day's start; or a time) is not
+    until_included: bool = False
 
     def recent(self) -> nw.Expr:
-        return _created(self.since, self.until, hi_open=False)
+        return _created(self.since, self.until, hi_open=not self.until_included)
 
     def baseline(self) -> nw.Expr:
         return _created(self.base_start, self.since, hi_open=True)
 
     def span(self) -> nw.Expr:
         """Rows created from the baseline's start to the window's end."""
-        return _created(self.base_start, self.until, hi_open=False)
+        return _created(self.base_start, self.until, hi_open=not self.until_included)
 
     def cut(self) -> list[nw.Expr]:
         """:meth:`span` as plain comparisons, to filter the whole table by: an engine pushes
         them into the Parquet scan and skips the row groups outside (a null-safe wrapper
         makes it read them all). A null time compares null (dropped) or False (pandas)."""
         ts = nw.col("created_at")
-        return [ts >= _utc(self.base_start), ts <= _utc(self.until)]
+        end = ts <= _utc(self.until) if self.until_included else ts < _utc(self.until)
+        return [ts >= _utc(self.base_start), end]
 
     def baseline_hours(self, first: Any) -> float:
         """Hours of baseline actually covered by data (``first``: the span's first row)."""
@@ -218,6 +223,7 @@ def _window(
 ) -> _Window | None:
     stamps = [s for s in newest if s is not None]
     end = to_timestamp(until, tz, end=True) if until is not None else None
+    included = end is None
     if end is None:
         if not stamps:
             return None
@@ -231,7 +237,7 @@ def _window(
         raise ConfigurationError(
             f"since ({first}) must come before until ({last}): swap them, or move one"
         )
-    return _Window(start, end, start - pd.Timedelta(days=baseline_days), tz)
+    return _Window(start, end, start - pd.Timedelta(days=baseline_days), tz, included)
 
 
 def _alert(
@@ -599,7 +605,7 @@ def _refund_spikes(
         return []
     if first is not None:
         warm = first + pd.Timedelta(days=s.refund_warmup_days)
-        w = _Window(w.since, w.until, max(w.base_start, min(warm, w.since)), w.tz)
+        w = dataclasses.replace(w, base_start=max(w.base_start, min(warm, w.since)))
     counts = _by_part(live, w, "D", w.tz, [], [])
     days = (w.since - w.base_start).total_seconds() / 86_400
     if first is None:
@@ -685,7 +691,8 @@ def monitor(
     ``limit`` (the control limit crossed), ``n``, ``severity`` (``high`` or ``medium``) and a
     one-sentence ``explanation``. Empty (with these columns) when all is well.
 
-    The monitored window ends at ``until`` (default: the newest row) and starts at ``since``
+    The monitored window ends at ``until`` (a date: the end of that local day, its next
+    midnight left out; default: the newest row, included) and starts at ``since``
     (default: ``days`` before the end); the baseline is the ``baseline_days`` before it.
 
     Example: ``monitor(payments, refunds, tz="Asia/Kuala_Lumpur")``.

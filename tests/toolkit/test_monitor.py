@@ -224,6 +224,22 @@ def test_refund_spike_after_a_quiet_baseline(baseline: list[str]) -> None:
     assert analysis.monitor(payments, build_refunds(rows + spike[:4]), **WINDOW).empty
 
 
+def test_a_given_until_day_ends_before_the_next_midnight() -> None:
+    """`until` is a whole local day: a payment at the next midnight is not in the window
+    (10 declines there made a spike dated after it)."""
+    late = [
+        {"status": "failed", "amount": 5000, "created_at": "2026-11-08T00:00:00Z",
+         "payment_method_id": f"pm_late_{i}"}
+        for i in range(10)
+    ]  # fmt: skip
+    payments = build_payments(_cards() + late)
+    assert analysis.monitor(payments, None, **WINDOW).empty
+    # the window's own last instant is in it: without until, the window ends at the newest row
+    alerts = analysis.monitor(payments, None, since="2026-11-02", tz="UTC")
+    assert alerts["kind"].tolist() == ["decline_spike"]
+    assert alerts.iloc[0]["start"] == pd.Timestamp("2026-11-08", tz="UTC")
+
+
 def test_window_defaults_to_the_last_seven_days() -> None:
     alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
     assert alerts["kind"].tolist() == ["decline_spike"]
