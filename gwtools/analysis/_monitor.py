@@ -431,6 +431,8 @@ def _card_testing(
     # One pseudo-attempt keeps a spotless baseline from making any small attempt an alarm.
     lam = (base_count + 1) / max(hours, 1.0)
     hourly = recent.dropna(subset=["bucket"]).groupby("bucket")[["n", "declined", "decided"]].sum()
+    if hourly.empty:  # every attempt in a repeated (uncounted) hour of a clock change
+        return []
     span = pd.date_range(hourly.index.min(), hourly.index.max(), freq="h", tz=w.tz, name="hour")
     tests = max(1, int((w.until - w.since).total_seconds() // 3600))
     alpha = s.false_alarm / tests

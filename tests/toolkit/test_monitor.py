@@ -240,6 +240,24 @@ def test_a_given_until_day_ends_before_the_next_midnight() -> None:
     assert alerts.iloc[0]["start"] == pd.Timestamp("2026-11-08", tz="UTC")
 
 
+def test_card_testing_only_in_a_repeated_hour_is_not_counted_and_does_not_fail() -> None:
+    """The hourly buckets leave out the hour a clock change repeats (documented); a window
+    whose only small attempts fall in it has nothing to judge (it raised on NaT)."""
+    # 01:10-01:29 EDT, in the first of New York's two 1 a.m. hours on 1 November
+    burst = [
+        {
+            "status": "failed",
+            "amount": 100,
+            "created_at": f"2026-11-01T05:{10 + i // 2:02d}:00Z",
+            "payment_method_id": f"pm_t{i}",
+        }
+        for i in range(40)
+    ]
+    payments = build_payments(_cards() + burst)
+    window = {"since": "2026-10-29", "until": "2026-11-04", "tz": "America/New_York"}
+    assert analysis.monitor(payments, None, kinds=["card_testing"], **window).empty
+
+
 def test_window_defaults_to_the_last_seven_days() -> None:
     alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
     assert alerts["kind"].tolist() == ["decline_spike"]
