@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import narwhals as nw
+import numpy as np
 import pandas as pd
 
 from gwtools.analysis import _engine as E
@@ -76,11 +77,15 @@ def _upper(column: str) -> nw.Expr:
     return nw.col(column).str.to_uppercase().fill_null("")
 
 
-def _hourly_holes(counts: pd.Series) -> tuple[int, list[str]]:
-    """Holes in per-hour payment counts (index: naive local hour starts, only non-empty hours)."""
+def _hourly_holes(counts: pd.Series, tz: str) -> tuple[int, list[str]]:
+    """Holes in per-hour payment counts (index: naive local hour starts in ``tz``, only
+    non-empty hours)."""
     if counts.empty:
         return 0, []
     span = pd.date_range(counts.index.min(), counts.index.max(), freq="h")
+    # An hour a clock change skips never happened: no payment in it is no hole.
+    real = span.tz_localize(tz, ambiguous=np.zeros(len(span), dtype=bool), nonexistent="NaT")
+    span = span[np.asarray(real.notna())]
     series = counts.reindex(span, fill_value=0)
     # usual traffic of each hour of the day, over the whole table
     slot = span.hour
@@ -331,7 +336,7 @@ def quality(
         per_hour["n"].to_numpy(),
         index=pd.DatetimeIndex(E.wall_time(per_hour["_hour"])),
     ).sort_index()
-    count, holes = _hourly_holes(counts)
+    count, holes = _hourly_holes(counts, tz)
     lo, hi = got["_lo"], got["_hi"]
     hours = 0 if pd.isna(lo) else int((hi - lo).total_seconds() // 3600 + 1)
     add("no_hourly_holes", hours, holes, count)

@@ -248,6 +248,23 @@ def test_hourly_holes(engine: Any) -> None:
     assert table.loc["refunded_amount_matches_refunds", "checked"] == len(rows)
 
 
+def test_the_hour_a_clock_change_skips_is_no_hole(engine: Any) -> None:
+    # 30 payments every hour around New York's 8 March 2026, when 02:00-03:00 never happened
+    # (its hour of the day has 30 + 0 + 30 over three days: 20 expected, enough for a hole)
+    start = pd.Timestamp("2026-03-07T05:00:00Z")
+    rows = [
+        {"status": "succeeded", "amount": 100, "created_at": start + pd.Timedelta(minutes=2 * i)}
+        for i in range(30 * 71)
+    ]
+    table = _quality(engine, build_payments(rows), build_refunds([]), tz="America/New_York")
+    assert table.loc["no_hourly_holes", "ok"], table.loc["no_hourly_holes", "examples"]
+    # a real silent hour there is still found
+    silent = [r for r in rows if not start + pd.Timedelta(hours=30) <= r["created_at"]
+              < start + pd.Timedelta(hours=32)]  # fmt: skip
+    table = _quality(engine, build_payments(silent), build_refunds([]), tz="America/New_York")
+    assert table.loc["no_hourly_holes", "examples"] == ["2026-03-08 07:00 to 09:00"]  # EDT
+
+
 def test_hourly_holes_in_local_time(engine: Any) -> None:
     # 15 payments an hour over three UTC days but 16:00-18:00 UTC on the first: midnight to
     # 02:00 on 3 Nov in Kuala Lumpur (UTC+8), where 10 an hour are usual at that time
