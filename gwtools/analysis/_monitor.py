@@ -540,14 +540,13 @@ def _fpx_outages(
                 flagged[covered[bad.to_numpy()]] = True
         q_test = float(wilson_interval(int(b["timeout"]), int(b["n"]))[1])
         mine = runs[runs["fpx_bank_code"] == bank] if len(runs) else runs
-        if len(mine):
-            # The longest run of time-outs in creation order (the first of equal ones).
-            best = mine.sort_values(["length", "_grp"], ascending=[False, True]).iloc[0]
-            length = int(best["length"])
-            if int(n.sum()) * q_test**length <= alpha:
+        # Every run long enough: n * q**length bounds the chance of such a run starting at
+        # any of the bank's attempts, so one limit serves all its runs (not only the longest).
+        for _, run in mine.iterrows() if len(mine) else ():
+            if int(n.sum()) * q_test ** int(run["length"]) <= alpha:
                 # The run's rows are consecutive: every hour between its first and last
                 # with attempts of this bank holds some of them.
-                lo, hi = _aware(pd.Series([best["lo"], best["hi"]]), FPX_TZ, "h")
+                lo, hi = _aware(pd.Series([run["lo"], run["hi"]]), FPX_TZ, "h")
                 hit = (span >= lo) & (span <= hi) & (n > 0).to_numpy()
                 flagged[hit] = True
         for first, last in _runs(flagged):
@@ -569,8 +568,9 @@ def _fpx_outages(
                     m,
                     k == 0,
                     f"FPX bank {label}: {k} of {m} attempts succeeded ({timeouts} timed out) "
-                    f"from {first:%Y-%m-%d %H:%M} to {end:%H:%M} Malaysia time, against "
-                    f"{p0:.0%} in the baseline.",
+                    f"from {first:%Y-%m-%d %H:%M} to "
+                    f"{end:%H:%M}{'' if end.date() == first.date() else f' on {end:%Y-%m-%d}'} "
+                    f"Malaysia time, against {p0:.0%} in the baseline.",
                 )
             )
     return out

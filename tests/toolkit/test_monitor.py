@@ -258,6 +258,31 @@ def test_card_testing_only_in_a_repeated_hour_is_not_counted_and_does_not_fail()
     assert analysis.monitor(payments, None, kinds=["card_testing"], **window).empty
 
 
+def test_every_long_run_of_fpx_time_outs_alerts_not_only_the_longest() -> None:
+    """Two runs of time-outs at one bank, one an hour (never 4 attempts in 3 hours, so only
+    the run test can fire): each is improbable on its own (n * q**5 is under the limit),
+    so each is an alert; only the longest was tested."""
+    baseline = _fpx(0)
+    runs = [
+        {"method_type": "fpx", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u",
+         "status": "failed", "failure_code": "processing_error", "amount": 5000,
+         "created_at": pd.Timestamp(day) + pd.Timedelta(hours=h, minutes=30)}
+        for day, length in (("2026-11-02T16:00Z", 6), ("2026-11-04T16:00Z", 5))
+        for h in range(length)
+    ]  # fmt: skip
+    # a success between them: two runs, not one of 11
+    between = {**runs[0], "status": "succeeded", "failure_code": None,
+               "created_at": pd.Timestamp("2026-11-04T02:00Z")}  # fmt: skip
+    rows = baseline.to_dict("records") + runs + [between]
+    alerts = analysis.monitor(build_payments(rows), None, kinds=["fpx_bank_outage"], **WINDOW)
+    kl = "Asia/Kuala_Lumpur"
+    assert alerts["start"].tolist() == [
+        pd.Timestamp("2026-11-03T00:00", tz=kl),
+        pd.Timestamp("2026-11-05T00:00", tz=kl),
+    ]
+    assert alerts["n"].tolist() == [6, 5]
+
+
 def test_window_defaults_to_the_last_seven_days() -> None:
     alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
     assert alerts["kind"].tolist() == ["decline_spike"]
