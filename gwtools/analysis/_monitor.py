@@ -335,9 +335,9 @@ def _decline_spikes(
     left out: that alert already tells."""
     from gwtools.analysis._recovery import with_order
 
-    cards = payments.filter(E.truthy(nw.col("method_type") == "card"))
-    cards = with_order(cards, columns=("card_brand", "amount_major"))
-    cards = cards.filter(nw.col("_first"))
+    # Orders over every method: a card retry of an order begun by FPX is not its first.
+    orders = with_order(payments, columns=("card_brand", "amount_major"))
+    cards = orders.filter(nw.col("_first") & E.truthy(nw.col("method_type") == "card"))
     small = E.truthy(nw.col("amount_major") <= s.small_amount)
     for alert in testing:
         inside = _created(
@@ -689,7 +689,8 @@ def monitor(
     settings: MonitorSettings | None = None,
 ) -> pd.DataFrame:
     """One row per alert in the recent data: ``kind``, ``scope``, ``start``/``end`` (local
-    to ``tz``; FPX outages in Malaysia time), ``observed``, ``expected`` (the baseline),
+    to ``tz``; an FPX outage is judged by hours of Malaysia time, which its explanation
+    gives), ``observed``, ``expected`` (the baseline),
     ``limit`` (the control limit crossed), ``n``, ``severity`` (``high`` or ``medium``) and a
     one-sentence ``explanation``. Empty (with these columns) when all is well.
 

@@ -283,6 +283,23 @@ def test_every_long_run_of_fpx_time_outs_alerts_not_only_the_longest() -> None:
     assert alerts["n"].tolist() == [6, 5]
 
 
+def test_card_retries_of_orders_begun_by_fpx_are_not_first_attempts() -> None:
+    """30 orders on 3 Nov start with a failed FPX attempt and retry by card, declined again:
+    the card attempts are retries, so the day's first card attempts stay 10 of 100 declined."""
+    switched = []
+    for i in range(30):
+        order = {"metadata": f'{{"order_id": "o{i}"}}', "amount": 5000}
+        at = pd.Timestamp("2026-11-03T14:00:00Z") + pd.Timedelta(minutes=i)
+        switched.append({**order, "status": "failed", "method_type": "fpx",
+                         "fpx_bank_code": "MB2U0227", "failure_code": "payment_declined",
+                         "created_at": at})  # fmt: skip
+        switched.append({**order, "status": "failed", "failure_code": "card_declined",
+                         "payment_method_id": f"pm_s{i}",
+                         "created_at": at + pd.Timedelta(seconds=30)})  # fmt: skip
+    payments = build_payments(_cards() + switched)
+    assert analysis.monitor(payments, None, kinds=["decline_spike"], **WINDOW).empty
+
+
 def test_window_defaults_to_the_last_seven_days() -> None:
     alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
     assert alerts["kind"].tolist() == ["decline_spike"]
