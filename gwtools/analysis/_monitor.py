@@ -230,14 +230,27 @@ def _window(
         end = max(stamps)
     start = to_timestamp(since, tz)
     if start is None:
-        start = end - pd.Timedelta(days=days)
+        start = _days_before(end, days, tz)
     if start >= end:
         first = since if since is not None else f"{start} ({days:g} days before until)"
         last = until if until is not None else f"{end} (the newest row)"
         raise ConfigurationError(
             f"since ({first}) must come before until ({last}): swap them, or move one"
         )
-    return _Window(start, end, start - pd.Timedelta(days=baseline_days), tz, included)
+    return _Window(start, end, _days_before(start, baseline_days, tz), tz, included)
+
+
+def _days_before(moment: pd.Timestamp, days: float, tz: str) -> pd.Timestamp:
+    """``days`` local days before ``moment``: whole days by the calendar in ``tz`` (a week
+    across a clock change is 167 or 169 hours), else in hours; a wall time the change skips
+    or repeats falls back to hours."""
+    if float(days).is_integer():
+        try:
+            earlier = moment.tz_convert(tz) - pd.DateOffset(days=int(days))
+            return earlier.tz_convert(moment.tz)
+        except (ValueError, OverflowError):  # pytz-style NonExistent/AmbiguousTimeError
+            pass
+    return moment - pd.Timedelta(days=days)
 
 
 def _alert(

@@ -300,6 +300,20 @@ def test_card_retries_of_orders_begun_by_fpx_are_not_first_attempts() -> None:
     assert analysis.monitor(payments, None, kinds=["decline_spike"], **WINDOW).empty
 
 
+def test_the_default_week_is_seven_local_days_across_a_clock_change() -> None:
+    ny = "America/New_York"
+    payments = build_payments(
+        [{"status": "succeeded", "amount": 5000, "created_at": "2026-02-01T17:00:00Z"}]
+    )
+    alerts = analysis.monitor(payments, None, until="2026-03-14", tz=ny)
+    window = alerts.attrs["window"]
+    # 8-14 March: 167 hours, as the clocks went forward on the 8th (not 7 x 24 hours, which
+    # began at 23:00 on the 7th and tested that hour as a day)
+    assert window["since"] == pd.Timestamp("2026-03-08", tz=ny)
+    assert window["until"] == pd.Timestamp("2026-03-15", tz=ny)
+    assert window["baseline_from"] == pd.Timestamp("2026-02-08", tz=ny)
+
+
 def test_window_defaults_to_the_last_seven_days() -> None:
     alerts = analysis.monitor(build_payments(_cards({"2026-11-03": 40})), None, tz="UTC")
     assert alerts["kind"].tolist() == ["decline_spike"]
