@@ -254,8 +254,10 @@ class Gateway:
         """Bring the cache up to date and say what changed.
 
         The first sync of a dataset (or ``full=True``) lists everything and makes the cache
-        equal to it; later ones fetch only what can have changed. ``progress=None`` shows a
-        bar only for big interactive syncs. Example::
+        equal to it; later ones fetch only what can have changed. A payment refunded since the
+        last refunds sync is re-read when the refunds are synced: sync both (the default) for
+        current refunded amounts. ``progress=None`` shows a bar only for big interactive syncs.
+        Example::
 
             result = gw.sync()
             result.new, result.updated, result.rate_limited

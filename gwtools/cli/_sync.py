@@ -120,7 +120,8 @@ def _connect(
     "resources",
     type=click.Choice(_RESOURCES),
     multiple=True,
-    help="Resource to sync (repeatable; default both).",
+    help="Resource to sync (repeatable; default both, which also brings payments refunded "
+    "since the last sync up to date).",
 )
 @click.option("--full", is_flag=True, help="List everything and make the cache equal to it.")
 @click.option(
