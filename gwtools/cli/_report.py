@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from gwtools.cli._paths import out_dir
-from gwtools.cli._sync import _connect, connection_options
+from gwtools.cli._sync import _connect, connection_options, exit_incomplete
 
 
 def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -73,15 +73,7 @@ def _print_report(report: Any) -> None:
         click.echo(report.coverage)
     click.echo(str(report.overview))
     if report.sync_problems is not None:
-        # The report is written, but a job must not take it for the whole history.
-        click.echo(
-            "\ngwtools: the sync before the report was incomplete, so rows may be missing from "
-            "it; run gwtools sync (or the report) again to finish it. Why:",
-            err=True,
-        )
-        for line in report.sync_problems:
-            click.echo(f"  {line}", err=True)
-        raise SystemExit(3)
+        exit_incomplete("report", "the report", "it", report.sync_problems)
 
 
 #: The report's options whose bad value is a usage error (status 2), as `gwtools export`'s.

@@ -10,11 +10,13 @@ argument: arguments end up in shell history and in every process listing. Exampl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import click
 
@@ -151,15 +153,12 @@ def sync(
     did not add up, an id was damaged): the next sync lists the affected range again.
     """
     import json
-    import warnings
 
-    from gwtools import GatewayDataWarning, GatewayError
+    from gwtools import GatewayError
 
     gw = _connect(api_key_file, base_url, cache_dir, account, progress)
     try:
-        with warnings.catch_warnings():
-            # An incomplete sync is reported below (and by the exit status), not twice.
-            warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+        with _incompleteness_said():  # reported below (and by the exit status), not twice
             result = gw.sync(resources or _RESOURCES, full=full)
     except GatewayError as exc:
         if as_json:  # a script reading standard output gets an answer too (redacted, as all)
@@ -286,16 +285,7 @@ def export(
     Exits with status 3 when the sync before it is incomplete: the file holds what the cache
     holds, and the next sync finishes the job.
     """
-    import warnings
-
-    from gwtools import (
-        ConfigurationError,
-        GatewayDataWarning,
-        GatewayError,
-        check_filters,
-        scan_cache,
-        write_table,
-    )
+    from gwtools import ConfigurationError, GatewayError, check_filters, scan_cache, write_table
 
     try:  # the library's own check of --status/--since/--until, before anything starts
         where = check_filters(resource, since, until, list(status) or None)
@@ -324,13 +314,8 @@ def export(
             table = scan_cache(source, kind, account=account, since=where[0], until=where[1],
                                status=where[2])  # fmt: skip
         elif refresh:
-            with (
-                _connect(api_key_file, base_url, cache_dir, account) as gw,
-                warnings.catch_warnings(),
-            ):
-                # An incomplete sync is said below (and by the exit status), not twice.
-                warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
-                warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+            # An incomplete sync is said below (and by the exit status), not twice.
+            with _connect(api_key_file, base_url, cache_dir, account) as gw, _incompleteness_said():
                 # As payments() does: a payment's refunded_amount moves with its refunds.
                 result = gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))
                 if not result.complete:
@@ -352,12 +337,30 @@ def export(
     except (GatewayError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     if problems is not None:
-        # What the cache holds is written, but a job must not take it for the whole table.
-        click.echo(
-            "gwtools export: the sync before it was incomplete, so rows may be missing from "
-            "the file; run gwtools sync (or this export) again to finish it. Why:",
-            err=True,
-        )
-        for line in problems:
-            click.echo(f"  {line}", err=True)
-        raise SystemExit(3)
+        exit_incomplete("export", "it", "the file", problems)
+
+
+@contextlib.contextmanager
+def _incompleteness_said() -> Iterator[None]:
+    """No warning that the sync was incomplete or the cache is partial: the command says so
+    itself, with its exit status (the library's own helper is private; the CLI uses public
+    names only)."""
+    from gwtools import GatewayDataWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+        warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+        yield
+
+
+def exit_incomplete(command: str, before: str, output: str, problems: list[str]) -> NoReturn:
+    """Say why the sync before ``command`` was incomplete and exit 3, as ``gwtools sync`` does:
+    what the cache holds is written, but a job must not take ``output`` for the whole."""
+    click.echo(
+        f"gwtools {command}: the sync before {before} was incomplete, so rows may be missing "
+        f"from {output}; run gwtools sync (or this {command}) again to finish it. Why:",
+        err=True,
+    )
+    for line in problems:
+        click.echo(f"  {line}", err=True)
+    raise SystemExit(3)

@@ -3,11 +3,11 @@ self-contained HTML pages beside the tables they save, with an ``index.html``.""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import tempfile
 import time
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gwtools import ConfigurationError, GatewayDataWarning, connect
+from gwtools import ConfigurationError, connect
 from gwtools.analysis import Overview, overview, resolve_tz
 from gwtools.report._html import export_html, sandbox_banner
 from gwtools.report._tables import (
@@ -25,6 +25,7 @@ from gwtools.report._tables import (
     load_tables,
     quiet_embedded_notice,
 )
+from gwtools.sync._result import incompleteness_said
 
 #: The analyst notebooks, in reading order (package data under ``gwtools/notebooks``).
 NOTEBOOKS: tuple[str, ...] = (
@@ -221,9 +222,8 @@ def run_report(
             with quiet_embedded_notice():
                 gateway = connect(base_url=base_url, cache_dir=cache_dir, progress=False)
         settings = gateway.settings
-        with quiet_embedded_notice(), warnings.catch_warnings():
-            # said on every page's data line, and by the command's exit status
-            warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+        # said on every page's data line, and by the command's exit status
+        with quiet_embedded_notice(), incompleteness_said():
             synced = gateway.sync()
         if not synced.complete:
             sync_problems = synced.problems
@@ -235,9 +235,8 @@ def run_report(
             chosen = str(gateway.cache_path)
     # The index page's overview, computed here once; DuckDB reads the same files Spark would.
     local = chosen if chosen != SPARK else spark_path
-    with warnings.catch_warnings():
-        if sync_problems is not None:  # the data line says "INCOMPLETE" already
-            warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+    # (an incomplete sync: the data line says "INCOMPLETE" already)
+    with incompleteness_said() if sync_problems is not None else contextlib.nullcontext():
         tables = load_tables(
             local if local is not None and "://" not in str(local) else chosen,
             spark_master=spark_master,

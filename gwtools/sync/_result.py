@@ -8,7 +8,10 @@ the cache) says that data was only partly usable.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from html import escape
 from typing import Any
@@ -18,6 +21,16 @@ __all__ = ["GatewayDataWarning", "ResourceResult", "SyncResult"]
 
 class GatewayDataWarning(UserWarning):
     """The gateway sent data gwtools could only partly use (unknown status, rejected records)."""
+
+
+@contextlib.contextmanager
+def incompleteness_said() -> Iterator[None]:
+    """No warning that a sync was incomplete or a cache is partial, for a caller that says so
+    itself (an exit status, a report's data line); every other warning still shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
+        warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+        yield
 
 
 @dataclass
