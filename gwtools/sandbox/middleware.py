@@ -57,6 +57,18 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
+def _limited(verdict: Verdict, extra: list[tuple[bytes, bytes]]) -> errors.ApiError:
+    """The 429 of a request its bucket refused; adds ``Retry-After`` to ``extra``."""
+    extra.append((b"retry-after", str(verdict.retry_after).encode()))
+    return errors.ApiError(
+        429,
+        "rate_limit_error",
+        "rate_limit_exceeded",
+        f"Too many requests; retry after {verdict.retry_after} s.",
+        retry_after=verdict.retry_after,
+    )
+
+
 class GatewayMiddleware:
     """Wraps the app: only ``/v1`` requests are touched."""
 
@@ -97,20 +109,15 @@ class GatewayMiddleware:
                 gw.clock.now(),
             )
         except errors.ApiError as exc:
+            # a refused key counts against the client's address, and is limited like a key
             verdict = self.limiter.check(f"ip:{client_ip}", method, path)
-            await _respond(send, exc.status, exc.body(), extra + _rate_headers(verdict))
+            answer = exc if verdict.allowed else _limited(verdict, extra)
+            await _respond(send, answer.status, answer.body(), extra + _rate_headers(verdict))
             return
         verdict = self.limiter.check(auth.key, method, path)
         error: errors.ApiError | None = None
         if not verdict.allowed:
-            error = errors.ApiError(
-                429,
-                "rate_limit_error",
-                "rate_limit_exceeded",
-                f"Too many requests; retry after {verdict.retry_after} s.",
-                retry_after=verdict.retry_after,
-            )
-            extra.append((b"retry-after", str(verdict.retry_after).encode()))
+            error = _limited(verdict, extra)
         elif auth.kind == "publishable" and not (method == "POST" and path == "/v1/payments"):
             error = errors.auth_error(
                 "A publishable key can only create payments; use a secret "

@@ -181,3 +181,25 @@ def test_disabled_limits(payer: Payer, limits: Any) -> None:
     assert {payer.http.get("/v1/payments").status_code for _ in range(20)} == {200}
     r = payer.http.get("/v1/payments")
     assert all(name in r.headers for name in HEADERS)
+
+
+def test_bad_keys_are_limited_per_address(still: tuple[Payer, ManualTime]) -> None:
+    """A 401 counts against the caller's address; once that bucket is empty the answer is the
+    429 a key gets (docs/sandbox.md), not one more 401: guessing keys is rate limited."""
+    payer, clock = still
+    payer.http.put("/_sandbox/rate_limits", json={"all": 3}).raise_for_status()
+    wrong = {"Authorization": "Bearer sk_test_wrong"}
+    seen = [payer.http.get("/v1/payments", headers=wrong) for _ in range(4)]
+    assert [r.status_code for r in seen] == [401, 401, 401, 429]
+    assert [r.headers["x-ratelimit-remaining"] for r in seen] == ["2", "1", "0", "0"]
+    limited = seen[-1]
+    err = error_of(limited)
+    assert (err["type"], err["code"]) == ("rate_limit_error", "rate_limit_exceeded")
+    assert err["retry_after"] == 1 and limited.headers["retry-after"] == "1"
+    assert limited.headers["x-ratelimit-limit"] == "3"
+    assert int(limited.headers["x-ratelimit-reset"]) == math.ceil(clock.now + 1)
+    assert "retry-after" not in seen[0].headers
+    # the address's bucket is not the key's: a valid key still gets through
+    assert payer.http.get("/v1/payments").status_code == 200
+    clock.now += 0.34  # one token back (3 per second)
+    assert payer.http.get("/v1/payments", headers=wrong).status_code == 401
