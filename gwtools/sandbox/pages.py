@@ -7,10 +7,12 @@ next, POST does it and redirects (303) to the merchant's URL. Tests drive them w
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from html import escape
 from typing import Any
 from urllib.parse import parse_qsl
 
+from babel.numbers import get_currency_precision
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
@@ -35,8 +37,16 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     )
 
 
+def money(amount: int, currency: str) -> str:
+    """Minor units in major units with the currency's own digits (Babel's table, as the
+    library uses): ``1234 MYR`` -> ``12.34 MYR``, ``100 JPY`` -> ``100 JPY``."""
+    code = currency.upper()
+    digits = int(get_currency_precision(code))
+    return f"{Decimal(amount).scaleb(-digits):,.{digits}f} {code}"
+
+
 def _summary(rec: dict[str, Any]) -> str:
-    amount = f"{rec['amount'] / 100:,.2f} {escape(rec['currency'])}"
+    amount = escape(money(rec["amount"], rec["currency"]))
     desc = f"<p>{escape(rec['description'])}</p>" if rec.get("description") else ""
     return f"<p><strong>{amount}</strong> &middot; <code>{escape(rec['id'])}</code></p>{desc}"
 
@@ -44,6 +54,12 @@ def _summary(rec: dict[str, Any]) -> str:
 def _checkout_form(rec: dict[str, Any], error: str | None = None) -> str:
     banks = "".join(f"<option value='{c}'>{escape(n)} ({c})</option>" for c, n in BANKS.items())
     err = f"<p class='err'>{escape(error)}</p>" if error else ""
+    if rec["currency"].upper() == params.FPX_CURRENCY:
+        fpx = f"""<fieldset><legend><label><input type='radio' name='method' value='fpx'> FPX
+online banking</label></legend><label>Bank <select name='bank_code'>{banks}</select></label>
+</fieldset>"""
+    else:  # FPX moves ringgit only
+        fpx = "<p>FPX online banking is available for payments in MYR only.</p>"
     return f"""{_summary(rec)}{err}<form method='post'>
 <fieldset><legend><label><input type='radio' name='method' value='card' checked> Card</label>
 </legend><label>Number <input name='number' autocomplete='cc-number'></label>
@@ -52,8 +68,7 @@ def _checkout_form(rec: dict[str, Any], error: str | None = None) -> str:
 <label>CVC <input name='cvc' size='4'></label>
 <label>Capture <select name='capture_method'><option value='automatic'>automatic</option>
 <option value='manual'>manual (authorize only)</option></select></label></fieldset>
-<fieldset><legend><label><input type='radio' name='method' value='fpx'> FPX online banking
-</label></legend><label>Bank <select name='bank_code'>{banks}</select></label></fieldset>
+{fpx}
 <button name='action' value='pay'>Pay</button>
 <button name='action' value='cancel'>Cancel</button></form>"""
 
@@ -193,6 +208,7 @@ def _pay(gw: Gateway, rec: dict[str, Any], form: dict[str, str], now: float) -> 
             card[name] = int(value)
         method = params.card_method(card, rec["livemode"], "card", now)
     elif kind == "fpx":
+        params.fpx_currency(rec["currency"])
         if capture == "manual":
             raise errors.invalid("capture_method", "FPX payments are captured at once.")
         method = params.fpx_method({"bank_code": form.get("bank_code", "")}, rec["livemode"], "fpx")

@@ -119,6 +119,31 @@ def test_pages_for_finished_and_unknown_payments(payer: Payer) -> None:
         assert p["receipt_url"] == f"{payer.sb.base_url}/receipts/{p['id']}"
 
 
+@pytest.mark.parametrize(
+    ("amount", "currency", "shown"),
+    [(100, "jpy", "100 JPY"), (150_000, "krw", "150,000 KRW"), (123_456, "myr", "1,234.56 MYR")],
+)
+def test_pages_show_amounts_with_the_currencys_digits(
+    payer: Payer, amount: int, currency: str, shown: str
+) -> None:
+    """Checkout, 3-D Secure and receipt pages show major units with the currency's own
+    digits (Babel's table): 100 JPY is 100 yen, not 1.00."""
+    pages = []
+    if payer.variant == "A":
+        pid = payer.create(amount, currency=currency, expect=201).json()["id"]
+        pages.append(payer.http.get(f"/pay/{pid}"))  # the checkout page
+        assert payer.checkout(pid, card="4000002500003155").status_code == 303
+    else:
+        created = payer.create(amount, card="4000002500003155", currency=currency, expect=201)
+        pid = created.json()["id"]
+    pages.append(payer.http.get(f"/pay/{pid}"))  # 3-D Secure
+    assert payer.act(pid, "complete").status_code == 303
+    pages.append(payer.http.get(f"/receipts/{pid}"))
+    for page in pages:
+        assert page.status_code == 200
+        assert f"<strong>{shown}</strong>" in page.text, page.text
+
+
 def test_state_survives_a_restart_in_a_sqlite_file(tmp_path: Path) -> None:
     db = tmp_path / "sandbox.sqlite"
     with Sandbox("B", db=db, now=NOW) as first:
