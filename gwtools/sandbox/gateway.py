@@ -370,6 +370,8 @@ class Gateway:
                 auth.livemode,
                 p["customer"] if p["save_payment_method"] else None,
             )
+        if method.type == "fpx":
+            params.fpx_currency(p["currency"])
         if method.type == "fpx" and p["capture_method"] == "manual":
             raise errors.invalid(
                 "capture_method",
@@ -450,6 +452,13 @@ class Gateway:
             row = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is not None
+            if rec["status"] == "processing":
+                # variant A shows it as pending, a status that can otherwise be voided
+                shown = " (shown as pending in variant A)" if self.variant == "A" else ""
+                raise errors.invalid_state(
+                    f"Payment {ident} is processing{shown}: it awaits the card's or the bank's "
+                    "answer and cannot be voided now; retrieve it again later to see the outcome."
+                )
             if rec["status"] not in ("authorized", "pending", "requires_action"):
                 raise errors.invalid_state(
                     f"Payment {ident} is {render.payment_status(rec, self.variant)}; only a "
@@ -478,13 +487,24 @@ class Gateway:
                 )
             left = domain.refundable(payment)
             amount = left if p["amount"] is None else p["amount"]
-            if amount > left or left <= 0:
+            captured = payment["amount_captured"]
+            if left <= 0:
+                # nothing left: say so, and blame the amount only if the caller gave one
+                raise errors.ApiError(
+                    409,
+                    "invalid_request_error",
+                    "amount_too_large",
+                    f"Payment {payment['id']} is already fully refunded ({captured - left} of "
+                    f"{captured} captured, pending refunds included); nothing is left to refund.",
+                    param=None if p["amount"] is None else "amount",
+                )
+            if amount > left:
                 raise errors.ApiError(
                     409,
                     "invalid_request_error",
                     "amount_too_large",
                     f"Refund amount {amount} exceeds what is left to refund on {payment['id']} "
-                    f"({left} of {payment['amount_captured']} captured).",
+                    f"({left} of {captured} captured).",
                     param="amount",
                 )
             refund, events = domain.new_refund(

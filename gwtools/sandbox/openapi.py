@@ -323,6 +323,8 @@ def _payment_body(variant: str) -> Schema:
             "then": {"required": ["customer"]},
         },
         {"if": fpx, "then": {"properties": {"capture_method": {"const": "automatic"}}}},
+        # FPX moves ringgit only
+        {"if": fpx, "then": {"properties": {"currency": {"enum": ["MYR", "myr"]}}}},
     ]
     return body
 

@@ -22,11 +22,18 @@ MAX_DESCRIPTION: Final = 255
 METADATA_KEYS: Final = {"A": 10, "B": 50}
 METADATA_KEY_LEN: Final = 40
 METADATA_VALUE_LEN: Final = 500
+#: the one currency FPX (Malaysian online banking) moves
+FPX_CURRENCY: Final = "MYR"
 REASONS: Final = ("duplicate", "fraudulent", "requested_by_customer")
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _CURRENCY = re.compile(r"^[A-Za-z]{3}$")
 _QUERY_INT = re.compile(r"-?[0-9]{1,12}")
+#: an ISO time whose "+hh:mm" offset lost its "+" to form decoding ("...T00:00:00 08:00")
+_SPACE_FOR_PLUS = re.compile(
+    r"[0-9]{4}-?[0-9]{2}-?[0-9]{2}[Tt ][0-9]{2}(:?[0-9]{2}(:?[0-9]{2}([.,][0-9]+)?)?)?"
+    r" [0-9]{2}(:?[0-9]{2})?"
+)
 # The currencies the sandbox accepts: those a Malaysian gateway settles, plus majors.
 CURRENCIES: Final = frozenset(
     {
@@ -337,7 +344,15 @@ def payment_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
     pm = text(body, "payment_method", max_len=100)
     data = body.get("payment_method_data")
     if pm is None and data is None:
-        raise errors.missing("payment_method")
+        raise errors.ApiError(
+            400,
+            "invalid_request_error",
+            "parameter_missing",
+            "Missing required parameter: payment_method or payment_method_data. Give "
+            "payment_method (a saved pm_ id) or payment_method_data (type card or fpx, with "
+            "its card or fpx object).",
+            param="payment_method",
+        )
     if pm is not None and data is not None:
         raise errors.invalid(
             "payment_method_data", "Give either payment_method or payment_method_data, not both."
@@ -460,6 +475,17 @@ def fpx_method(fpx: Any, livemode: bool, param: str) -> Method:
     return Method("fpx", details, "bank")
 
 
+def fpx_currency(currency: str) -> None:
+    """FPX is Malaysian online banking: it moves ringgit only (400 on ``currency`` otherwise)."""
+    if currency.upper() != FPX_CURRENCY:
+        raise errors.invalid(
+            "currency",
+            f"FPX payments must be in MYR (FPX is Malaysian online banking, in ringgit only); "
+            f"this payment is in {currency.upper()}. Use currency myr, or a card for "
+            f"{currency.upper()}.",
+        )
+
+
 def method_data(data: Any, livemode: bool, now: float) -> Method:
     """``payment_method_data`` (variant B) -> Method."""
     if not isinstance(data, dict):
@@ -522,6 +548,15 @@ def instant(params: Mapping[str, str], name: str) -> float | None:
     try:
         return parse_instant(value)
     except (ValueError, OverflowError):
+        if _SPACE_FOR_PLUS.fullmatch(value):
+            # "+08:00" unencoded in a query string: form decoding turns "+" into a space
+            stamp, _, offset = value.rpartition(" ")
+            raise errors.invalid(
+                name,
+                f"Invalid {name}: {value!r} has a space where its offset's sign belongs: a '+' "
+                "in a query string is read as a space, so send it as %2B (e.g. "
+                f"{name}={stamp}%2B{offset}), or use Z (UTC) or a negative offset.",
+            ) from None
         raise errors.invalid(
             name,
             f"Invalid {name}: {value!r}; expected ISO 8601 (e.g. "

@@ -87,3 +87,22 @@ def test_variant_a_cancel_at_checkout(payer_a: Payer) -> None:
     r = payer.checkout(p["id"], action="cancel")
     assert r.status_code == 303 and r.headers["location"] == "https://shop.example/cancel"
     assert payer.get(p["id"])["status"] == "cancelled"
+
+
+def test_void_while_processing_says_to_wait_for_the_outcome(payer: Payer) -> None:
+    """Variant A shows a processing payment as pending, which can otherwise be voided: the
+    409 says what is going on instead of 'is pending; only ... awaiting the customer'."""
+    p = payer.pay(card="4000000000001018")  # processing 30 s, then succeeds
+    assert p["status"] == payer.status("processing")
+    r = payer.http.post(f"/v1/payments/{p['id']}/void")
+    assert r.status_code == 409
+    err = error_of(r)
+    assert err["code"] == "invalid_state"
+    shown = " (shown as pending in variant A)" if payer.variant == "A" else ""
+    assert err["message"] == (
+        f"Payment {p['id']} is processing{shown}: it awaits the card's or the bank's answer "
+        "and cannot be voided now; retrieve it again later to see the outcome."
+    )
+    assert payer.get(p["id"])["status"] == payer.status("processing")  # nothing changed
+    payer.advance(30)
+    assert payer.get(p["id"])["status"] == payer.status("succeeded")

@@ -261,3 +261,19 @@ def test_metadata_numbers_that_would_lose_digits_are_refused(payer: Payer) -> No
     body = orjson.dumps({**_valid(payer.variant), "metadata": {"order": 12345678901234567890}})
     r = payer.http.post("/v1/payments", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 201 and b'"order":12345678901234567890' in r.content
+
+
+def test_missing_method_names_both_ways_to_give_one(payer_b: Payer) -> None:
+    """Variant B: neither payment_method nor payment_method_data. Naming payment_method only
+    sent callers who pass card details looking for a pm_ id."""
+    body = {k: v for k, v in _valid("B").items() if k != "payment_method_data"}
+    r = payer_b.http.post("/v1/payments", json=body)
+    assert r.status_code == 400
+    err = error_of(r)
+    assert (err["code"], err["param"]) == ("parameter_missing", "payment_method")
+    assert err["message"] == (
+        "Missing required parameter: payment_method or payment_method_data. Give "
+        "payment_method (a saved pm_ id) or payment_method_data (type card or fpx, with its "
+        "card or fpx object)."
+    )
+    assert payer_b.http.get("/v1/payments").json()["data"] == []

@@ -177,3 +177,54 @@ def test_fpx_needs_return_url_and_known_bank(payer: Payer) -> None:
     r = payer.http.post("/v1/payments", json=body)
     assert r.status_code == 400
     assert error_of(r)["param"] == "payment_method_data[fpx][bank_code]"
+
+
+FPX_MYR_ONLY = (
+    "FPX payments must be in MYR (FPX is Malaysian online banking, in ringgit only); this "
+    "payment is in USD. Use currency myr, or a card for USD."
+)
+
+
+def test_fpx_is_for_myr_only(payer: Payer) -> None:
+    """FPX moves ringgit only: another currency is refused (B creation) or not offered, and
+    refused if posted anyway (A checkout)."""
+    if payer.variant == "B":
+        for bank in ("TEST0001", "MB2U0227"):
+            r = payer.create(bank=bank, currency="usd")
+            assert r.status_code == 400, r.text
+            err = error_of(r)
+            assert (err["code"], err["param"]) == ("parameter_invalid", "currency")
+            assert err["message"] == FPX_MYR_ONLY
+        assert payer.http.get("/v1/payments").json()["data"] == []  # nothing was stored
+        assert payer.create(bank="TEST0001", currency="MYR", expect=201)
+        return
+    myr = payer.create(expect=201).json()["id"]
+    assert "value='fpx'" in payer.http.get(f"/pay/{myr}").text
+    pid = payer.create(currency="USD", expect=201).json()["id"]
+    page = payer.http.get(f"/pay/{pid}")
+    assert page.status_code == 200
+    assert "value='fpx'" not in page.text and "MB2U0227" not in page.text
+    assert "FPX online banking is available for payments in MYR only." in page.text
+    refused = payer.checkout(pid, bank="MB2U0227")
+    assert refused.status_code == 400
+    assert FPX_MYR_ONLY in refused.text and "<form" in refused.text
+    p = payer.get(pid)
+    assert p["status"] == "pending" and p["payment_method"] is None
+    # the customer can still pay by card
+    assert payer.checkout(pid).status_code == 303
+    assert payer.get(pid)["status"] == "captured"
+
+
+def test_a_saved_fpx_method_is_for_myr_only(payer_b: Payer) -> None:
+    cus = payer_b.http.post("/_sandbox/customers", json={}).json()["id"]
+    first = payer_b.create(bank="TEST0001", customer=cus, save_payment_method=True, expect=201)
+    pm = first.json()["payment_method"]
+    r = payer_b.create(
+        customer=cus,
+        payment_method=pm,
+        currency="usd",
+        return_url="https://shop.example/r",
+    )
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert (err["param"], err["message"]) == ("currency", FPX_MYR_ONLY)

@@ -171,3 +171,23 @@ def test_fractional_unix_seconds_message(payer: Payer) -> None:
     assert r.status_code == 400
     err = error_of(r)
     assert err["param"] == "from" and "whole Unix seconds" in err["message"]
+
+
+def test_unencoded_plus_in_a_time_offset_is_explained(payer: Payer) -> None:
+    """``?to=...T00:00:00+08:00`` sent as is arrives as '... 08:00' (form decoding makes '+' a
+    space): the 400 says to send %2B, and the value is never guessed at."""
+    for name in ("from", "to"):
+        r = payer.http.get(f"/v1/payments?{name}=2026-11-20T00:00:00+08:00")
+        assert r.status_code == 400
+        err = error_of(r)
+        assert (err["code"], err["param"]) == ("parameter_invalid", name)
+        assert err["message"] == (
+            f"Invalid {name}: '2026-11-20T00:00:00 08:00' has a space where its offset's sign "
+            "belongs: a '+' in a query string is read as a space, so send it as %2B (e.g. "
+            f"{name}=2026-11-20T00:00:00%2B08:00), or use Z (UTC) or a negative offset."
+        )
+    # encoded, it works (httpx encodes '+' in params); other nonsense keeps the general message
+    fine = payer.http.get("/v1/payments", params={"to": "2026-11-20T00:00:00+08:00"})
+    assert fine.status_code == 200
+    other = error_of(payer.http.get("/v1/refunds", params={"to": "2026-11-20T00:00:00 tomorrow"}))
+    assert "expected ISO 8601" in other["message"] and "%2B" not in other["message"]

@@ -123,3 +123,29 @@ def test_refund_list_filters_and_envelope(payer: Payer) -> None:
     assert [r["id"] for r in pending] == [r2["id"]]
     bad = payer.http.get("/v1/refunds", params={"status": "done"})
     assert bad.status_code == 400 and error_of(bad)["param"] == "status"
+
+
+def test_refunding_a_fully_refunded_payment_says_nothing_is_left(payer: Payer) -> None:
+    p = payer.pay(1000)
+    assert payer.http.post("/v1/refunds", json={"payment_id": p["id"]}).status_code == 201
+    again = payer.http.post("/v1/refunds", json={"payment_id": p["id"]})
+    assert again.status_code == 409
+    err = error_of(again)
+    assert err["code"] == "amount_too_large"
+    assert err["message"] == (
+        f"Payment {p['id']} is already fully refunded (1000 of 1000 captured, pending refunds "
+        "included); nothing is left to refund."
+    )
+    assert "param" not in err  # no amount was sent
+    # with an amount, the amount is what was wrong
+    given = error_of(payer.http.post("/v1/refunds", json={"payment_id": p["id"], "amount": 5}))
+    assert given["code"] == "amount_too_large" and given["param"] == "amount"
+    assert "already fully refunded" in given["message"]
+    # something left: the amount exceeds it
+    q = payer.pay(1000)
+    payer.http.post("/v1/refunds", json={"payment_id": q["id"], "amount": 400})
+    over = error_of(payer.http.post("/v1/refunds", json={"payment_id": q["id"], "amount": 700}))
+    assert over["param"] == "amount"
+    assert over["message"] == (
+        f"Refund amount 700 exceeds what is left to refund on {q['id']} (600 of 1000 captured)."
+    )
