@@ -27,13 +27,24 @@ Completeness is checked, not assumed (a proxy may answer 200 with trailing items
 
 - Variant A: each page must hold what ``meta.total`` leaves for it (``limit`` rows, fewer on
   the last page); a short page is fetched again. The frozen pages must agree on ``total``
-  (else the list changed while it was read: it is read once more), and the rows listed must
-  add up to it.
-- Variant B: a page shorter than the limit while ``has_more`` is true is fetched again; a
-  cursor ends only on an empty page (a short last page is followed by one more request,
-  since a page cut short looks like a last page).
+  (else the list changed while it was read: it is read once more), and the distinct ids
+  listed must add up to it (counting rows, a row served on two pages, one that moved while
+  the pages were read, would hide a row never served): pages that repeat ids while ids are
+  missing are read once more too. Ids are kept as 64-bit hashes, 8 bytes a row.
+- Variant B: a page shorter than the page size while ``has_more`` is true is fetched again;
+  a cursor ends only on an empty page (a short last page is followed by one more request,
+  since a page cut short looks like a last page). The page size is the ``limit`` asked for,
+  unless the gateway serves fewer (the spec gives only a maximum): a short page with
+  ``has_more`` that comes back with the same ids when fetched again, and holds no fewer rows
+  than any such page before it, sets the page size of the listing. A later page with more
+  rows shows it was cut short after all: a problem.
+- Variant B: a cursor must move on. A page after ``starting_after=X`` holding ``X``, or an id
+  of the cursor's last few pages, or a row newer than the page before (lists are newest
+  first), means the gateway ignored the cursor or sent it round a cycle: that cursor stops
+  (it would request the same pages forever) and the listing is incomplete.
 
-What stays wrong is written to :attr:`ListOutcome.problems` and makes the listing incomplete.
+What stays wrong is written to :attr:`ListOutcome.problems` and makes the listing incomplete
+(a sync then neither advances its high-water mark nor drops cached rows the listing missed).
 """
 
 from __future__ import annotations
@@ -45,7 +56,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -154,6 +165,29 @@ class _Run:
     outcome: ListOutcome
     on_estimate: Callable[[int], None] = lambda _n: None
     ready: Callable[[], Awaitable[None]] | None = None
+    #: Variant B: the rows a page with more to come holds: the ``limit`` asked for, until a
+    #: short page comes back the same when fetched again (the gateway's own page size)
+    page_size: int = PAGE_LIMIT
+    #: Variant B: the most rows a page with more to come has held in this listing
+    widest: int = 0
+    #: Variant B: the page whose row count was taken as the page size (for the problem text)
+    sized_by: str | None = None
+
+    def cursor_share(self, info: PageInfo) -> int:
+        """Variant B: a page with more to come must be full (hold :attr:`page_size` rows)."""
+        return self.page_size if info.has_more else 0
+
+    def repeated(self, params: dict[str, Any]) -> None:
+        """Record that a cursor did not move on (see :class:`_Moving`)."""
+        cursor = params.get("starting_after")
+        where = ", ".join(
+            f"{k}={v}" for k, v in params.items() if k not in ("limit", "starting_after")
+        )
+        self.outcome.problem(
+            f"the gateway repeated the {self.resource} page after starting_after={cursor}"
+            f"{f' ({where})' if where else ''}: the cursor did not move on past rows already "
+            "read, so the rows after them were not listed"
+        )
 
     async def fetch(self, params: dict[str, Any]) -> tuple[bytes, PageInfo] | None:
         if self.ready is not None:
@@ -177,28 +211,38 @@ class _Run:
         Returns the fullest undamaged version. A page that stays short is recorded as a
         problem; one that keeps a damaged id is left to normalisation, which rejects the
         record (and so makes the sync incomplete).
+
+        Variant B (``expected`` is :meth:`cursor_share`): a short page with more to come that
+        comes back with the same rows when fetched again, and holds at least as many as every
+        such page before it, is the gateway's page size (the spec gives only a maximum):
+        :attr:`page_size` becomes its row count, and the page is not short.
         """
+        where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit")
         if got is None:
             got = await self.fetch(params)
         if got is None:
             return None
         short, damaged = got[1].count < expected(got[1]), self._damaged(got[0])
         if not (short or damaged):
-            return got
+            return self._widen(got, where)
         self.outcome.short_pages += short
+        last = got
         for _ in range(MAX_REFETCHES):
             self.outcome.refetched += 1
             again = await self.fetch(params)
             if again is None:
                 break
             again_damaged = self._damaged(again[0])
+            if short and not again_damaged and self._sized(last[1], again[1], where):
+                self.outcome.short_pages -= 1  # the gateway's page size, not a short page
+                return self._widen(again, where)
+            last = again
             if (again[1].count, not again_damaged) > (got[1].count, not damaged):
                 got, damaged = again, again_damaged
             short = got[1].count < expected(got[1])
             if not (short or damaged):
-                return got
+                return self._widen(got, where)
         if short:
-            where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit")
             self.outcome.problem(
                 f"a {self.resource} page ({where}) stayed short after {MAX_REFETCHES} "
                 f"re-fetches: {got[1].count} rows where the gateway's own figures imply "
@@ -209,11 +253,69 @@ class _Run:
     def _damaged(self, body: bytes) -> bool:
         return has_damaged_id(self.resource, body)
 
+    def _sized(self, before: PageInfo, now: PageInfo, where: str) -> bool:
+        """Whether a short variant-B page fetched again (``now``, after ``before``) shows the
+        gateway's page size: the same rows again, with more to come, no fewer than any page
+        with more to come has held. Then :attr:`page_size` becomes its row count.
 
-def _tally(info: PageInfo) -> PageInfo:
-    """A page's figures without its ids: what a listing keeps of every page until its totals
-    are checked (a hundred ids a page held 8 GB at 100M rows)."""
-    return replace(info, ids=())
+        A page cut short in transit differs from one fetch to the next (or holds fewer rows
+        than pages seen before it); one cut the same way every time, taken as the page size,
+        is caught when a later page holds more (:meth:`_widen`).
+        """
+        if (
+            now.variant != "B"
+            or not now.has_more
+            or now.count < max(1, self.widest)
+            or now.ids != before.ids
+            or None in now.ids
+        ):
+            return False
+        log.info(
+            "the gateway serves %d %s a page where %d were asked for: taking that as its page size",
+            now.count,
+            self.resource,
+            self.page_size,
+        )
+        self.page_size, self.sized_by = now.count, where
+        return True
+
+    def _widen(self, got: tuple[bytes, PageInfo], where: str) -> tuple[bytes, PageInfo]:
+        """Note how many rows a variant-B page with more to come held. More than the page size
+        taken from a page that came back short (:meth:`_sized`): that page, and any taken as
+        full by its size, may have been cut short."""
+        info = got[1]
+        if info.variant != "B" or not info.has_more:
+            return got
+        self.widest = max(self.widest, info.count)
+        if self.sized_by is not None and info.count > self.page_size:
+            self.outcome.problem(
+                f"a {self.resource} page ({self.sized_by}) came back with {self.page_size} rows "
+                f"twice and was taken as the gateway's page size, but a later page ({where}) "
+                f"held {info.count}: the pages taken as full by that size may have been cut short"
+            )
+            self.page_size, self.sized_by = min(PAGE_LIMIT, info.count), None
+        return got
+
+
+#: What a listing keeps of a page until its totals are checked: its figures without its ids,
+#: and its ids as 64-bit hashes (8 bytes a row: the ids themselves held 8 GB at 100M rows).
+_Tally = tuple[PageInfo, np.ndarray]
+
+
+def _tally(info: PageInfo) -> _Tally:
+    """What a listing keeps of a page (see :data:`_Tally`)."""
+    hashes = np.fromiter((hash(i) for i in info.ids if i is not None), dtype=np.int64)
+    return replace(info, ids=()), hashes
+
+
+def _distinct(pages: Collection[_Tally]) -> int:
+    """Distinct ids on the pages (a record without an id counts as one of its own). Ids are
+    compared by 64-bit hash: two ids that collide (about one chance in 4,000 at 100M rows)
+    count as one, which makes the listing look incomplete, never complete."""
+    nones = sum(info.count - len(hashes) for info, hashes in pages)
+    if not pages:
+        return 0
+    return nones + int(np.unique(np.concatenate([h for _, h in pages])).size)
 
 
 def _iso(t: dt.datetime) -> str:
@@ -285,7 +387,7 @@ class PageNumbers:
         await self._listing(params, total_pages, {1: _tally(got[1])})
 
     async def _listing(
-        self, params: dict[str, Any], total_pages: int, kept: dict[int, PageInfo]
+        self, params: dict[str, Any], total_pages: int, kept: dict[int, _Tally]
     ) -> int | None:
         """Fetch pages 1..total_pages (those not in ``kept``) and check they add up.
 
@@ -298,21 +400,26 @@ class PageNumbers:
                 kept.update(await self._fetch(params, [n for n in todo if n not in kept]))
                 # A list that grew (no usable `to`, or rows becoming visible late): fetch the
                 # pages that appeared.
-                reported = max((i.total_pages or 0 for i in kept.values()), default=0)
+                reported = max((i.total_pages or 0 for i, _ in kept.values()), default=0)
                 todo = range(max(kept, default=0) + 1, reported + 1)
-            totals = sorted({i.total for i in kept.values() if i.total is not None})
-            if len(totals) <= 1:
+            totals = sorted({i.total for i, _ in kept.values() if i.total is not None})
+            listed = sum(i.count for i, _ in kept.values())
+            distinct = _distinct(kept.values())
+            total = max(totals, default=None)
+            # Rows served twice where rows are missing: a row moved between pages while
+            # they were read (the count alone would add up to meta.total).
+            doubled = total is not None and distinct < min(listed, total)
+            if len(totals) <= 1 and not doubled:
                 break
             if attempt == 0:
                 # The list changed while it was read: rows may have moved between pages.
                 self.run.outcome.refetched += len(kept) - len(given)
                 continue
-            self.run.outcome.problem(
-                f"the {self.run.resource} list kept changing while it was read "
-                f"(meta.total {totals[0]} to {totals[-1]}): rows may have been skipped"
-            )
-        listed = sum(i.count for i in kept.values())
-        total = max(totals, default=None)
+            if len(totals) > 1:
+                self.run.outcome.problem(
+                    f"the {self.run.resource} list kept changing while it was read "
+                    f"(meta.total {totals[0]} to {totals[-1]}): rows may have been skipped"
+                )
         self.run.outcome.listed += listed
         if total is not None:
             self.run.outcome.expected = (self.run.outcome.expected or 0) + total
@@ -320,15 +427,21 @@ class PageNumbers:
                 self.run.outcome.problem(
                     f"{self.run.resource}: {listed} rows listed where meta.total promised {total}"
                 )
+            elif distinct < total:
+                self.run.outcome.problem(
+                    f"{self.run.resource}: {listed} rows listed but {distinct} distinct ids "
+                    f"where meta.total promised {total}: pages served some rows twice (rows "
+                    "moving between pages while they were read?), so others were never served"
+                )
         return total
 
-    async def _fetch(self, params: dict[str, Any], pages: list[int]) -> dict[int, PageInfo]:
+    async def _fetch(self, params: dict[str, Any], pages: list[int]) -> dict[int, _Tally]:
         # As many workers as the client sends requests at once, taking the pages in order:
         # more would only queue for its limiter and would pass the sink's ``ready`` before
         # any page had arrived, and a task per page would hold a million of them at 100M
         # rows. A task group stops the others when one fails.
         todo = iter(pages)
-        found: dict[int, PageInfo] = {}
+        found: dict[int, _Tally] = {}
 
         async def worker() -> None:
             for n in todo:  # one iterator shared: each page is taken once
@@ -347,12 +460,7 @@ class _TimeFiltersIgnored(Exception):
     pass
 
 
-def _cursor_share(info: PageInfo) -> int:
-    """Variant B: a page with more to come must be full."""
-    return PAGE_LIMIT if info.has_more else 0
-
-
-def _more(info: PageInfo) -> bool:
+def _more(info: PageInfo, page_size: int) -> bool:
     """Whether a cursor goes on after this page: while ``has_more``, and once more after a
     short last page (a page cut short in transit looks like a last page; an empty page ends).
 
@@ -363,9 +471,42 @@ def _more(info: PageInfo) -> bool:
         return False
     if info.has_more:
         return True
-    if not 0 < info.count < PAGE_LIMIT:
+    if not 0 < info.count < page_size:
         return False
     return bool(info.ids) and info.ids[-1] == info.last_id
+
+
+#: Pages of a cursor whose ids :class:`_Moving` keeps to tell a page already read.
+_RECENT_PAGES = 8
+
+
+@dataclass
+class _Moving:
+    """Whether a cursor moves on: a gateway that ignores ``starting_after``, or sends cursors
+    round in a cycle, would otherwise have the same pages requested forever.
+
+    A page after ``starting_after=X`` has not moved on when it holds ``X``, or an id of the
+    last few pages this cursor read, or a row created after the oldest row of the page before
+    (lists are newest first). Only the last :data:`_RECENT_PAGES` pages' ids are kept (a cycle
+    longer than that goes back up in creation time).
+    """
+
+    recent: collections.deque[frozenset[str]] = field(
+        default_factory=lambda: collections.deque(maxlen=_RECENT_PAGES)
+    )
+    floor: dt.datetime | None = None  # the oldest creation time of the page before
+
+    def read(self, info: PageInfo) -> None:
+        self.recent.append(frozenset(i for i in info.ids if i is not None))
+        lo, _ = _bounds(info)
+        self.floor = lo if lo is not None else self.floor
+
+    def moved_on(self, cursor: str, info: PageInfo) -> bool:
+        ids = {i for i in info.ids if i is not None}
+        if cursor in ids or any(not ids.isdisjoint(page) for page in self.recent):
+            return False
+        _, hi = _bounds(info)
+        return hi is None or self.floor is None or hi <= self.floor
 
 
 @dataclass
@@ -384,17 +525,23 @@ class Cursor:
         if self.include_first:
             await self.run.sink(body, info)
             self.run.outcome.listed += info.count
-        while _more(info):
+        moving = _Moving()
+        moving.read(info)
+        while _more(info, self.run.page_size):
             lo, _ = _bounds(info)
             if self.since is not None and lo is not None and lo < self.since:
                 return
-            got = await self.run.fetch_checked(
-                {**self.base, "starting_after": info.last_id}, _cursor_share
-            )
+            assert info.last_id is not None  # (_more)
+            params = {**self.base, "starting_after": info.last_id}
+            got = await self.run.fetch_checked(params, self.run.cursor_share)
             if got is None:
+                return
+            if not moving.moved_on(info.last_id, got[1]):
+                self.run.repeated(params)
                 return
             await self.run.sink(*got)
             body, info = got
+            moving.read(info)
             self.run.outcome.listed += info.count
 
 
@@ -486,10 +633,10 @@ class TimeWindows:
                 "to": math.ceil(w.hi.timestamp()) + 1,
             }
             cursor: str | None = None
+            moving = _Moving()
             while True:
-                got = await self.run.fetch_checked(
-                    {**params, **({"starting_after": cursor} if cursor else {})}, _cursor_share
-                )
+                sent = {**params, **({"starting_after": cursor} if cursor else {})}
+                got = await self.run.fetch_checked(sent, self.run.cursor_share)
                 if got is None:
                     return
                 body, info = got
@@ -500,12 +647,16 @@ class TimeWindows:
                     and ((w.hard and lo < w.lo - _SECOND) or hi > w.hi + _SECOND)
                 ):
                     raise _TimeFiltersIgnored
+                if cursor is not None and not moving.moved_on(cursor, info):
+                    self.run.repeated(sent)
+                    return
+                moving.read(info)
                 self.arrivals.append(time.monotonic())
                 # The cursor goes on while the page is handed over: a sink that writes a batch
                 # would otherwise hold this window's next request back.
                 self.tg.create_task(self._hand_over(body, info))
                 self.run.outcome.listed += info.count
-                if not _more(info) or lo is None or hi is None:
+                if not _more(info, self.run.page_size) or lo is None or hi is None:
                     return
                 if w.stop_below is not None and lo < w.stop_below:
                     return
@@ -620,7 +771,7 @@ async def list_pages(
     if got is None:
         return outcome
     if got[1].variant == "B":
-        got = await run.fetch_checked(first_params, _cursor_share, got)
+        got = await run.fetch_checked(first_params, run.cursor_share, got)
         assert got is not None
     body, info = got
     outcome.variant = info.variant
