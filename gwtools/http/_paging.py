@@ -217,7 +217,8 @@ class _Run:
         such page before it, is the gateway's page size (the spec gives only a maximum):
         :attr:`page_size` becomes its row count, and the page is not short.
         """
-        where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit")
+        # named by what was asked, so that a problem can say which page it was
+        where = ", ".join(f"{k}={v}" for k, v in params.items() if k != "limit") or "the first"
         if got is None:
             got = await self.fetch(params)
         if got is None:
