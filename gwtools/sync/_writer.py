@@ -36,9 +36,11 @@ def _warn_unknown(resource: str, statuses: Iterable[str], warned: set[tuple[str,
         if (resource, status) in warned:
             continue
         warned.add((resource, status))
+        # refunds have no status_raw column: normalisation keeps their raw status in extra
+        kept = "status_raw" if resource == "payments" else 'extra, under "status"'
         warnings.warn(
             f"the gateway sent {resource} with status {status!r}, which gwtools does not know; "
-            "those rows have status 'unknown' (the raw value is in status_raw)",
+            f"those rows have status 'unknown' (the raw value is in {kept})",
             GatewayDataWarning,
             stacklevel=2,
         )

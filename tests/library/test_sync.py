@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,28 @@ def test_bad_records_are_rejected_not_lost(shop: Shop, tmp_path: Path) -> None:
     assert any("id" in r for r in rejects["reason"]) and any(
         "pay_badtime" in r for r in rejects["record"]
     )
+
+
+def test_an_unknown_refund_status_is_kept_in_extra_and_the_warning_says_so(
+    shop: Shop, tmp_path: Path
+) -> None:
+    weird = f"refunding_{shop.variant}"  # warned once per process and value: one per variant
+    created = (
+        {"created": 1767225600} if shop.variant == "B" else {"created_at": "2026-01-01T00:00:00Z"}
+    )
+    refund = {"object": "refund", "id": "rfnd_weird", "payment_id": "pay_x", "amount": 100}
+    shop.raw("refunds", {**refund, "currency": "myr", **created, "status": weird})
+    with shop.connect(tmp_path) as gw:
+        with pytest.warns(GatewayDataWarning) as caught:
+            gw.sync("refunds")
+        refunds = gw.refunds(refresh=False).set_index("id")
+    said = [str(w.message) for w in caught if weird in str(w.message)]
+    assert said == [
+        f"the gateway sent refunds with status {weird!r}, which gwtools does not know; those "
+        "rows have status 'unknown' (the raw value is in extra, under \"status\")"
+    ]
+    assert refunds.loc["rfnd_weird", "status"] == "unknown"
+    assert json.loads(refunds.loc["rfnd_weird", "extra"])["status"] == weird
 
 
 def test_concurrent_syncs_of_one_cache_wait_for_each_other(shop: Shop, tmp_path: Path) -> None:
