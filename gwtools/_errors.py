@@ -17,7 +17,8 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     │   └── NotFoundError           404: no such id; for a list (or a 404 that is not the
     │                               gateway's JSON), a base URL whose path is wrong
     ├── CardError                   402: the card was declined (.decline_code)
-    ├── RateLimitError              429 that persisted through every retry (.retry_after)
+    ├── RateLimitError              429 that persisted through every retry, or that asked
+    │                               for a longer wait than gwtools waits (.retry_after)
     ├── APIError                    5xx, or an answer that is not the JSON it should be,
     │   │                           that persisted through every retry; a redirect (3xx,
     │   │                           never followed: the message names where it points)
@@ -42,7 +43,11 @@ error is kept only as a summary, its class name and its message with any key mas
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
+import math
 import re
+import time
 from typing import Any
 
 import httpx
@@ -212,7 +217,9 @@ class CardError(GatewayError):
 
 
 class RateLimitError(GatewayError):
-    """429 that persisted through every retry."""
+    """429 that persisted through every retry (the message says how many attempts), or that
+    asked for a longer wait than the client waits out (the message says how long, and when to
+    sync again); ``retry_after`` is the wait asked for, in seconds."""
 
 
 class APIError(GatewayError):
@@ -259,12 +266,39 @@ _ADVICE: dict[type[GatewayError], str] = {
         "check the secret key (GW_API_KEY or --api-key-file): it must be an sk_test_/sk_live_ "
         "key of this gateway that is neither revoked nor rolled more than 24 hours ago"
     ),
-    InvalidRequestError: "fix the parameter named above; retrying the same request will fail again",
+    InvalidRequestError: (
+        "the gateway refused the request as sent (see what it said); retrying the same request "
+        "will fail again"
+    ),
     NotFoundError: "check the id and that the key's mode (test/live) matches the object's",
     CardError: "the customer should use another payment method; this is not a bug in your code",
     RateLimitError: "wait a little and retry, or lower max_rps= in gwtools.connect()",
     APIError: "the gateway failed; retry later, and report the request id if it persists",
 }
+
+
+#: Advice for an InvalidRequestError (400/409) by its code, where the code says more than
+#: the parameter does; one that names a parameter otherwise gets :data:`_PARAM_ADVICE`.
+_CODE_ADVICE: dict[str, str] = {
+    "invalid_state": (
+        "the object's current state does not allow this (e.g. a refund of a payment that is "
+        "not captured); retrieve the object to see its status, and retry only once it allows "
+        "this"
+    ),
+    "amount_too_large": (
+        "the amount is more than what is left (e.g. to refund); retrieve the payment to see "
+        "its amounts, and ask for at most what is left"
+    ),
+    "idempotency_key_reused": (
+        "this Idempotency-Key was already used with a different request body; send a new "
+        "request with a new key (the same body with the same key replays the first answer)"
+    ),
+    "idempotency_key_in_use": (
+        "a request with the same Idempotency-Key is still running; wait for it to finish, "
+        "then send this one again"
+    ),
+}
+_PARAM_ADVICE = "fix the parameter named above; retrying the same request will fail again"
 
 
 def _status_class(status: int) -> type[GatewayError]:
@@ -290,13 +324,44 @@ def _error_body(content: bytes) -> dict[str, Any]:
     return err if isinstance(err, dict) else {}
 
 
-def _retry_after(response: httpx.Response, err: dict[str, Any]) -> float | None:
-    for raw in (response.headers.get("Retry-After"), err.get("retry_after")):
+def _seconds(raw: object, now: float) -> float | None:
+    """A ``Retry-After`` value as seconds to wait: a number of seconds, or an HTTP date
+    (``Wed, 21 Oct 2026 07:28:00 GMT``, RFC 9110) counted from ``now`` (Unix seconds); ``None``
+    if it is neither (or not finite)."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        assert isinstance(raw, str)
         try:
-            if raw is not None:
-                return max(0.0, float(raw))
-        except (TypeError, ValueError):
-            continue
+            when = email.utils.parsedate_to_datetime(raw.strip())
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is GMT; one written with "-0000" comes naive
+            when = when.replace(tzinfo=dt.UTC)
+        value = when.timestamp() - now
+    return max(0.0, value) if math.isfinite(value) else None
+
+
+def seconds_until_reset(headers: Any, now: float) -> float | None:
+    """Seconds from ``now`` (Unix seconds) to ``X-RateLimit-Reset`` (Unix seconds); ``None``
+    without one, or if it is not in the future."""
+    try:
+        left = float(headers.get("X-RateLimit-Reset")) - now
+    except (TypeError, ValueError):
+        return None
+    return left if math.isfinite(left) and left > 0 else None
+
+
+def _retry_after(response: httpx.Response, err: dict[str, Any], now: float) -> float | None:
+    """How long the gateway asks to wait: ``Retry-After`` (seconds or an HTTP date), else
+    ``error.retry_after``, else (for a 429) until ``X-RateLimit-Reset``."""
+    for raw in (response.headers.get("Retry-After"), err.get("retry_after")):
+        if (wait := _seconds(raw, now)) is not None:
+            return wait
+    if response.status_code == 429:
+        return seconds_until_reset(response.headers, now)
     return None
 
 
@@ -370,7 +435,9 @@ def _redirect_message(response: httpx.Response, url: str, key: str | None) -> st
     )
 
 
-def error_from_response(response: httpx.Response, *, listing: bool = False) -> GatewayError:
+def error_from_response(
+    response: httpx.Response, *, listing: bool = False, now: float | None = None
+) -> GatewayError:
     """Map a non-2xx gateway response to the exception named after its error type.
 
     The error ``type`` in the body decides the class (404s become :class:`NotFoundError`);
@@ -381,6 +448,10 @@ def error_from_response(response: httpx.Response, *, listing: bool = False) -> G
     so a 404 for one, or a 404 whose body is not the gateway's error object, says the base
     URL's path is wrong, and the advice says so instead of talking about ids. A redirect
     (3xx) is an :class:`APIError` naming where it points and the base URL to use.
+
+    ``retry_after`` is the wait the gateway asks for (``Retry-After`` in seconds or as an
+    HTTP date, else ``error.retry_after``, else for a 429 until ``X-RateLimit-Reset``),
+    counted from ``now`` (Unix seconds; default: this machine's clock).
     """
     request = response.request
     key = _key_of(request)
@@ -407,6 +478,10 @@ def error_from_response(response: httpx.Response, *, listing: bool = False) -> G
     request_id = response.headers.get("Request-Id") or response.headers.get("X-Request-Id")
     request_id = redact(request_id, key) if request_id else None
     advice = _ADVICE.get(cls, _ADVICE[APIError])
+    if cls is InvalidRequestError:
+        code = err.get("code")
+        by_code = _CODE_ADVICE.get(code) if isinstance(code, str) else None
+        advice = by_code or (_PARAM_ADVICE if err.get("param") else advice)
     diagnosis = ""
     if status == 404 and (listing or not gateway_shaped):
         diagnosis = " The base URL's path looks wrong: " + (
@@ -433,5 +508,5 @@ def error_from_response(response: httpx.Response, *, listing: bool = False) -> G
         request_id=request_id,
         decline_code=err.get("decline_code"),
         url=url,
-        retry_after=_retry_after(response, err),
+        retry_after=_retry_after(response, err, time.time() if now is None else now),
     )

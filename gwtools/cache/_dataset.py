@@ -514,8 +514,28 @@ class Dataset:
             self.recover()
             yield
 
-    def append_rejects(self, rejects: Iterable[Any], *, sync_id: str) -> int:
-        """Append rejected records (reason, raw record, time) as JSON lines; returns how many."""
+    def append_rejects(
+        self, rejects: Iterable[Any], *, sync_id: str, secret: str | None = None
+    ) -> int:
+        """Append rejected records (reason, raw record, time) as JSON lines; returns how many.
+
+        A record may echo the API key (a proxy repeating the request's headers): the reason and
+        the record are written with ``secret`` (the key the sync sent), and anything shaped
+        like a key, masked (``sk_test_…abcd``).
+        """
+        from gwtools._errors import redact
+
+        def masked(value: Any) -> Any:
+            if isinstance(value, bytes | bytearray | memoryview):
+                value = bytes(value).decode("utf-8", errors="replace")
+            if isinstance(value, str):
+                return redact(value, secret)
+            if isinstance(value, dict):
+                return {masked(k): masked(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [masked(v) for v in value]
+            return value
+
         now = dt.datetime.now(dt.UTC).isoformat()
         lines = [
             orjson.dumps(
@@ -523,8 +543,8 @@ class Dataset:
                     "time": now,
                     "sync_id": sync_id,
                     "resource": getattr(r, "resource", self.resource),
-                    "reason": getattr(r, "reason", str(r)),
-                    "record": getattr(r, "record", None),
+                    "reason": masked(getattr(r, "reason", str(r))),
+                    "record": masked(getattr(r, "record", None)),
                 },
                 default=_json_default,
             )

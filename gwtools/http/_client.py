@@ -5,13 +5,19 @@ HTTP/1.1 keep-alive pool). Every request:
 
 - waits for a token of a leaky bucket (aiolimiter) that runs just under the gateway's
   documented 100 requests/s, starting with a small burst, and slows down to what the
-  ``X-RateLimit-Limit`` header announces; when ``X-RateLimit-Remaining`` runs out, or a 429
-  arrives, every request pauses until the gateway has tokens again;
+  ``X-RateLimit-Limit`` header announces; when ``X-RateLimit-Remaining`` runs out, every
+  request pauses until ``X-RateLimit-Reset``, and when a 429 arrives, for as long as it asks;
 - is retried by tenacity with jittered exponential back-off on 5xx, timeouts, dropped
-  connections and bodies that are not the expected JSON; a 429 waits ``Retry-After`` (or
-  ``error.retry_after``) and is retried; other 4xx raise at once
-  (:func:`~gwtools._errors.error_from_response`), and so do redirects (3xx), which are never
-  followed: the ``Authorization`` header must not be sent on to another host.
+  connections and bodies that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
+  or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s, and
+  is retried; a wait longer than ``max_wait`` (60 s) is not waited out but raised as a
+  :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are logged at WARNING; other
+  4xx raise at once (:func:`~gwtools._errors.error_from_response`), and so do redirects (3xx),
+  which are never followed: the ``Authorization`` header must not be sent on to another host.
+
+A response with a ``Deprecation`` header (the pinned ``Service-Version`` is deprecated) warns
+once per client (:class:`~gwtools.GatewayDataWarning`). :class:`Clock` is where the client reads
+the time and waits: tests replace it to see the waits without spending them.
 
 Nothing it raises leads back to the key: an httpx error (whose request carries the
 ``Authorization`` header) is never chained; the GatewayError raised instead keeps its class
@@ -23,10 +29,12 @@ name and its message, with the key masked (:func:`~gwtools._errors.summarize`).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -41,7 +49,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from gwtools._config import Settings, check_key_text
+from gwtools._config import SERVICE_VERSIONS, Settings, check_key_text
 from gwtools._errors import (
     APIConnectionError,
     APIError,
@@ -51,11 +59,13 @@ from gwtools._errors import (
     error_from_response,
     redact,
     safe_url,
+    seconds_until_reset,
     summarize,
 )
 from gwtools.http._wire import is_list_path
+from gwtools.sync._result import GatewayDataWarning
 
-__all__ = ["Client", "MalformedBodyError", "RequestStats"]
+__all__ = ["Client", "Clock", "MalformedBodyError", "RequestStats"]
 
 log = logging.getLogger("gwtools")
 T = TypeVar("T")
@@ -68,6 +78,26 @@ DEFAULT_MAX_RPS = 99.0
 RATE_SHARE = 0.99
 DEFAULT_BURST = 10
 DEFAULT_CONCURRENCY = 16
+#: The longest one wait the gateway asks for (Retry-After, X-RateLimit-Reset) that gwtools
+#: waits out; asked for longer, it raises RateLimitError instead of hanging a sync.
+MAX_WAIT = 60.0
+#: Waits longer than this are logged at WARNING (shorter ones at DEBUG).
+LOUD_WAIT = 5.0
+
+
+class Clock:
+    """Where the client reads the time and waits. Tests pass one whose ``sleep`` records the
+    wait and moves its own time on, so nothing depends on the wall clock."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def time(self) -> float:
+        """Unix seconds (for ``Retry-After`` dates and ``X-RateLimit-Reset``)."""
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 def _user_agent() -> str:
@@ -114,14 +144,27 @@ class _Pacer:
     a burst of what the gateway still allows, minus what may be in flight, so a sync starts
     at full speed without ever emptying the gateway's bucket. An endpoint that reports a
     lower limit than the rest (refunds: 30/s) gets a bucket of its own, on top of the shared one.
+    An answer saying nothing is left (``X-RateLimit-Remaining: 0``) pauses every request until
+    ``X-RateLimit-Reset`` (at most ``max_wait``), so a gateway counting fixed windows is not
+    sent requests it can only refuse.
     """
 
-    def __init__(self, max_rps: float | None, burst: int, in_flight: int) -> None:
+    def __init__(
+        self,
+        max_rps: float | None,
+        burst: int,
+        in_flight: int,
+        *,
+        clock: Clock | None = None,
+        max_wait: float = MAX_WAIT,
+    ) -> None:
         self.max_rps = max_rps
         self.burst = max(1, burst)
         self.margin = in_flight + 5
         self.limits: dict[str, float] = {}  # bucket -> lowest limit seen
         self.limiters: dict[str, AsyncLimiter] = {}
+        self.clock = clock or Clock()
+        self.max_wait = max_wait
         self.pause_until = 0.0
 
     def _rate(self, bucket: str) -> float:
@@ -140,8 +183,8 @@ class _Pacer:
         return limiter
 
     async def acquire(self, group: str) -> None:
-        while (delay := self.pause_until - time.monotonic()) > 0:
-            await asyncio.sleep(delay)
+        while (delay := self.pause_until - self.clock.monotonic()) > 0:
+            await self.clock.sleep(delay)
         if self.max_rps is None:
             return
         await self._limiter("*").acquire()
@@ -171,11 +214,24 @@ class _Pacer:
             )
             self._size(bucket, min(capacity, limit))
         if remaining < 1:
-            # Someone else is using this key too: wait for one token's worth of refill.
-            self.pause(1.0 / limit)
+            # Used up (someone else is using this key too, or a fixed window is full): nothing
+            # more before X-RateLimit-Reset (at most max_wait; a 429 says if that was too
+            # little), or without one for one token's worth of refill.
+            reset = seconds_until_reset(headers, self.clock.time())
+            wait = max(1.0 / limit, min(reset or 0.0, self.max_wait))
+            if self.pause(wait) and wait > LOUD_WAIT:
+                log.warning(
+                    "the gateway's rate limit is used up (X-RateLimit-Remaining: 0): pausing "
+                    "requests for %.0f s, until X-RateLimit-Reset",
+                    wait,
+                )
 
-    def pause(self, seconds: float) -> None:
-        self.pause_until = max(self.pause_until, time.monotonic() + seconds)
+    def pause(self, seconds: float) -> bool:
+        """Send nothing for ``seconds``; whether this starts a pause (none was running)."""
+        now = self.clock.monotonic()
+        started = self.pause_until <= now
+        self.pause_until = max(self.pause_until, now + seconds)
+        return started
 
 
 class Client:
@@ -196,6 +252,8 @@ class Client:
         timeout: float = 30.0,
         max_attempts: int = 8,
         max_429_attempts: int = 30,
+        max_wait: float = MAX_WAIT,
+        clock: Clock | None = None,
     ) -> None:
         # A key httpx cannot put in a header would fail in httpx with the whole key in the
         # error (UnicodeEncodeError's repr); refuse it here with the masked key instead.
@@ -205,7 +263,10 @@ class Client:
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self.max_429_attempts = max_429_attempts
-        self._pacer = _Pacer(max_rps, burst, concurrency)
+        self.max_wait = max_wait
+        self._clock = clock or Clock()
+        self._deprecation_warned = False
+        self._pacer = _Pacer(max_rps, burst, concurrency, clock=self._clock, max_wait=max_wait)
         self._slots = asyncio.Semaphore(concurrency)
         self._backoff = wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.2)
         self._http = httpx.AsyncClient(
@@ -252,16 +313,28 @@ class Client:
             wait=self._wait,
             stop=self._stop,
             before_sleep=self._before_sleep,
+            sleep=self._clock.sleep,
             reraise=True,
         )
+        attempts = 0
         try:
             async for attempt in retrying:
+                attempts = attempt.retry_state.attempt_number
                 with attempt:
                     return await self._once(group, path.lstrip("/"), params, parse)
         except _Retry as exc:
             final = exc.final
         else:  # pragma: no cover
             raise AssertionError("unreachable")
+        if isinstance(final, RateLimitError):
+            waited = float(retrying.statistics.get("idle_for", 0.0))
+            final = _rewritten(
+                final,
+                f"The gateway still answered 429 after {attempts} attempts over {waited:.0f} s "
+                "of waiting as it asked.",
+                "another program may be using this key's rate limit: sync again in a minute, "
+                "or lower max_rps= in gwtools.connect() (max_429_attempts= allows more tries)",
+            )
         # Raised outside the handler, so the error has no __context__ to lead anywhere.
         raise final
 
@@ -290,11 +363,26 @@ class Client:
             error, retry = failure
             raise _Retry(error) if retry else error
         self._pacer.observe(group, response.headers)
+        if "Deprecation" in response.headers and not self._deprecation_warned:
+            self._deprecation_warned = True
+            self._warn_deprecated(response)
         status = response.status_code
         if status == 429:
             self.stats.rate_limited += 1
-            error = error_from_response(response)
+            error = error_from_response(response, now=self._clock.time())
             wait = error.retry_after if error.retry_after is not None else 1.0
+            if wait > self.max_wait:
+                # Not waited out (a sync would hang for it): raised at once, not retried.
+                until = dt.datetime.fromtimestamp(
+                    math.ceil((self._clock.time() + wait) / 60) * 60, dt.UTC
+                )
+                raise _rewritten(
+                    error,
+                    f"The gateway asked to wait {wait:,.0f} s before the next request, longer "
+                    f"than gwtools waits ({self.max_wait:.0f} s); nothing more was sent.",
+                    f"sync again after {until:%Y-%m-%d %H:%M} UTC (what is cached so far is "
+                    "kept); if something else shares this key, let it slow down",
+                )
             self._pacer.pause(wait)
             raise _Retry(error, retry_after=wait)
         if status >= 500:
@@ -312,6 +400,17 @@ class Client:
         """The GatewayError for a request that got no usable answer (a summary, no chain)."""
         key = self.settings.api_key
         url = redact(safe_url(self._http.base_url.join(path)), key)
+        if isinstance(exc, httpx.ReadTimeout):
+            limits = self._http.timeout
+            return APIConnectionError(
+                f"the gateway did not answer GET {url} within the read timeout: "
+                f"{summarize(exc, key)} (limits: connect {limits.connect} s, read {limits.read} "
+                "s); the connection was made, so the address is right. What to do: retry "
+                "later; if the gateway is just slow, raise the timeout, e.g. "
+                "gwtools.connect(..., timeout=120) (the request was retried with back-off "
+                "before giving up).",
+                url=url,
+            )
         if not isinstance(exc, httpx.RequestError) or isinstance(exc, httpx.TransportError):
             waited = ""
             if isinstance(exc, httpx.TimeoutException):
@@ -361,5 +460,60 @@ class Client:
     def _before_sleep(self, state: RetryCallState) -> None:
         self.stats.retries += 1
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Retry):
+        if not isinstance(exc, _Retry):  # pragma: no cover - only _Retry is retried
+            return
+        sleep = state.next_action.sleep if state.next_action else 0.0
+        if sleep > LOUD_WAIT:
+            # Its URL is shown without query string and with any key masked.
+            log.warning(
+                "%s from GET %s: waiting %.0f s%s, then trying again (attempt %d)",
+                exc.final.http_status or type(exc.final).__name__,
+                exc.final.url,
+                sleep,
+                " as the gateway asked" if exc.retry_after is not None else "",
+                state.attempt_number + 1,
+            )
+        else:
             log.debug("retrying after: %s", exc.final.message)
+
+    def _warn_deprecated(self, response: httpx.Response) -> None:
+        """The gateway says the pinned Service-Version is deprecated: say so, and what to use."""
+        used = self.settings.service_version
+        raw = redact(response.headers.get("Deprecation", ""), self.settings.api_key)[:80]
+        since = ""
+        if raw.startswith("@") and raw[1:].isdigit():  # RFC 9745: @<Unix seconds>
+            since = f" since {dt.datetime.fromtimestamp(int(raw[1:]), dt.UTC):%Y-%m-%d}"
+        sunset = response.headers.get("Sunset")
+        ends = (
+            f"; it stops answering it on {redact(sunset, self.settings.api_key)[:80]}"
+            if sunset
+            else ""
+        )
+        current = SERVICE_VERSIONS[0]
+        fix = (
+            f'use service_version="{current}" in gwtools.connect() (the current version)'
+            if used != current
+            else "check the gateway's changelog for the version to move to"
+        )
+        warnings.warn(
+            f"the gateway says Service-Version {used}, which gwtools pins on every request, is "
+            f"deprecated{since} (Deprecation: {raw}){ends}: it may stop answering it. {fix}.",
+            GatewayDataWarning,
+            stacklevel=2,
+        )
+
+
+def _rewritten(error: GatewayError, happened: str, advice: str) -> GatewayError:
+    """``error`` (a 429's) with ``happened`` added to what it says and ``advice`` as what to do."""
+    said = error.message.partition(" What to do: ")[0]
+    return type(error)(
+        f"{said} {happened} What to do: {advice}.",
+        type=error.type,
+        code=error.code,
+        param=error.param,
+        http_status=error.http_status,
+        request_id=error.request_id,
+        decline_code=error.decline_code,
+        url=error.url,
+        retry_after=error.retry_after,
+    )

@@ -176,6 +176,7 @@ async def _sync_one(
         pages_per_batch=ctx.pages_per_batch,
         on_rows=progress.update,
         warned=ctx.warned,
+        secret=ctx.settings.api_key,
     )
 
     def on_malformed(exc: MalformedBodyError) -> None:

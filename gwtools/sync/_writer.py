@@ -77,15 +77,16 @@ def write_batch(
     livemode: bool,
     sync_id: str,
     bodies: list[bytes | tuple[Variant, bytes]],
+    secret: str | None = None,
 ) -> BatchOutcome:
     """Normalise raw list bodies and retrieved objects (``(variant, body)``) and write them
-    as part files (runs in the writer thread)."""
+    as part files (runs in the writer thread); ``secret``, the API key, is masked in rejects."""
     ds = Dataset(path, resource)
     batch = normalize_bodies(resource, bodies, livemode=livemode, check_ids=True)
     del bodies
     out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
     if batch.rejects:
-        out.rejected = ds.append_rejects(batch.rejects, sync_id=sync_id)
+        out.rejected = ds.append_rejects(batch.rejects, sync_id=sync_id, secret=secret)
         _count_kinds(batch.rejects, out.reasons)
     if len(batch.frame):
         table = pa.Table.from_pandas(batch.frame, schema=ds.schema, preserve_index=False)
@@ -124,8 +125,11 @@ class BatchWriter:
         pages_per_batch: int = PAGES_PER_BATCH,
         on_rows: Callable[[int], None] = lambda _n: None,
         warned: set[tuple[str, str]] | None = None,
+        secret: str | None = None,
     ) -> None:
         self.dataset = dataset
+        #: the API key: a rejected record may echo it, and is written with it masked
+        self.secret = secret
         self.resource: Resource = dataset.resource
         self.livemode = livemode
         self.sync_id = sync_id
@@ -169,7 +173,9 @@ class BatchWriter:
         await self.flush()
 
     def add_rejects(self, rejects: Sequence[Reject]) -> None:
-        self.rejected += self.dataset.append_rejects(rejects, sync_id=self.sync_id)
+        self.rejected += self.dataset.append_rejects(
+            rejects, sync_id=self.sync_id, secret=self.secret
+        )
         _count_kinds(rejects, self.reasons)
 
     async def flush(self, *, force: bool = True) -> None:
@@ -191,6 +197,7 @@ class BatchWriter:
             self.livemode,
             self.sync_id,
             bodies,
+            self.secret,
         )
         _warn_unknown(self.resource, out.unknown_statuses, self.warned)
         self.months |= out.months

@@ -278,3 +278,56 @@ def test_a_redirect_elsewhere_or_without_location_still_says_what_to_do() -> Non
     assert "What to do: check the base URL" in str(bare)
     for err in (moved, relative, bare):
         assert_keyless(err)
+
+
+# -- how long a 429 asks to wait -------------------------------------------------------------
+
+AT_0727 = 1792567620.0  # Wed, 21 Oct 2026 07:27:00 GMT
+
+
+@pytest.mark.parametrize(
+    ("headers", "error", "wait"),
+    [
+        ({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}, {}, 60.0),  # RFC 9110's date form
+        ({"Retry-After": "Wed, 21 Oct 2026 07:28:00 -0000"}, {}, 60.0),
+        ({"Retry-After": "Wed, 21 Oct 2026 07:00:00 GMT"}, {}, 0.0),  # already past
+        ({"Retry-After": "7"}, {"retry_after": 3}, 7.0),  # the header first
+        ({"Retry-After": "soon"}, {"retry_after": 3}, 3.0),  # then error.retry_after
+        ({"Retry-After": "inf"}, {}, None),
+        ({"X-RateLimit-Reset": str(int(AT_0727) + 20)}, {}, 20.0),  # then the reset
+        ({"X-RateLimit-Reset": str(int(AT_0727) - 5)}, {}, None),  # a reset gone by says nothing
+        ({}, {}, None),  # the client then waits 1 s
+    ],
+)
+def test_the_wait_a_429_asks_for(headers: dict, error: dict, wait: float | None) -> None:
+    err = error_from_response(
+        response(429, {"type": "rate_limit_error", **error}, headers), now=AT_0727
+    )
+    assert type(err) is RateLimitError and err.retry_after == wait
+
+
+def test_a_retry_after_date_counts_from_now() -> None:
+    err = error_from_response(response(429, {}, {"Retry-After": "Fri, 01 Jan 2100 00:00:00 GMT"}))
+    assert err.retry_after is not None and err.retry_after > 365 * 86400
+
+
+@pytest.mark.parametrize(
+    ("code", "param", "advice", "not_said"),
+    [
+        ("invalid_state", None, "the object's current state does not allow this", "parameter"),
+        ("invalid_state", None, "retrieve the object to see its status", "parameter"),
+        ("idempotency_key_reused", None, "send a new request with a new key", "parameter"),
+        ("idempotency_key_in_use", None, "still running", "parameter"),
+        ("amount_too_large", "amount", "what is left", "parameter named above"),
+        ("parameter_invalid", "limit", "fix the parameter named above", "state"),
+        ("something_new", None, "refused the request as sent", "parameter named above"),
+    ],
+)
+def test_a_400_or_409_gets_advice_for_its_code(
+    code: str, param: str | None, advice: str, not_said: str
+) -> None:
+    body = {"type": "invalid_request_error", "code": code, "message": "No."}
+    err = error_from_response(response(409, {**body, **({"param": param} if param else {})}))
+    assert type(err) is InvalidRequestError
+    said = str(err).partition("What to do:")[2]
+    assert advice in said and not_said not in said, said
