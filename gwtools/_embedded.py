@@ -75,6 +75,9 @@ class DemoHistory:
 
 #: The default demo history; ``GW_SANDBOX_*`` variables override size and variant.
 DEMO = DemoHistory()
+#: The largest ``GW_SANDBOX_PAYMENTS`` and ``GW_SANDBOX_DAYS`` (``gwtools sandbox``'s limits).
+MAX_PAYMENTS = 2_000_000
+MAX_DAYS = 3650
 
 
 @dataclass
@@ -161,13 +164,30 @@ def demo_history() -> DemoHistory:
         raise ConfigurationError(
             f"GW_SANDBOX_PAYMENTS / GW_SANDBOX_DAYS must be integers ({exc})"
         ) from None
+    # The ranges `gwtools sandbox --seed-payments/--days` take.
+    for name, value, low, high in (
+        ("GW_SANDBOX_PAYMENTS", payments, 0, MAX_PAYMENTS),
+        ("GW_SANDBOX_DAYS", days, 1, MAX_DAYS),
+    ):
+        if not low <= value <= high:
+            raise ConfigurationError(
+                f"{name}={value} is out of range: use a whole number from {low:,} to {high:,}, "
+                f"or unset it for the default ({getattr(DEMO, name.split('_')[-1].lower()):,})"
+            )
+    incidents = _incidents()
+    if incidents and not payments:
+        raise ConfigurationError(
+            f"GW_SANDBOX_PAYMENTS=0 leaves no history to place the incidents in "
+            f"({', '.join(incidents)}): give it 1 or more payments, or set "
+            "GW_SANDBOX_INCIDENTS=none"
+        )
     return DemoHistory(
         payments=payments,
         days=days,
         seed=DEMO.seed,
         now=_pinned_now(),
         variant=cast(Literal["A", "B"], variant),
-        incidents=_incidents(),
+        incidents=incidents,
     )
 
 
@@ -219,14 +239,21 @@ def _start(history: DemoHistory) -> Any:
             return sandbox
         from gwtools.sandbox import Sandbox  # the only place the library imports the sandbox
 
-        sandbox = Sandbox(
-            variant=history.variant,
-            seed_payments=history.payments,
-            days=history.days,
-            seed=history.seed,
-            now=history.now,
-            incidents=history.incidents,
-        ).start()
+        sandbox = None
+        try:
+            sandbox = Sandbox(
+                variant=history.variant,
+                seed_payments=history.payments,
+                days=history.days,
+                seed=history.seed,
+                now=history.now,
+                incidents=history.incidents,
+            )
+            sandbox.start()
+        except ValueError as exc:  # the sandbox's SandboxConfigError, or a date out of range
+            if sandbox is not None:
+                sandbox.close()
+            raise _start_error(history, exc) from None
         atexit.register(sandbox.close)
         REGISTRY.running[key] = sandbox
         log.warning(
@@ -241,6 +268,37 @@ def _start(history: DemoHistory) -> Any:
             sandbox.base_url,
         )
         return sandbox
+
+
+def _start_error(history: DemoHistory, exc: ValueError) -> ConfigurationError:
+    """The sandbox's refusal of a ``GW_SANDBOX_*`` setting, as the library's error naming it."""
+    from gwtools.sandbox.clock import ClockRangeError
+
+    if isinstance(exc, ClockRangeError):  # only GW_SANDBOX_NOW sets the clock
+        raw = os.environ.get("GW_SANDBOX_NOW", "").strip()
+        return ConfigurationError(
+            f"GW_SANDBOX_NOW={raw!r} cannot be the embedded sandbox's clock: {exc} Pin a time "
+            "in that range, or unset it so the demo history ends at the present"
+        )
+    return ConfigurationError(
+        f"the embedded sandbox cannot generate its demo history with "
+        f"{_history_settings(history)}: {exc}. Change those GW_SANDBOX_* variables, or unset "
+        "them for the defaults"
+    )
+
+
+def _history_settings(history: DemoHistory) -> str:
+    """The ``GW_SANDBOX_*`` settings a demo history was made from, as a person would set them."""
+    incidents = ",".join(history.incidents) or "none"
+    end = (
+        "ending at the present"
+        if history.now is None
+        else f"GW_SANDBOX_NOW={history.now.isoformat()}"
+    )
+    return (
+        f"GW_SANDBOX_PAYMENTS={history.payments}, GW_SANDBOX_DAYS={history.days}, "
+        f"GW_SANDBOX_INCIDENTS={incidents} ({end})"
+    )
 
 
 def embedded_cache(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import click
 
@@ -58,16 +58,42 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         """Any gwtools error a command lets through is one line (``Error: …``), exit 1; a
-        gwtools warning is one line too (``Warning: …``), without Python's source lines."""
+        gwtools warning is one line too (``Warning: …``), without Python's source lines.
+        Ctrl-C is ``Interrupted.`` and exit status 130 (as a shell reports SIGINT), never 1,
+        which ``check`` and ``monitor`` use for "a rule failed" and "alerts fired"."""
         try:
             with warnings.catch_warnings():
                 warnings.showwarning = _show_warning
                 return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
         except Exception as exc:
+            if is_interrupt(exc):
+                _interrupted()
             line = error_line(exc)
             if line is None:
                 raise
             raise click.ClickException(line) from None
+
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+def _interrupted() -> NoReturn:
+    # On a line of its own: a progress bar (or the terminal's ^C) may hold the current one.
+    click.echo("\nInterrupted.", err=True)
+    raise click.exceptions.Exit(INTERRUPTED)
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C surfacing from inside DuckDB: a query interrupted (DuckDB's
+    InterruptException), or the RuntimeError its Python client raises in place of the
+    KeyboardInterrupt that a SIGINT during a query would have been."""
+    duckdb = sys.modules.get("duckdb")  # only once something has loaded it
+    if duckdb is not None and isinstance(exc, getattr(duckdb, "InterruptException", ())):
+        return True
+    return type(exc) is RuntimeError and str(exc) == "Query interrupted"
 
 
 _python_showwarning = warnings.showwarning

@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gwtools.cli import error_line
-from gwtools.cli._sync import _cached_folder, _scan_cache, connection_options
+from gwtools.cli._dates import check_room, minute
+from gwtools.cli._sync import (
+    _cached_folder,
+    _incompleteness_said,
+    _scan_cache,
+    connection_options,
+    exit_partial,
+    partial_reasons,
+)
 
 if TYPE_CHECKING:
     pass
@@ -36,6 +44,8 @@ def _cannot_check() -> Iterator[None]:
     """Whatever stops a check, as :class:`CannotCheck`: one line, exit status 2."""
     try:
         yield
+    except click.BadParameter as exc:  # a value checked before the cache is read
+        raise CannotCheck(exc.format_message()) from None
     except click.ClickException as exc:  # the shared helpers' (nothing cached): status 1
         if exc.exit_code != 1:
             raise
@@ -105,14 +115,24 @@ def monitor(
     account: str | None,
 ) -> None:
     """Print alerts (decline spike, card testing, FPX bank outage, refund spike); exit 1 if any,
-    2 if it cannot check."""
+    2 if it cannot check (nothing cached, a bad value, no payments in the window), 3 if there
+    are none but the cache is known partial (its last sync incomplete)."""
     from gwtools import analysis
 
     with _cannot_check():
-        payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
-        alerts = analysis.monitor(
-            payments, refunds, since=since, until=until, baseline_days=baseline_days, tz=tz
-        )
+        # Room before --since for the baseline (and the default window before --until).
+        default_days = 0 if since is not None else _WINDOW_DAYS
+        for option, value, before in (("--since", since, 0), ("--until", until, default_days)):
+            if value is not None:
+                check_room(value, option, before=before + baseline_days, after=1)
+        with _incompleteness_said():  # said below (and by the exit status), not twice
+            payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
+            alerts = analysis.monitor(
+                payments, refunds, since=since, until=until, baseline_days=baseline_days, tz=tz
+            )
+        partial = partial_reasons(_states(api_key_file, base_url, cache_dir, account))
+        if alerts.empty:
+            _refuse_an_empty_window(payments, alerts.attrs.get("window") or {})
     if as_json:
         records = json.loads(alerts.to_json(orient="records", date_format="iso"))
         for record, (_, row) in zip(records, alerts.iterrows(), strict=True):
@@ -132,8 +152,43 @@ def monitor(
                 f"[{a['severity']}] {a['kind']} {a['scope']} {a['start']:%Y-%m-%d %H:%M} to "
                 f"{a['end']:%Y-%m-%d %H:%M}: {a['explanation']}"
             )
-    if not alerts.empty:
+    if not alerts.empty:  # alerts come first: 1 (a look is needed) even on partial data
+        if partial:
+            click.echo(f"gwtools monitor: {'; '.join(partial)}: rows may be missing", err=True)
         raise SystemExit(1)
+    if partial:  # "No alerts" on partial data is no clean bill of health
+        exit_partial("monitor", "the monitored window", partial)
+
+
+#: The default monitored window: the days before --until (analysis.monitor's ``days``).
+_WINDOW_DAYS = 7
+
+
+def _refuse_an_empty_window(payments: Any, window: dict[str, Any]) -> None:
+    """No payments in the window: it cannot tell anything (a mistyped year looks like a quiet
+    week), so it cannot check: say what the cache holds instead."""
+    import narwhals as nw
+
+    if not window:  # nothing cached at all
+        raise CannotCheck("no payments cached: nothing to monitor; run gwtools sync first")
+    col = nw.col("created_at")
+    lf = nw.from_native(payments)
+    if not isinstance(lf, nw.LazyFrame):
+        lf = lf.lazy()
+    inside = lf.filter(col >= window["since"], col <= window["until"]).select(nw.len())
+    if int(inside.collect().item()) > 0:
+        return
+    span = lf.select(col.min().alias("first"), col.max().alias("last")).collect()
+    first, last = span["first"].item(), span["last"].item()
+    held = (
+        f"the cache holds payments from {minute(first)} to {minute(last)} UTC"
+        if first is not None
+        else "the cache holds no payments"
+    )
+    raise CannotCheck(
+        f"no payments between {minute(window['since'])} and {minute(window['until'])} UTC, so "
+        f"there is nothing to monitor; {held}: check --since and --until"
+    )
 
 
 @click.command()

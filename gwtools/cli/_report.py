@@ -17,8 +17,16 @@ from typing import Any
 
 import click
 
+from gwtools.cli._dates import check_room
 from gwtools.cli._paths import out_dir
-from gwtools.cli._sync import _connect, connection_options, exit_incomplete
+from gwtools.cli._sync import (
+    _connect,
+    _incompleteness_said,
+    connection_options,
+    exit_incomplete,
+    exit_partial,
+    partial_reasons,
+)
 
 
 def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -40,7 +48,13 @@ def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) ->
         check_filters("payments", **{bound: value})  # the library's one check of a date
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    # Room for the day after a last day, and for the weeks and months the tables begin at.
+    check_room(value, before=_ROOM_DAYS, after=_ROOM_DAYS)
     return value
+
+
+#: Days the report's periods may reach beyond --since/--until (a month's start or end).
+_ROOM_DAYS = 31
 
 
 def _shown(path: Path) -> str:
@@ -60,7 +74,7 @@ def _tables_line(files: list[Path]) -> str:
     return f"{len(stems)} table{'' if len(stems) == 1 else 's'} as CSV and Parquet{only}"
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: Any, address: str | None = None) -> None:
     click.echo(f"\nReport written to {_shown(report.out_dir)}/ in {report.seconds:.0f} s")
     click.echo(f"  open {_shown(report.index)}")
     for page in report.html:
@@ -68,12 +82,17 @@ def _print_report(report: Any) -> None:
     click.echo(f"  {_tables_line(report.tables)} in {_shown(report.out_dir / 'tables')}/")
     from gwtools.plots import SANDBOX_NOTE
 
-    click.echo(f"\nData: {report.source}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))
+    # The pages name a gateway by scheme and host only; here its whole address, port too.
+    data = address or report.source
+    click.echo(f"\nData: {data}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))
     if report.coverage:
         click.echo(report.coverage)
     click.echo(str(report.overview))
     if report.sync_problems is not None:
         exit_incomplete("report", "the report", "it", report.sync_problems)
+    partial = partial_reasons(report.states)
+    if partial:
+        exit_partial("report", "the report", partial)
 
 
 #: The report's options whose bad value is a usage error (status 2), as `gwtools export`'s.
@@ -81,9 +100,15 @@ _FILTERS = frozenset({"since", "until", "currency", "tz"})
 
 _report_options = [
     click.option(
-        "--since", callback=_check_day, help="First local day, YYYY-MM-DD (default: all)."
+        "--since",
+        callback=_check_day,
+        help="First local day, YYYY-MM-DD, or a date-time (local to --tz if naive) (default: all).",
     ),
-    click.option("--until", callback=_check_day, help="Last local day, inclusive, YYYY-MM-DD."),
+    click.option(
+        "--until",
+        callback=_check_day,
+        help="Last local day, inclusive, YYYY-MM-DD, or a date-time (included).",
+    ),
     click.option(
         "--tz",
         callback=_check_tz,
@@ -138,7 +163,11 @@ def report(
     cache_dir: str | None,
     account: str | None,
 ) -> None:
-    """Run the analyst notebooks against the gateway; write HTML and CSV/Parquet tables."""
+    """Run the analyst notebooks against the gateway; write HTML and CSV/Parquet tables.
+
+    Exits with status 3 when the sync before it is incomplete, or the data it read is known
+    partial (a cache whose last sync was incomplete): the report is written, and says so.
+    """
     _require("report", "gwtools report")
     from gwtools import ConfigurationError, GatewayError
     from gwtools.report import ReportError, run_report
@@ -168,17 +197,18 @@ def report(
         else None
     )
     try:
-        result = run_report(
-            out,
-            since=since,
-            until=until,
-            tz=tz,
-            currency=currency,
-            gateway=gw,
-            source=None if source == "gateway" else source,
-            spark_master=spark_master,
-            spark_path=spark_path,
-        )
+        with _incompleteness_said():  # said by the summary and the exit status, not twice
+            result = run_report(
+                out,
+                since=since,
+                until=until,
+                tz=tz,
+                currency=currency,
+                gateway=gw,
+                source=None if source == "gateway" else source,
+                spark_master=spark_master,
+                spark_path=spark_path,
+            )
     except ConfigurationError as exc:
         if exc.param in _FILTERS:  # a bad option value: a usage error, as in `gwtools export`
             raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
@@ -188,7 +218,21 @@ def report(
     finally:
         if gw is not None:
             gw.close()
-    _print_report(result)
+    _print_report(result, _address(gw))
+
+
+def _address(gw: Any) -> str | None:
+    """The gateway a report synced, as scheme, host and port (no path, key or user); None for
+    the embedded sandbox (its summary says "sandbox data") or no gateway."""
+    from urllib.parse import urlsplit
+
+    if gw is None or gw.settings.embedded:
+        return None
+    parts = urlsplit(gw.settings.base_url)
+    if not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
 def _require(extra: str, command: str) -> None:

@@ -81,7 +81,9 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--cache-dir",
-            type=click.Path(file_okay=False),
+            # A file given here is refused by _cache_folder as GW_CACHE_DIR's is: one line.
+            type=click.Path(path_type=str),
+            metavar="DIRECTORY",
             help="Cache directory (else GW_CACHE_DIR, else the user cache directory).",
         ),
         click.option(
@@ -103,9 +105,12 @@ def _connect(
 ) -> Any:
     import gwtools
 
+    key = _read_key_file(api_key_file)
+    with contextlib.suppress(gwtools.GatewayError):  # connect() says what is wrong with those
+        _cache_folder(key, base_url, cache_dir, account)  # a file there: before anything starts
     try:
         return gwtools.connect(
-            _read_key_file(api_key_file),
+            key,
             base_url,
             cache_dir=cache_dir,
             account=account,
@@ -214,7 +219,7 @@ def _cached_folder(
 
     key = _read_key_file(api_key_file)
     try:
-        folder = gwtools.cache_path(key, base_url, cache_dir=cache_dir, account=account)
+        folder = _cache_folder(key, base_url, cache_dir, account)
     except gwtools.GatewayError as exc:
         raise click.ClickException(str(exc)) from None
     if (
@@ -238,6 +243,55 @@ def _cached_folder(
             f"`gwtools sync` with the same options first{also}."
         )
     return folder
+
+
+def _cache_folder(
+    key: str | None, base_url: str | None, cache_dir: str | None, account: str | None
+) -> Path:
+    """The cache folder of these options (gwtools.cache_path), refused in one line when a file
+    stands where it or a folder above it goes (--cache-dir or GW_CACHE_DIR naming a file):
+    before any sync starts, and instead of "nothing cached yet" advice that would not help."""
+    import gwtools
+
+    folder = gwtools.cache_path(key, base_url, cache_dir=cache_dir, account=account)
+    for step in (folder, *folder.parents):
+        if step.exists():
+            if not step.is_dir():
+                given = "--cache-dir" if cache_dir is not None else "GW_CACHE_DIR"
+                raise click.ClickException(
+                    f"{step} is a file, not a folder: the cache goes in {folder}; give "
+                    f"{given} a folder (or a path where one can be made)"
+                )
+            break
+    return folder
+
+
+def partial_reasons(states: dict[str, dict[str, Any]]) -> list[str]:
+    """Why the cached data whose ``_state.json`` files these are is known to be partial (the
+    library's word for it: no sync of it ever completed, or its last sync was incomplete), one
+    line per dataset; empty when nothing says so."""
+    reasons = []
+    for resource, state in states.items():
+        report = state.get("completeness")
+        problems = report.get("problems") if isinstance(report, dict) else None
+        if isinstance(report, dict) and report.get("complete") is False:
+            first = f": {problems[0]}" if problems else ""
+            more = f" (and {len(problems) - 1} more)" if problems and len(problems) > 1 else ""
+            reasons.append(f"the last sync of the cached {resource} was incomplete{first}{more}")
+        elif not (state.get("high_water") or state.get("last_full_sync")):
+            reasons.append(f"no sync of the cached {resource} has completed")
+    return reasons
+
+
+def exit_partial(command: str, output: str, reasons: list[str]) -> NoReturn:
+    """Say why the data ``command`` read is partial and exit 3, as after an incomplete sync:
+    ``output`` is written, but a job must not take it for the whole."""
+    click.echo(
+        f"gwtools {command}: {'; '.join(reasons)}, so rows may be missing from {output}; run "
+        "gwtools sync to complete the cache.",
+        err=True,
+    )
+    raise SystemExit(3)
 
 
 @click.command()
@@ -282,10 +336,18 @@ def export(
     """Write canonical payments or refunds to CSV or Parquet, streamed from the cache in
     batches (any size, never the whole table in memory).
 
-    Exits with status 3 when the sync before it is incomplete: the file holds what the cache
-    holds, and the next sync finishes the job.
+    Exits with status 3 when the sync before it is incomplete, or the cache read as it is
+    (--no-refresh, --source) is known partial: the file holds what the cache holds, and the
+    next sync finishes the job.
     """
-    from gwtools import ConfigurationError, GatewayError, check_filters, scan_cache, write_table
+    from gwtools import (
+        ConfigurationError,
+        GatewayError,
+        cache_state,
+        check_filters,
+        scan_cache,
+        write_table,
+    )
 
     try:  # the library's own check of --status/--since/--until, before anything starts
         where = check_filters(resource, since, until, list(status) or None)
@@ -309,10 +371,14 @@ def export(
             param_hint="--source",
         )
     problems: list[str] | None = None  # why the sync before the export was incomplete
+    partial: list[str] = []  # why the cache read as it is is known partial
     try:
         if source is not None:
-            table = scan_cache(source, kind, account=account, since=where[0], until=where[1],
-                               status=where[2])  # fmt: skip
+            with _incompleteness_said():  # said below (and by the exit status), not twice
+                table = scan_cache(source, kind, account=account, since=where[0],
+                                   until=where[1], status=where[2])  # fmt: skip
+            where_state = f"{source.rstrip('/')}/{account}" if account else source
+            partial = partial_reasons({kind: cache_state(where_state, kind)})
         elif refresh:
             # An incomplete sync is said below (and by the exit status), not twice.
             with _connect(api_key_file, base_url, cache_dir, account) as gw, _incompleteness_said():
@@ -323,7 +389,9 @@ def export(
                 table = gw.scan(kind, *where)  # (partial only when the sync was not complete)
         else:
             folder = _cached_folder(kind, api_key_file, base_url, cache_dir, account)
-            table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
+            with _incompleteness_said():  # said below (and by the exit status), not twice
+                table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
+            partial = partial_reasons({kind: cache_state(folder, kind)})
         if out == "-":
             try:
                 write_table(table, sys.stdout, "csv")
@@ -338,6 +406,8 @@ def export(
         raise click.ClickException(str(exc)) from None
     if problems is not None:
         exit_incomplete("export", "it", "the file", problems)
+    if partial:
+        exit_partial("export", "standard output" if out == "-" else out, partial)
 
 
 @contextlib.contextmanager

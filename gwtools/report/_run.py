@@ -73,6 +73,10 @@ class Report:
     #: Why the sync this report ran was incomplete (None: it ran none, or it was complete):
     #: the pages say so, and ``gwtools report`` exits 3, as ``gwtools sync`` does.
     sync_problems: list[str] | None = None
+    #: Each dataset's ``_state.json`` as the data was read (``{}`` for a dataset never synced
+    #: there, none for tables from no cache): ``gwtools report`` exits 3 when they say the
+    #: data is partial.
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def index(self) -> Path:
@@ -233,14 +237,17 @@ def run_report(
             spark_path = str(gateway.cache_path)
         else:
             chosen = str(gateway.cache_path)
-    # The index page's overview, computed here once; DuckDB reads the same files Spark would.
+    # The index page's overview, computed here once; DuckDB reads the same files Spark would
+    # (a local Spark path is read as the cache folder it is, with no Spark options).
     local = chosen if chosen != SPARK else spark_path
+    by_duckdb = local is not None and "://" not in str(local)
+    folder_for_spark = chosen == SPARK and by_duckdb
     # (an incomplete sync: the data line says "INCOMPLETE" already)
     with incompleteness_said() if sync_problems is not None else contextlib.nullcontext():
         tables = load_tables(
-            local if local is not None and "://" not in str(local) else chosen,
-            spark_master=spark_master,
-            spark_path=spark_path,
+            local if by_duckdb else chosen,
+            spark_master=None if folder_for_spark else spark_master,
+            spark_path=None if folder_for_spark else spark_path,
             since=since,
             until=until,
             tz=zone,
@@ -277,10 +284,16 @@ def run_report(
             name: pool.submit(_run_one, name, out, parameters, kernel_name, Path(work))
             for name in notebooks
         }
-        for name, future in futures.items():
-            page, seconds = future.result()
-            pages.append(page)
-            timings[name] = seconds
+        try:
+            for name, future in futures.items():
+                page, seconds = future.result()
+                pages.append(page)
+                timings[name] = seconds
+        except BaseException:
+            # Ctrl-C or a failed notebook: the notebooks not started yet never start (the
+            # running ones end with their kernels, which the same Ctrl-C interrupts).
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     # The tables this run wrote: a file an earlier run (or a person) left there is not this
     # report's. save_tables renames each file into place, so a rewritten one is new as well.
     written = sorted(p for p, seen in _table_files(out / "tables").items() if before.get(p) != seen)
@@ -295,6 +308,7 @@ def run_report(
         sandbox_data=tables.sandbox_data,
         coverage=tables.coverage(),
         sync_problems=sync_problems,
+        states={name: dict(state) for name, state in (tables.states or {}).items()},
     )
     _write_index(report)
     return report

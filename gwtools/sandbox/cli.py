@@ -136,15 +136,14 @@ def sandbox(
         )
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
-    key_out = _open_key_file(key_file) if key_file is not None else None
-    bar = tqdm(
-        total=seed_payments,
-        unit=" payments",
-        disable=not seed_payments,
-        leave=False,
-        desc=f"Generating a {days}-day history (seed {seed})",
-        file=sys.stderr,
-    )
+    if db is not None:
+        _check_folder(db, "--db")
+    # Files this command creates, removed again if the sandbox does not start: a trial leaves
+    # nothing behind (an existing key file or database is left as it was).
+    created: list[Path] = []
+    if db is not None and not db.exists():
+        created += [db, db.with_name(f"{db.name}-wal"), db.with_name(f"{db.name}-shm")]
+    key_out = _open_key_file(key_file, created) if key_file is not None else None
     done = 0
 
     def progress(count: int) -> None:
@@ -152,44 +151,56 @@ def sandbox(
         bar.update(count - done)
         done = count
 
+    sb: Sandbox | None = None
     try:
-        sb = Sandbox(
-            "A" if variant.upper() == "A" else "B",
-            db=db,
-            host=host,
-            port=port,
-            rate_limits=not no_rate_limit,
-            latency_ms=latency_ms,
-            seed_payments=seed_payments,
-            days=days,
-            seed=seed,
-            now=now,
-            progress=progress,
-            incidents=incidents,
+        try:
+            sb = Sandbox(
+                "A" if variant.upper() == "A" else "B",
+                db=db,
+                host=host,
+                port=port,
+                rate_limits=not no_rate_limit,
+                latency_ms=latency_ms,
+                seed_payments=seed_payments,
+                days=days,
+                seed=seed,
+                now=now,
+                progress=progress,
+                incidents=incidents,
+            )
+        except ClockRangeError as exc:
+            raise click.BadParameter(str(exc), param_hint="--now") from None
+        except sqlite3.Error as exc:
+            raise click.BadParameter(
+                f"cannot open {db} as the sandbox's SQLite database ({exc}): its folder must "
+                "exist and be writable; pick another path",
+                param_hint="--db",
+            ) from None
+        bar = tqdm(
+            total=seed_payments,
+            unit=" payments",
+            disable=not seed_payments,
+            leave=False,
+            desc=f"Generating a {days}-day history (seed {seed})",
+            file=sys.stderr,
         )
-    except ClockRangeError as exc:
-        raise click.BadParameter(str(exc), param_hint="--now") from None
-    except sqlite3.Error as exc:
-        raise click.BadParameter(
-            f"cannot open {db} as the sandbox's SQLite database ({exc}): its folder must exist "
-            "and be writable; pick another path",
-            param_hint="--db",
-        ) from None
-    try:
-        sb.start()
+        try:
+            sb.start()
+        except (OSError, SandboxConfigError) as exc:
+            shown = not bar.disable  # (close() disables it)
+            bar.close()
+            if shown:  # the error on a line of its own, not after the bar's
+                click.echo(err=True)
+            raise _start_error(exc, host, port) from None
         bar.close()
-    except OSError as exc:
-        # A port in use, or one this user may not bind, is the port's fault; anything else
-        # (an address that is not this machine's, a name that does not resolve) the host's.
-        port_fault = exc.errno in (errno.EADDRINUSE, errno.EACCES)
-        advice = (
-            "pick another --port (0 = any free port)"
-            if port_fault
-            else "pick another --host (127.0.0.1 for this machine only, 0.0.0.0 for all)"
-        )
-        raise click.ClickException(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; {advice}."
-        ) from None
+    except BaseException:
+        if sb is not None:
+            sb.close()
+        if key_out is not None:
+            key_out.close()
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
     click.echo(
         f"Sandbox gateway, variant {sb.variant}: {sb.base_url}  (API under /v1, "
         f"admin under /_sandbox, OpenAPI at /openapi.json)"
@@ -201,6 +212,8 @@ def sandbox(
         )
     if key_out is not None:
         with key_out:
+            # An existing file too: the key is for this user alone (as a new file is made).
+            os.fchmod(key_out.fileno(), 0o600)
             key_out.truncate(0)
             key_out.write(sb.secret_key + "\n")
         click.echo(f"Test secret key {mask(sb.secret_key)} written to {key_file}")
@@ -216,18 +229,46 @@ def sandbox(
         sb.close()
 
 
-def _open_key_file(path: Path) -> TextIO:
-    """The key file, opened (mode 600, its folder made) before the sandbox starts: a path that
-    cannot be written is refused at once, not after the history is generated."""
-    if path.parent.exists() and not path.parent.is_dir():
-        raise click.BadParameter(
-            f"cannot write {path}: {path.parent} is a file, not a folder; pick another path",
-            param_hint="--key-file",
-        )
+def _start_error(exc: Exception, host: str, port: int) -> click.ClickException:
+    """Why the sandbox did not start, naming the option to change."""
+    if not isinstance(exc, OSError):  # the history: e.g. too short for an incident
+        return click.UsageError(str(exc))
+    # A port in use, or one this user may not bind, is the port's fault; anything else (an
+    # address that is not this machine's, a name that does not resolve) the host's.
+    port_fault = exc.errno in (errno.EADDRINUSE, errno.EACCES)
+    advice = (
+        "pick another --port (0 = any free port)"
+        if port_fault
+        else "pick another --host (127.0.0.1 for this machine only, 0.0.0.0 for all)"
+    )
+    return click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}; {advice}.")
+
+
+def _check_folder(path: Path, option: str) -> None:
+    """Refuse ``path`` at once (status 2) when its folder is missing or a file: nothing is
+    made for it, as ``gwtools export --out`` refuses such a path."""
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        why = f"{folder} is a file, not a folder"
+    elif not folder.exists():
+        why = f"the folder {folder} does not exist (create it first)"
+    else:
+        return
+    raise click.BadParameter(f"cannot write {path}: {why}; pick another path", param_hint=option)
+
+
+def _open_key_file(path: Path, created: list[Path]) -> TextIO:
+    """The key file, opened before the sandbox starts: a path that cannot be written is
+    refused at once, not after the history is generated. A file it makes is added to
+    ``created`` (mode 600 from the start); an existing one is not truncated yet, so a sandbox
+    that then fails to start leaves its old key as it was."""
+    _check_folder(path, "--key-file")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Not truncated yet: a sandbox that then fails to start leaves an old key as it was.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            created.append(path)
+        except FileExistsError:
+            fd = os.open(path, os.O_WRONLY)
     except OSError as exc:
         raise click.BadParameter(
             f"cannot write {path}: {exc.strerror or exc}; pick another path",

@@ -6,17 +6,22 @@ import json
 import logging
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
+import duckdb
 import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 
 import gwtools
-from gwtools.cli import main
+from gwtools.cli import COMMANDS, main
 from tests.library._shop import CARD_DECLINE, Shop
 
 
@@ -74,7 +79,7 @@ def test_an_incomplete_sync_exits_3_in_sync_and_export(shop: Shop, tmp_path: Pat
     runner = CliRunner()
     env = _env(shop, tmp_path / "cache")
     out = tmp_path / "payments.csv"
-    shop.faults(short_page_rate=1.0, seed=2)  # every page, every re-fetch
+    shop.faults(garbled_id_rate=1.0, seed=2)  # a damaged id on every page and re-fetch
     try:
         synced = runner.invoke(main, ["sync", "--account", "shop"], env=env)
         exported = runner.invoke(
@@ -88,17 +93,20 @@ def test_an_incomplete_sync_exits_3_in_sync_and_export(shop: Shop, tmp_path: Pat
     assert "incomplete" in synced.output
     assert exported.exit_code == 3, exported.output
     assert "the sync before it was incomplete" in exported.output
-    assert "stayed short" in exported.output and "run gwtools sync" in exported.output
+    assert "malformed id" in exported.output and "run gwtools sync" in exported.output
     assert out.exists() and shop.key not in exported.output
-    # the partial cache read as it is: said in one line, not as Python's warning with its source
+    # the partial cache read as it is: written, said in one line (not as Python's warning with
+    # its source), and exit 3 as after the export's own incomplete sync
     cached = runner.invoke(
         main,
         ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop",
          "--no-refresh"],
         env=env,
     )  # fmt: skip
-    assert cached.exit_code == 0, cached.output
-    assert "Warning: the cached payments at " in cached.output and "are partial" in cached.output
+    assert cached.exit_code == 3, cached.output
+    assert "the last sync of the cached payments was incomplete: " in cached.stderr
+    assert "malformed id" in cached.stderr and "rows may be missing from " in cached.stderr
+    assert len(pd.read_csv(out)) > 0 and "Warning:" not in cached.output
     assert "GatewayDataWarning" not in cached.output + exported.output + synced.output
     # the next export, with nothing in the way, finishes the job and exits 0
     again = runner.invoke(
@@ -335,3 +343,162 @@ def test_report_refuses_a_day_that_is_not_a_date_before_doing_anything(option: s
     assert f"Invalid value for '{option}'" in result.output
     assert f"{option[2:]}='last tuesday' is not a date" in result.output
     assert "2024-05-01" in result.output
+
+
+def partial_copy(tmp_path: Path) -> Path:
+    """The sample cache (the embedded sandbox's account) as a sync that was incomplete after
+    earlier complete ones leaves it: rows cached, the last sync's report ``complete: false``."""
+    root = tmp_path / "partial"
+    shutil.copytree(SAMPLE / "sandbox", root / "sandbox")
+    state_file = root / "sandbox" / "test" / "payments" / "_state.json"
+    state = json.loads(state_file.read_text())
+    state["completeness"]["complete"] = False
+    state["completeness"]["problems"] = [
+        "a payments page (to=1795766597) stayed short after 2 re-fetches: 97 rows where the "
+        "gateway's own figures imply 100"
+    ]
+    state_file.write_text(json.dumps(state))
+    return root
+
+
+def test_export_of_a_cache_known_partial_exits_3_after_writing(tmp_path: Path) -> None:
+    root = partial_copy(tmp_path)
+    for args, env in (
+        (["--no-refresh"], {**NO_KEY, "GW_CACHE_DIR": str(root)}),
+        (["--source", str(root)], NO_KEY),
+    ):
+        out, result = _export(tmp_path, env, *args)
+        assert result.exit_code == 3, result.output
+        assert len(pd.read_csv(out)) == 2000  # written all the same
+        assert "the last sync of the cached payments was incomplete: a payments page" in (
+            result.stderr
+        )
+        assert "rows may be missing from" in result.stderr and "run gwtools sync" in result.stderr
+        out.unlink()
+    # the refunds' own sync was complete: their export is whole
+    result = CliRunner().invoke(
+        main,
+        ["export", "refunds", "--format", "csv", "--out", str(tmp_path / "r.csv"),
+         "--source", str(root)],
+        env=NO_KEY,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("GW_SANDBOX_PAYMENTS", "-5"),
+        ("GW_SANDBOX_DAYS", "0"),
+        ("GW_SANDBOX_DAYS", "1000000000"),
+        ("GW_SANDBOX_PAYMENTS", "0"),  # with the default incidents: nowhere to place them
+        ("GW_SANDBOX_NOW", "0001-01-02"),
+        ("GW_SANDBOX_NOW", "9999-12-31T00:00:00"),
+        ("GW_SANDBOX_DAYS", "1"),  # too short for the default decline spike
+    ],
+)
+def test_bad_sandbox_variables_are_a_configuration_error(
+    name: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(gwtools.ConfigurationError, match=name) as raised:
+        gwtools.connect(cache_dir=tmp_path)
+    assert "unset" in str(raised.value) or "=none" in str(raised.value)  # what to do
+
+
+def test_a_bad_sandbox_variable_is_one_error_line_in_a_command(tmp_path: Path) -> None:
+    env = {"GW_SANDBOX_NOW": "9999-12-31T00:00:00", "GW_CACHE_DIR": str(tmp_path)}
+    result = CliRunner().invoke(main, ["sync"], env=env)
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("Error: GW_SANDBOX_NOW='9999-12-31T00:00:00' ")
+    assert "2000-01-01" in result.output and result.exception is not None
+    assert isinstance(result.exception, SystemExit)  # no traceback
+
+
+@click.command()
+@click.option("--raise", "what", type=click.Choice(["ctrl-c", "duckdb", "duckdb-signal"]))
+def _interrupted(what: str) -> None:
+    """Stands in for a command stopped by Ctrl-C where it happens to be."""
+    if what == "ctrl-c":
+        raise KeyboardInterrupt
+    if what == "duckdb":  # a query interrupted
+        raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+    raise RuntimeError("Query interrupted")  # DuckDB's client, for a SIGINT during a fetch
+
+
+@pytest.mark.parametrize("what", ["ctrl-c", "duckdb", "duckdb-signal"])
+def test_ctrl_c_is_status_130_not_1(what: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 means "a rule failed" to `check` and "alerts fired" to `monitor`: an interrupted
+    command must not say either."""
+    monkeypatch.setitem(COMMANDS, "interrupted", f"{__name__}:_interrupted")
+    result = CliRunner().invoke(main, ["interrupted", "--raise", what])
+    assert result.exit_code == 130, (result.output, result.exception)
+    assert result.stderr.strip() == "Interrupted." and "Aborted" not in result.output
+
+
+@pytest.fixture
+def silent_gateway() -> Iterator[tuple[str, threading.Event]]:
+    """A gateway address that accepts a request and never answers it (until the test ends):
+    the event is set once a request has arrived, so a command is known to be waiting on it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    asked = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            held.append(conn)
+            conn.recv(65536)
+            asked.set()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}", asked
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+        thread.join(timeout=10)
+
+
+def test_a_sync_interrupted_by_sigint_exits_130(
+    silent_gateway: tuple[str, threading.Event], tmp_path: Path
+) -> None:
+    url, asked = silent_gateway
+    env = {**os.environ, "GW_API_KEY": "sk_test_" + "k" * 28, "GW_BASE_URL": url,
+           "GW_CACHE_DIR": str(tmp_path)}  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gwtools", "sync", "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert asked.wait(timeout=120), "the sync sent no request"
+        process.send_signal(signal.SIGINT)  # while it waits on the gateway's answer
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert err.strip().endswith("Interrupted.")
+    assert "Traceback" not in err and "Aborted" not in err
+
+
+@pytest.mark.slow
+def test_report_names_the_gateway_with_its_port(shop: Shop, tmp_path: Path) -> None:
+    """The pages name a gateway by scheme and host only; the summary on the terminal names the
+    address that was synced (several sandboxes on one host differ only by port)."""
+    if shop.variant == "A":
+        pytest.skip("one variant is enough")
+    shop.card()
+    result = CliRunner().invoke(
+        main, ["report", "--out", str(tmp_path / "report")], env=_env(shop, tmp_path / "cache")
+    )
+    assert result.exit_code == 0, result.output
+    assert f"\nData: {shop.base_url}\n" in result.output
+    assert shop.key not in result.output

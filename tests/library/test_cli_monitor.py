@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 import gwtools
 from gwtools.cli import main
 from gwtools.sandbox import Sandbox
+from tests.library.test_cli import NO_KEY, SAMPLE, partial_copy
 
 NOW = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
 
@@ -86,3 +88,33 @@ def test_nothing_cached_is_a_clear_error(tmp_path: Path) -> None:
     for command in ("monitor", "check"):
         result = CliRunner().invoke(main, [command, "--account", "none"], env=env)
         assert result.exit_code == 2 and "nothing cached yet" in result.output
+
+
+def test_a_window_without_payments_cannot_check(tmp_path: Path) -> None:
+    """A mistyped year is not a quiet week: status 2, saying what the cache holds."""
+    root = tmp_path / "cache"
+    shutil.copytree(SAMPLE / "sandbox", root / "sandbox")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(root)}
+    result = CliRunner().invoke(
+        main, ["monitor", "--since", "2020-01-01", "--until", "2020-02-01"], env=env
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(
+        "Error: no payments between 2020-01-01 00:00 and 2020-02-02 00:00 UTC"
+    )
+    assert "the cache holds payments from 2026-08-22 " in result.output
+    assert "No alerts" not in result.output
+
+
+def test_no_alerts_on_a_cache_known_partial_exits_3(tmp_path: Path) -> None:
+    env = {**NO_KEY, "GW_CACHE_DIR": str(partial_copy(tmp_path))}
+    result = CliRunner().invoke(main, ["monitor"], env=env)
+    assert result.exit_code == 3, result.output
+    assert result.stdout.startswith("No alerts")
+    assert "gwtools monitor: the last sync of the cached payments was incomplete: " in (
+        result.stderr
+    )
+    assert "Warning:" not in result.stderr  # said once
+    # check fails its rule instead, as before
+    result = CliRunner().invoke(main, ["check"], env=env)
+    assert result.exit_code == 1 and "FAIL last_sync_complete" in result.output

@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from gwtools.cli import main
 from gwtools.cli._paths import oserror_line
+from gwtools.report import run_report
 from gwtools.sandbox.cli import sandbox
-from tests.library.test_cli import NO_KEY, SAMPLE, _export
+from tests.library.test_cli import NO_KEY, SAMPLE, _export, _sandbox_threads, partial_copy
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -71,7 +72,7 @@ def test_sandbox_files_and_host_are_checked(tmp_path: Path, a_file: Path) -> Non
     runner = CliRunner()
     result = runner.invoke(sandbox, ["--db", str(tmp_path / "no" / "s.db"), "--port", "0"])
     assert result.exit_code == 2, result.output
-    assert f"cannot open {tmp_path / 'no' / 's.db'} as the sandbox's SQLite database" in (
+    assert f"cannot write {tmp_path / 'no' / 's.db'}: the folder {tmp_path / 'no'} does not " in (
         result.output
     )
     result = runner.invoke(sandbox, ["--key-file", str(a_file / "key"), "--port", "0"])
@@ -136,3 +137,75 @@ def test_an_os_error_reads_as_one_line_naming_the_path() -> None:
     assert oserror_line(hidden) == "cannot use /x/reports: No such file or directory"
     plain = PermissionError(13, "Permission denied", "/x/out.csv")
     assert oserror_line(plain) == "cannot use /x/out.csv: Permission denied"
+
+
+def test_a_cache_folder_that_is_a_file_is_one_line_before_anything_starts(
+    tmp_path: Path, a_file: Path
+) -> None:
+    before = _sandbox_threads()
+    code, said = _run("sync", "--cache-dir", str(a_file))
+    assert code == 1 and said.startswith(f"Error: {a_file} is a file, not a folder"), said
+    assert "Usage:" not in said
+    below = {"GW_CACHE_DIR": str(a_file / "cache")}  # a file above it is as wrong
+    for command, status in (
+        (["sync"], 1),
+        (["export", "payments", "--format", "csv", "--out", str(tmp_path / "p.csv")], 1),
+        (["export", "payments", "--format", "csv", "--out", str(tmp_path / "p.csv"),
+          "--no-refresh"], 1),
+        (["monitor"], 2),
+        (["check"], 2),
+    ):  # fmt: skip
+        code, said = _run(*command, env=below)
+        assert code == status, (command, said)
+        assert said == f"Error: {a_file} is a file, not a folder: the cache goes in " + (
+            f"{a_file / 'cache' / 'sandbox' / 'test'}; give GW_CACHE_DIR a folder (or a path "
+            "where one can be made)\n"
+        ), (command, said)
+    # checked before the sandbox (whose variant here is invalid) would start
+    assert _sandbox_threads() == before and not (tmp_path / "p.csv").exists()
+
+
+def test_report_with_source_spark_reads_a_local_spark_path_as_a_cache(tmp_path: Path) -> None:
+    """The index page's overview reads a local --spark-path with DuckDB (the notebooks, with
+    Spark, are left out here: tests/engines holds the Spark tests)."""
+    folder = SAMPLE / "sandbox" / "test"
+    result = run_report(tmp_path / "report", source="spark", spark_path=str(folder), notebooks=())
+    assert result.overview.payments == 2000 and result.source == "a local cache"
+    assert (tmp_path / "report" / "index.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--until", "9999-12-31"], "--until"),
+        (["--since", "0001-01-01", "--until", "0001-01-10"], "--since"),
+    ],
+)
+def test_dates_at_the_calendars_ends_are_refused_naming_the_option(
+    args: list[str], option: str, tmp_path: Path
+) -> None:
+    code, said = _run("report", "--out", str(tmp_path / "r"), "--source", str(SAMPLE), *args)
+    assert code == 2 and f"Invalid value for '{option}'" in said, said
+    assert "leaves no room on the calendar" in said and "Traceback" not in said
+    assert not (tmp_path / "r").exists()
+    code, said = _run("monitor", *args, env={"GW_CACHE_DIR": str(tmp_path / "empty")})
+    assert code == 2 and said.startswith(f"Error: Invalid value for {option}: "), said
+    assert "leaves no room on the calendar" in said
+
+
+def test_report_takes_a_date_time_as_export_and_monitor_do() -> None:
+    result = CliRunner().invoke(main, ["report", "--help"], terminal_width=200)
+    assert "First local day, YYYY-MM-DD, or a date-time" in result.output
+    code, said = _run("report", "--out", "r", "--source", str(SAMPLE), "--since",
+                      "2026-11-01T23:00", "--currency", "ZZZ")  # fmt: skip
+    assert code == 2 and "Invalid value for --currency" in said, said  # --since was taken
+
+
+@pytest.mark.slow
+def test_report_on_a_cache_known_partial_exits_3_after_writing_it(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    code, said = _run("report", "--out", str(out), "--source", str(partial_copy(tmp_path)))
+    assert code == 3, said
+    assert (out / "index.html").exists() and "INCOMPLETE" in said  # the data line
+    assert "gwtools report: the last sync of the cached payments was incomplete: " in said
+    assert "Warning:" not in said  # said once

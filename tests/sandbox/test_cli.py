@@ -88,3 +88,66 @@ def test_cli_refuses_a_start_time_outside_the_clock_range() -> None:
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "--now" in done.stderr and "2000-01-01" in done.stderr
+
+
+def test_key_file_and_db_in_a_missing_folder_are_refused_and_nothing_is_made(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from gwtools.sandbox.cli import sandbox
+
+    for option in ("--key-file", "--db"):
+        path = tmp_path / "no" / "such" / "file"
+        result = CliRunner().invoke(sandbox, [option, str(path), "--port", "0"])
+        assert result.exit_code == 2, result.output
+        assert f"cannot write {path}: the folder {path.parent} does not exist" in result.output
+        assert not (tmp_path / "no").exists()
+
+
+def test_a_sandbox_that_cannot_start_leaves_no_files_and_ends_the_bar_line(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    from click.testing import CliRunner
+
+    from gwtools.sandbox.cli import sandbox
+
+    existing = tmp_path / "old.key"
+    existing.write_text("sk_test_old\n")
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = str(busy.getsockname()[1])
+        for key in (tmp_path / "new.key", existing):
+            result = CliRunner().invoke(
+                sandbox,
+                ["--port", port, "--seed-payments", "20", "--key-file", str(key),
+                 "--db", str(tmp_path / "new.db")],
+            )  # fmt: skip
+            assert result.exit_code == 1, result.output
+            # on a line of its own, not after the unfinished progress bar's
+            assert f"\nError: cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.key"]
+    assert existing.read_text() == "sk_test_old\n"  # an old key stays as it was
+
+
+def test_an_existing_key_file_is_made_private(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("sk_test_old\n")
+    key_file.chmod(0o644)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gwtools.sandbox", "--port", "0", "--key-file", str(key_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        assert "written to" in proc.stdout.readline()  # the key is written: the file is done
+        assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+        key = key_file.read_text().strip()
+        assert key.startswith("sk_test_") and key != "sk_test_old"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
