@@ -312,13 +312,15 @@ def resolve_settings(
         return None
     if key is None:
         raise ConfigurationError(
-            f"a base URL is set ({url}) but no API key: set GW_API_KEY or pass api_key=, "
-            "or unset GW_BASE_URL to use the embedded sandbox"
+            f"a base URL is set ({url}) but no API key: set GW_API_KEY (or pass api_key=; "
+            "--api-key-file on the command line), or unset GW_BASE_URL to use the embedded "
+            "sandbox"
         )
     if url is None:
         raise ConfigurationError(
-            f"an API key is set ({mask_key(key)}) but no base URL: set GW_BASE_URL or pass "
-            "base_url= (the gateway's address, e.g. https://api.example.com)"
+            f"an API key is set ({mask_key(key)}) but no base URL: set GW_BASE_URL (or pass "
+            "base_url=; --base-url on the command line) to the gateway's address, e.g. "
+            "https://api.example.com"
         )
     mode = check_key(key)
     return Settings(

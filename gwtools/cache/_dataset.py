@@ -1279,8 +1279,11 @@ def locate(
             f"{there}: run a sync first, or check the directory"
         )
     choices = _labels({k: f for k, f in held.items() if f in found})
+    # The folders themselves serve both audiences: a source= here, a --source on the CLI.
+    folders = ", ".join(f.rsplit("/", 1)[0] for f in found)
     raise ConfigurationError(
-        f"several cached {resource} datasets under {where} ({choices}); pass account= and mode="
+        f"several cached {resource} datasets under {where} ({choices}); pass account= and "
+        f"mode=, or give one of their folders as the source ({folders})"
     )
 
 

@@ -238,8 +238,16 @@ def test_errors_say_what_to_do(tmp_path: Path, engine_cache: Path) -> None:
     assert len(upper) == len(gwtools.read_cache(engine_cache, "payments", status="failed"))
     shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "other")
     shutil.copytree(engine_cache / "acct", engine_cache.parent / "two" / "acct")
-    with pytest.raises(gwtools.ConfigurationError, match="pass account= and mode="):
+    with pytest.raises(gwtools.ConfigurationError, match="pass account= and mode=") as said:
         gwtools.scan_cache(engine_cache.parent / "two", "payments")
+    # the folders it names work as the source (the CLI's --source has no --mode)
+    named = str(said.value).rsplit("(", 1)[1].rstrip(")").split(", ")
+    assert sorted(named) == [
+        str(engine_cache.parent / "two" / a / "test") for a in ("acct", "other")
+    ]
+    assert len(gwtools.scan_cache(named[0], "payments")) == len(
+        gwtools.read_cache(engine_cache, "payments")
+    )
     one = gwtools.scan_cache(engine_cache.parent / "two", "payments", account="other", mode="test")
     assert len(one) == len(gwtools.read_cache(engine_cache, "payments"))
     # A mistyped account or mode: the message lists what the folder holds.
