@@ -67,10 +67,14 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="gwtools-loop", daemon=True
-        )
+        self.thread = threading.Thread(target=self._serve, name="gwtools-loop", daemon=True)
         self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()  # stopped from inside too (release), where nobody joins it
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -87,6 +91,21 @@ class _LoopThread:
             self.thread.join(timeout=5)
         if not self.loop.is_running():
             self.loop.close()
+
+    def release(self, client: Client | None) -> None:
+        """Close ``client`` and stop, without waiting for either: what the garbage collector
+        may do. A finalizer runs in whatever thread collects, possibly this loop's own or one
+        holding an import lock the loop needs, so waiting there can deadlock."""
+
+        async def close_then_stop() -> None:
+            try:
+                if client is not None:
+                    await client.aclose()
+            finally:
+                self.loop.stop()
+
+        with contextlib.suppress(RuntimeError):  # the loop has already stopped and closed
+            asyncio.run_coroutine_threadsafe(close_then_stop(), self.loop)
 
 
 #: Tuning arguments that count something: at least 1 (0 would send nothing and wait for ever).
@@ -131,7 +150,13 @@ def _first_gateway_error(group: BaseExceptionGroup[Any]) -> GatewayError | None:
     return None
 
 
+def _release(loop: _LoopThread, client: Client | None) -> None:
+    """A Gateway dropped without :meth:`Gateway.close`: let go without waiting."""
+    loop.release(client)
+
+
 def _shutdown(loop: _LoopThread | None, client: Client | None) -> None:
+    """Close ``client`` and stop ``loop``, waiting for both (:meth:`Gateway.close`)."""
     if loop is None:
         return
     if client is not None and loop.loop.is_running():
@@ -227,13 +252,14 @@ class Gateway:
                 self._loop.stop()
                 self._loop = None
                 raise
-            self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._client)
+            self._finalizer = weakref.finalize(self, _release, self._loop, self._client)
         return self._loop
 
     def close(self) -> None:
         """Close the connection pool and stop the background loop (idempotent)."""
-        if self._finalizer is not None:
-            self._finalizer()
+        # Detached: the finalizer (for a Gateway nobody closes) must not wait; close() may.
+        if self._finalizer is not None and self._finalizer.detach() is not None:
+            _shutdown(self._loop, self._client)
         self._loop = None
         self._client = None
 

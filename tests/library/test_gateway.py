@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,45 @@ def test_sync_works_under_a_running_event_loop(shop: Shop, tmp_path: Path) -> No
             return len(gw.payments())
 
     assert asyncio.run(notebook_cell()) == 1
+
+
+def test_a_gateway_nobody_closed_lets_go_without_waiting_for_its_loop(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """The garbage collector runs a dropped Gateway's finalizer in whatever thread collects,
+    which may be one its loop is waiting for (an import lock held there): the finalizer must
+    not wait for the loop, or both wait for ever. Here the loop is held busy until the
+    finalizer has returned; then it closes the client and stops on its own."""
+    gw = shop.connect(tmp_path)
+    loop = gw._ensure()
+    client = gw._client
+    assert client is not None and gw._finalizer is not None
+    busy, finalized = threading.Event(), threading.Event()
+    loop.loop.call_soon_threadsafe(busy.wait)  # the loop thread blocks until busy is set
+
+    def collect() -> None:
+        gw._finalizer()  # type: ignore[misc]  # what gc does to a Gateway nobody closed
+        finalized.set()
+
+    collector = threading.Thread(target=collect, daemon=True)
+    collector.start()
+    # a guard for the old code (which waits for the busy loop for ever), not a timing
+    assert finalized.wait(timeout=60), "the finalizer waited for the gateway's loop"
+    busy.set()
+    loop.thread.join(timeout=60)
+    assert not loop.thread.is_alive() and loop.loop.is_closed()
+    assert client._http.is_closed
+    gw.close()  # still idempotent after the finalizer ran
+
+
+def test_close_waits_until_the_loop_has_stopped(shop: Shop, tmp_path: Path) -> None:
+    gw = shop.connect(tmp_path)
+    loop = gw._ensure()
+    client = gw._client
+    assert client is not None
+    gw.close()
+    assert not loop.thread.is_alive() and loop.loop.is_closed() and client._http.is_closed
+    gw.close()
 
 
 def test_payments_filters_and_refresh(shop: Shop, tmp_path: Path) -> None:
