@@ -83,19 +83,36 @@ COLUMNS: Final[dict[Resource, dict[str, object]]] = {
     "refunds": REFUND_COLUMNS,
 }
 
-#: Raw status (either variant) -> canonical payment status.
+#: Raw status -> canonical payment status, per API variant (docs/tables.md, "Status
+#: vocabulary"). A status of the other variant is ``unknown``: the variants name states
+#: differently (A's ``succeeded`` or B's ``captured`` is not a documented state).
+PAYMENT_STATUS_BY_VARIANT: Final[Mapping[str, Mapping[str, str]]] = {
+    "A": {
+        "pending": "pending",
+        "authorized": "authorized",
+        "captured": "succeeded",
+        "failed": "failed",
+        "cancelled": "canceled",
+        "expired": "expired",
+    },
+    "B": {
+        "requires_action": "requires_action",
+        "processing": "processing",
+        "authorized": "authorized",
+        "requires_capture": "authorized",
+        "succeeded": "succeeded",
+        "failed": "failed",
+        "canceled": "canceled",
+        "cancelled": "canceled",
+    },
+}
+
+#: Every raw status of either variant -> canonical payment status (the union of
+#: :data:`PAYMENT_STATUS_BY_VARIANT`; a raw value means the same in both where both have it).
 PAYMENT_STATUS: Final[Mapping[str, str]] = {
-    "pending": "pending",
-    "requires_action": "requires_action",
-    "processing": "processing",
-    "authorized": "authorized",
-    "requires_capture": "authorized",
-    "captured": "succeeded",
-    "succeeded": "succeeded",
-    "failed": "failed",
-    "cancelled": "canceled",
-    "canceled": "canceled",
-    "expired": "expired",
+    raw: canonical
+    for by_raw in PAYMENT_STATUS_BY_VARIANT.values()
+    for raw, canonical in by_raw.items()
 }
 
 #: Canonical payment status -> outcome.

@@ -234,9 +234,13 @@ def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
     """Unix seconds (int/float/None) -> timestamps; indexes out of range are bad."""
     try:
         secs = pa.array(values)
-    except OverflowError:  # an int beyond int64, so far out of range: bad like the others
+    except (OverflowError, pa.ArrowInvalid):
+        # An int beyond int64 (OverflowError; ArrowInvalid when floats are in the column
+        # too), so far out of range: bad like the others.
         huge = [i for i, v in enumerate(values)
                 if v.__class__ is int and not INT64_MIN <= v <= INT64_MAX]  # fmt: skip
+        if not huge:
+            raise
         kept = list(values)
         for i in huge:
             kept[i] = None
@@ -298,7 +302,10 @@ def to_timestamps(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
             if v is not None:
                 bad.append(i)
         elif isinstance(v, int | float):
-            seconds[i] = float(v)
+            if v.__class__ is int and not INT64_MIN <= v <= INT64_MAX:
+                bad.append(i)  # (float() of a huge int would raise): far out of range
+            else:
+                seconds[i] = float(v)
         elif isinstance(v, str):
             strings[i] = v
         elif isinstance(v, datetime):

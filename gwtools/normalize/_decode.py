@@ -41,10 +41,12 @@ class Column:
     ``into`` names the intermediate column it fills as it is (``""``: the column of the
     field's own name); ``None`` means a rule of :mod:`gwtools.normalize._normalize` combines
     it with other fields (the method, failure codes, creation time, a refund's payment).
+    ``keep``: the field also stays in ``extra`` as sent (a source read as a fallback).
     """
 
     kind: Kind
     into: str | None = ""
+    keep: bool = False
 
 
 #: Role: never kept (``object`` is always the record's kind; ``client_secret`` is a secret).
@@ -94,6 +96,15 @@ class FastDetails(FastCard, gc=False, forbid_unknown_fields=True):
     fpx: FastFpx | None = None
 
 
+class FastMethodData(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """Variant B's creation data of the method (``payment_method_data``): its ``type`` is the
+    last source of the method type; the object is kept whole in ``extra``."""
+
+    type: Annotated[_S, Column("s", None, keep=True)] = None
+    card: dict[str, Any] | None = None
+    fpx: dict[str, Any] | None = None
+
+
 class FastError(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     code: _SR = None
     decline_code: _SR = None
@@ -122,6 +133,7 @@ class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
     description: _SC = None
     payment_method: _SR = None
     payment_method_details: FastDetails | None = None
+    payment_method_data: FastMethodData | None = None
     customer: Annotated[_S, Column("id", "customer_id")] = None
     capture_method: _S = None
     captured: _BC = None
@@ -255,7 +267,8 @@ def transpose(records: Sequence[Any], kind: type[msgspec.Struct], prefix: str = 
 
 
 # ----------------------------------------------------------------------------- extra
-# Views of the records holding only the fields without a role: encoded with omit_defaults
+# Views of the records holding only the fields without a role (and those a rule reads but
+# ``extra`` keeps, ``Column(keep=True)``): encoded with omit_defaults
 # and sorted keys they are the ``extra`` JSON text (a null value is omitted). They are built
 # from the columns of a chunk, bottom up; a sub-object with columns keeps only its unmapped
 # rest, and when that rest is empty the view holds None in its place, so it is omitted.
@@ -274,7 +287,8 @@ class _View:
 
 
 def _view_of(kind: type[msgspec.Struct]) -> _View | None:
-    """The view of a shape keeping its fields without a role (None when there are none)."""
+    """The view of a shape keeping its fields without a role, and those with ``keep`` (None
+    when there are none)."""
     fields: list[tuple[str, Any, Any]] = []
     plan: list[tuple[str, _View | None]] = []
     for name, hint, role, nested in _fields(kind):
@@ -282,7 +296,7 @@ def _view_of(kind: type[msgspec.Struct]) -> _View | None:
         if sub is not None:
             fields.append((name, sub.struct | None, None))
             plan.append((name, sub))
-        elif nested is None and role is None:
+        elif nested is None and (role is None or (isinstance(role, Column) and role.keep)):
             fields.append((name, hint, None))
             plan.append((name, None))
     if not fields:

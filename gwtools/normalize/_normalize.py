@@ -11,19 +11,26 @@ Decisions where the spec is silent (docs/tables.md gives the rest):
   list bodies take the variant of their envelope (``meta`` -> A, ``has_more`` -> B).
 - A ``payment_method`` string starting with ``pm_`` is a payment method id, any
   other string is the method type (variant A's ``card``/``fpx``); an expanded
-  method object gives its id, type, card brand and FPX bank.
+  method object gives its id, type, card brand and FPX bank. When no other source
+  gives the type, the creation data's (``payment_method_data.type``) does; that
+  object stays whole in ``extra``, and the bank columns never come from it.
+- ``status`` maps the raw status in the vocabulary of the record's variant
+  (:data:`gwtools._schema.PAYMENT_STATUS_BY_VARIANT`, case as sent): the other
+  variant's word (A's ``succeeded``, B's ``captured``) is ``unknown``, warned once.
 - ``metadata`` is the object's JSON text as the gateway sent it (from a dict: compact
-  JSON in the dict's order); ``{}`` or no metadata is null. Re-encoding it would cost
-  more than the rest of normalisation, and the same body always gives the same text.
+  JSON in the dict's order); an empty object (``{}``, ``{ }``) or no metadata is null.
+  Re-encoding it would cost more than the rest of normalisation, and the same body
+  always gives the same text.
 - ``extra`` is compact JSON text, sorted keys, of every raw field without a column,
   and of the unmapped remainder of partly mapped objects (e.g.
   ``{"payment_method_details": {"last4": "4242"}}``). A value of the wrong type for
   its column (an amount sent as text, an unparsable ``updated_at``) leaves the
   column null and is kept in ``extra`` under its own name. Null values carry no
   information and are left out; ``extra`` is null when nothing is left.
-- Intentionally dropped: ``object`` (always ``payment``/``refund``: the table says
-  it) and ``client_secret`` (a secret that lets a browser confirm the payment; it
-  must not reach a cache, a CSV or a notebook).
+- Intentionally dropped, at the top level of a record only: ``object`` (always
+  ``payment``/``refund``: the table says it) and ``client_secret`` (a secret that lets a
+  browser confirm the payment; it must not reach a cache, a CSV or a notebook). Inside an
+  expanded object (``payment_method``, ``customer``) ``object`` says what it is: kept.
 - Refunds have no ``status_raw`` column, so an unknown refund status is kept in
   ``extra`` as ``{"status": ...}``.
 - Unusable records (not an object, no id, no parsable creation time) become
@@ -183,8 +190,18 @@ def _exponent(currency: str) -> int | None:
     return int(babel.numbers.get_currency_precision(currency))
 
 
-def _canonical_status(raw: str) -> str:
-    return _schema.PAYMENT_STATUS.get(raw, "unknown")
+def _payment_statuses(variant: pa.Array, status_raw: pa.Array) -> pa.Array:
+    """Canonical payment statuses of (api_variant, raw status): each variant has its own
+    vocabulary (:data:`gwtools._schema.PAYMENT_STATUS_BY_VARIANT`); anything else, a status
+    of the other variant or none, is ``unknown``."""
+    enc = pc.dictionary_encode(status_raw)
+    raws = enc.dictionary.to_pylist()
+    status: pa.Array | None = None
+    for name, vocabulary in _schema.PAYMENT_STATUS_BY_VARIANT.items():
+        mapped = pa.array([vocabulary.get(r, "unknown") for r in raws], _STR).take(enc.indices)
+        status = mapped if status is None else pc.if_else(pc.equal(variant, name), mapped, status)
+    assert status is not None
+    return pc.fill_null(status, "unknown")
 
 
 _REFUND_KNOWN = frozenset(_schema.REFUND_STATUSES) - {"unknown"}
@@ -210,11 +227,15 @@ def _map_unique(arr: pa.Array, fn: Callable[[Any], Any], out_type: pa.DataType) 
 def _metadata_texts(text: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     """Raw ``metadata`` texts -> the JSON object text as sent, and the rows that are not objects.
 
-    Absent, ``null`` and ``{}`` are null. The text is kept as the gateway sent it (key
-    order and all): re-encoding a million small objects would cost more than the rest
-    of normalisation, and the same body always gives the same text.
+    Absent, ``null`` and an empty object (``{}``, or with JSON whitespace inside, ``{ }``)
+    are null. The text is kept as the gateway sent it (key order and all): re-encoding a
+    million small objects would cost more than the rest of normalisation, and the same body
+    always gives the same text.
     """
-    empty = pc.is_in(text, pa.array(["", "null", "{}"], _STR))
+    empty = pc.or_(
+        pc.is_in(text, pa.array(["", "null", "{}"], _STR)),
+        pc.match_substring_regex(text, r"^\{[ \t\n\r]+\}$"),  # (JSON's whitespace only)
+    )
     not_object = pc.and_(pc.invert(empty), pc.invert(pc.starts_with(text, "{")))
     bad = not_object if pc.any(not_object).as_py() else None
     return pc.if_else(empty, pa.scalar(None, _STR), text), bad
@@ -323,6 +344,12 @@ class _Fields:
         return b""  # not an object: stays in extra
 
     def remainder(self) -> dict[str, Any]:
+        """The unread fields with a value (a sub-object's ``object`` is kept: it says what
+        the expanded object is; only a record's own is dropped, see :meth:`record_rest`)."""
+        return {k: v for k, v in self.rest.items() if v is not None}
+
+    def record_rest(self) -> dict[str, Any]:
+        """A record's unread fields for ``extra``: the remainder less the dropped fields."""
         return {k: v for k, v in self.rest.items() if v is not None and k not in _DROPPED}
 
     def read(self, key: str, kind: Kind, raw_meta: bytes | None) -> Any:
@@ -367,7 +394,8 @@ def _method(f: _Fields) -> tuple[str | None, ...]:
 
     Sources, best first: the details (flat, or nested under ``card``/``fpx``), an
     expanded method object, the ``payment_method`` string (``pm_…`` is an id, anything
-    else the method type).
+    else the method type), and for the type last the creation data's ``type``
+    (``payment_method_data``, which stays whole in extra).
     """
     method_type = pm_id = None
     pm_str = f.text("payment_method")
@@ -394,6 +422,12 @@ def _method(f: _Fields) -> tuple[str | None, ...]:
         brand, bank_code, bank = s_brand or brand, s_code or bank_code, s_bank or bank
         inferred = "fpx" if fpx or s_code else "card" if card or s_brand else None
         method_type = (kind.lower() if kind else None) or inferred or method_type
+    data = f.obj("payment_method_data")
+    if data is not None:
+        data_type = data.rest.get("type")  # read, not taken: the object stays whole in extra
+        if method_type is None and data_type.__class__ is str and data_type:
+            method_type = data_type.lower()
+        f.put_back("payment_method_data", data)
     return method_type, pm_id, bank_code, bank, brand
 
 
@@ -535,7 +569,7 @@ class _Collector:
             else:
                 cols[name] = pa.array(values, kind)
         cols["extra"] = pa.array(
-            [_json_text(r) if r else None for r in (f.remainder() for f in self.rests)], _STR
+            [_json_text(r) if r else None for r in (f.record_rest() for f in self.rests)], _STR
         )
         cols["_page"] = pa.array(self.pages, pa.int64())
         table = pa.Table.from_pydict(cols, schema=schema)
@@ -714,7 +748,12 @@ def _fast_table(
             ),
         )
         cols.update(
-            method_type=pc.coalesce(pc.utf8_lower(text(d + "type")), inferred, pm_type),
+            method_type=pc.coalesce(
+                pc.utf8_lower(text(d + "type")),
+                inferred,
+                pm_type,
+                pc.utf8_lower(text("payment_method_data.type")),  # the creation data's
+            ),
             fpx_bank_code=bank_code,
             fpx_bank=flat_or_nested["bank"],
             card_brand=brand,
@@ -768,17 +807,16 @@ def _complete(
         amount_major=pc.divide(pc.cast(amount, pa.float64(), safe=False), scale),
     )
     if resource == "payments":
-        status = pc.fill_null(_map_unique(status_raw, _canonical_status, _STR), "unknown")
+        status = _payment_statuses(cols["api_variant"].combine_chunks(), status_raw)
         cols.update(
             status=status,
             outcome=_map_unique(status, _schema.PAYMENT_OUTCOME.__getitem__, _STR),
         )
-        known: Iterable[str] = _schema.PAYMENT_STATUS
     else:
         status = pc.fill_null(_map_unique(status_raw, _canonical_refund_status, _STR), "unknown")
         cols["status"] = status
-        known = _REFUND_KNOWN
-    unknown = {s for s in pc.unique(status_raw).to_pylist() if s is not None} - set(known)
+    unmapped = status_raw.filter(pc.equal(status, "unknown"))
+    unknown = {s for s in pc.unique(unmapped).to_pylist() if s is not None}
     final = pa.table({name: cols[name] for name in _schema.columns(resource)})
     return _to_pandas(final), unknown
 

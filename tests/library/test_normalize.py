@@ -130,7 +130,8 @@ def test_recorded_expanded_payment_method() -> None:
     assert row["method_type"] == pm["type"] == "card"
     assert row["card_brand"] == pm["card"]["brand"]
     extra = json.loads(row["extra"])
-    assert "id" not in extra["payment_method"] and "object" not in extra["payment_method"]
+    assert "id" not in extra["payment_method"]  # (in payment_method_id)
+    assert extra["payment_method"]["object"] == "payment_method"  # only the record's is dropped
     assert extra["payment_method"]["card"]["last4"] == pm["card"]["last4"]
 
 
@@ -202,6 +203,62 @@ def test_unknown_status_maps_to_unknown_and_warns_once_per_value() -> None:
     assert batch.unknown_statuses == {"on_hold", "disputed"}
 
 
+#: Statuses only the other variant uses (docs/tables.md): unknown in this one.
+OTHER_VARIANTS_STATUSES = [
+    ("succeeded", "A"), ("canceled", "A"), ("requires_action", "A"), ("processing", "A"),
+    ("requires_capture", "A"), ("captured", "B"), ("pending", "B"), ("expired", "B"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "variant"), OTHER_VARIANTS_STATUSES)
+def test_a_status_of_the_other_variant_is_unknown_and_warned_once(raw: str, variant: str) -> None:
+    record = pay_a(status=raw) if variant == "A" else pay_b(status=raw)
+    page = a_page([record]) if variant == "A" else b_page([record])
+    for fast in (True, False):
+        batch = _normalize_bodies("payments", [page], False, fast=fast)
+        row = batch.frame.iloc[0]
+        assert (row["api_variant"], row["status"], row["status_raw"], row["outcome"]) == (
+            variant, "unknown", raw, "unknown"
+        )  # fmt: skip
+        assert batch.unknown_statuses == {raw}
+    with pytest.warns(UserWarning) as caught:
+        frame = normalize_payments([record, {**record, "id": "pay_2"}])
+    assert [str(w.message) for w in caught] == [
+        f"unknown payment status {raw!r} mapped to 'unknown' (the raw value is kept)"
+    ]
+    assert frame["status"].tolist() == ["unknown"] * 2
+
+
+def test_a_status_is_read_in_the_vocabulary_of_the_records_variant() -> None:
+    records = [pay_a(id="a1", status="succeeded"), pay_b(id="b1", status="succeeded"),
+               pay_a(id="a2", status="captured"), pay_b(id="b2", status="captured")]  # fmt: skip
+    bodies = [a_page(records[:1]), b_page(records[1:2]), a_page(records[2:3]), b_page(records[3:])]
+    for fast in (True, False):
+        batch = _normalize_bodies("payments", bodies, False, fast=fast)
+        assert batch.frame["status"].tolist() == ["unknown", "succeeded", "succeeded", "unknown"]
+        assert batch.unknown_statuses == {"succeeded", "captured"}
+    with pytest.warns(UserWarning) as caught:
+        frame = normalize_payments(records, livemode=False)
+    assert frame["status"].tolist() == ["unknown", "succeeded", "succeeded", "unknown"]
+    assert len(caught) == 2  # one per value
+
+
+def test_every_status_the_sandbox_sends_maps_without_a_warning() -> None:
+    from gwtools.sandbox.render import PAYMENT_STATUSES
+
+    for variant, statuses in PAYMENT_STATUSES.items():
+        make = pay_a if variant == "A" else pay_b
+        records = [make(id=f"pay_{i}", status=raw) for i, raw in enumerate(statuses)]
+        page = a_page(records) if variant == "A" else b_page(records)
+        for fast in (True, False):
+            batch = _normalize_bodies("payments", [page], False, fast=fast)
+            assert batch.unknown_statuses == set(), variant
+            assert "unknown" not in set(batch.frame["status"]), variant
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            normalize_payments(records, livemode=False)
+
+
 def test_refund_statuses_and_unknown_refund_status_kept_in_extra() -> None:
     base = {"payment_id": "pay_1", "amount": 100, "currency": "MYR",
             "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
@@ -263,6 +320,32 @@ def test_unparsable_timestamp_outside_creation_is_null_and_kept_in_extra() -> No
     row = one(pay_a(updated_at="not a time", captured_at=True))
     assert pd.isna(row["updated_at"]) and pd.isna(row["captured_at"])
     assert json.loads(row["extra"]) == {"updated_at": "not a time", "captured_at": True}
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_an_int_beyond_int64_beside_floats_and_text_in_a_timestamp_column(fast: bool) -> None:
+    # Arrow cannot hold such an int beside a float in one column: it is out of range, so bad
+    # like any other (a null column and the raw value in extra; a creation time: a reject).
+    records = [
+        pay_b(id="pay_1", captured_at=1709287201.5),
+        pay_b(id="pay_2", captured_at=10**20),
+        pay_b(id="pay_3", created=1709287200.5, captured_at="2026-01-01T00:00:00Z"),
+        pay_b(id="pay_4", created=10**20),
+        pay_b(id="pay_5", captured_at=10**400),  # (float() of it raises)
+    ]
+    batch = _normalize_bodies("payments", [b_page(records)], False, fast=fast)
+    frame = batch.frame.set_index("id")
+    assert list(frame.index) == ["pay_1", "pay_2", "pay_3", "pay_5"]
+    assert frame.loc["pay_1", "captured_at"] == pd.Timestamp("2024-03-01T10:00:01.5", tz=UTC)
+    assert frame.loc["pay_3", "created_at"] == pd.Timestamp("2024-03-01T10:00:00.5", tz=UTC)
+    assert frame.loc["pay_3", "captured_at"] == pd.Timestamp("2026-01-01", tz=UTC)
+    for ident, huge in (("pay_2", 10**20), ("pay_5", 10**400)):
+        assert pd.isna(frame.loc[ident, "captured_at"])
+        assert json.loads(frame.loc[ident, "extra"]) == {"captured_at": huge}
+    assert len(batch.rejects) == 1 and f"`created` = {10**20} is not" in batch.rejects[0].reason
+    with pytest.warns(UserWarning, match="1 payments record"):
+        from_dicts = normalize_payments(records, livemode=False, on_reject="warn")
+    pd.testing.assert_frame_equal(from_dicts, batch.frame)
 
 
 # --------------------------------------------------------------------------- amounts, currencies
@@ -387,6 +470,72 @@ def test_method_from_every_source(
     assert [None if pd.isna(v) else v for v in got] == [method_type, brand, bank_code]
 
 
+@pytest.mark.parametrize(
+    ("fields", "method_type"),
+    [
+        ({"payment_method": "pm_1",
+          "payment_method_data": {"type": "fpx", "fpx": {"bank_code": "TEST0001"}}}, "fpx"),
+        ({"payment_method": None,
+          "payment_method_data": {"type": "card", "card": {"token": "tok_1"}}}, "card"),
+        ({"payment_method_data": {"type": "FPX"}}, "fpx"),
+        # the lowest source: the details, an expanded method or a method type string win
+        ({"payment_method_details": {"type": "card"},
+          "payment_method_data": {"type": "fpx"}}, "card"),
+        ({"payment_method_details": {"bank_code": "X"},
+          "payment_method_data": {"type": "card"}}, "fpx"),
+        ({"payment_method": {"id": "pm_2", "type": "card"},
+          "payment_method_data": {"type": "fpx"}}, "card"),
+        ({"payment_method": "card", "payment_method_data": {"type": "fpx"}}, "card"),
+        ({"payment_method_data": {"type": ""}}, None),
+    ],
+)  # fmt: skip
+def test_method_type_from_the_creation_data_last(
+    fields: dict[str, Any], method_type: str | None
+) -> None:
+    record = pay_b(**fields)
+    frames = [_normalize_bodies("payments", [b_page([record])], None, fast=fast).frame
+              for fast in (True, False)]  # fmt: skip
+    frames.append(normalize_payments([record]))
+    for frame in frames:
+        pd.testing.assert_frame_equal(frame, frames[0])
+    row = frames[0].iloc[0]
+    assert (None if pd.isna(row["method_type"]) else row["method_type"]) == method_type
+    # The creation data is kept whole; the bank columns come from the details only.
+    assert json.loads(row["extra"])["payment_method_data"] == fields["payment_method_data"]
+    if "payment_method_details" not in fields:
+        assert pd.isna(row["fpx_bank_code"]) and pd.isna(row["fpx_bank"])
+
+
+def test_the_object_of_an_expanded_object_is_kept_in_extra() -> None:
+    record = pay_b(
+        payment_method={"id": "pm_3", "object": "payment_method", "type": "card",
+                        "card": {"brand": "mastercard", "last4": "4444", "object": "card"}},
+        customer={"id": "cus_1", "object": "customer", "email": "a@b.example"},
+        client_secret="pay_b_secret_zzz",
+    )  # fmt: skip
+    frames = [_normalize_bodies("payments", [b_page([record])], None, fast=fast).frame
+              for fast in (True, False)]  # fmt: skip
+    frames.append(normalize_payments([record]))
+    for frame in frames:
+        pd.testing.assert_frame_equal(frame, frames[0])
+    row = frames[0].iloc[0]
+    assert (row["payment_method_id"], row["customer_id"], row["card_brand"]) == (
+        "pm_3", "cus_1", "mastercard"
+    )  # fmt: skip
+    # The record's own `object` and its client_secret are dropped; nested ones are not.
+    assert json.loads(row["extra"]) == {
+        "customer": {"email": "a@b.example", "object": "customer"},
+        "payment_method": {"card": {"last4": "4444", "object": "card"},
+                           "object": "payment_method"},
+    }  # fmt: skip
+    refund = {"id": "r1", "object": "refund", "amount": 5, "currency": "myr",
+              "status": "pending", "created": 1767225600,
+              "payment": {"id": "pay_2", "object": "payment", "amount": 9}}  # fmt: skip
+    for fast in (True, False):
+        got = _normalize_bodies("refunds", [b_page([refund])], None, fast=fast).frame.iloc[0]
+        assert json.loads(got["extra"]) == {"payment": {"amount": 9, "object": "payment"}}
+
+
 def test_nulls_are_never_empty_strings() -> None:
     record = pay_a(description="", currency="", status="", payment_method="",
                    payment_method_details={"bank_code": "", "bank": ""})  # fmt: skip
@@ -418,6 +567,20 @@ def test_metadata_text_and_extra_json() -> None:
         assert got == json.dumps(metadata)
 
 
+@pytest.mark.parametrize("empty", [b"{ }", b"{\n}", b"{\r\n\t }", b"{}", b"null"])
+@pytest.mark.parametrize("resource", ["payments", "refunds"])
+def test_empty_metadata_with_whitespace_is_null(empty: bytes, resource: str) -> None:
+    record = (
+        b'{"id":"x_1","object":"r","amount":5,"currency":"myr","status":"failed",'
+        b'"created":1767225600,"metadata":' + empty + b"}"
+    )
+    page = b'{"object":"list","has_more":false,"data":[' + record + b"]}"
+    for fast in (True, False):
+        batch = _normalize_bodies(resource, [page], None, fast=fast)  # type: ignore[arg-type]
+        row = batch.frame.iloc[0]
+        assert pd.isna(row["metadata"]) and pd.isna(row["extra"]), fast
+
+
 def test_strings_needing_escapes_render_the_same_on_both_paths() -> None:
     tricky = ['quote " and \\ backslash', "new\nline\ttab\x01", "ünïcødé ✓ \u2028", ""]
     records = [pay_b(id=f"p{i}", receipt_url=s, capture_method=s,
@@ -441,7 +604,7 @@ def test_refund_payment_alias_and_expanded_payment() -> None:
           "currency": "myr", "status": "failed", "created": 1767225600}]
     )  # fmt: skip
     assert frame["payment_id"].tolist() == ["pay_1", "pay_2", "pay_3"]
-    assert json.loads(frame["extra"].iloc[1]) == {"payment": {"amount": 9}}
+    assert json.loads(frame["extra"].iloc[1]) == {"payment": {"amount": 9, "object": "payment"}}
     assert json.loads(frame["extra"].iloc[2]) == {"payment": "pay_other"}  # not lost
     refund = {"amount": 5, "currency": "myr", "status": "pending", "created": 1767225600}
     page = b_page([

@@ -94,8 +94,21 @@ OPTIONAL_A = {
     "created": st.just(1_767_225_600),  # a second creation field: the tolerant path decides
     "surprise": st.integers(),  # an unknown field: the tolerant path
 }
+METHOD_DATA = st.one_of(  # variant B's creation data: its type is the last method source
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["card", "fpx", "FPX", ""]),
+            "card": st.just({"token": "tok_1"}),
+            "fpx": st.one_of(st.none(), st.just({"bank_code": "TEST0001"})),
+        },
+    ),
+    st.just({"type": "fpx", "object": "payment_method_data"}),  # unknown nested: tolerant
+)
 OPTIONAL_B = {
     "payment_method": st.one_of(st.none(), st.just("pm_1"), st.just("card")),
+    "payment_method_data": METHOD_DATA,
     "captured_at": st.one_of(st.none(), TIME_B),
     "livemode": st.booleans(),
     "last_payment_error": ERROR,
@@ -280,6 +293,42 @@ def test_an_error_object_gives_the_failure_codes_on_the_fast_path(
     assert row["extra"] == '{"error":{"message":"m"}}'
 
 
+def test_the_creation_datas_method_type_is_read_on_the_fast_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = {"type": "FPX", "fpx": {"bank_code": "TEST0001"}}
+    records = [
+        {"id": "pay_1", "status": "requires_action", "created": 1767225600,
+         "payment_method": "pm_1", "payment_method_data": data},
+        {"id": "pay_2", "status": "succeeded", "created": 1767225601, "payment_method": None,
+         "payment_method_data": {"type": "card", "card": {"token": "tok_1"}},
+         "payment_method_details": {"type": "fpx", "bank_code": "MB2U0227"}},
+        {"id": "pay_3", "status": "succeeded", "created": 1767225602,
+         "payment_method_data": {"type": "card"}},
+    ]  # fmt: skip
+    page = json.dumps({"object": "list", "data": records, "has_more": False}).encode()
+    frame = read_on_the_fast_path(page, monkeypatch).frame
+    assert frame["method_type"].fillna("").tolist() == ["fpx", "fpx", "card"]
+    assert frame["payment_method_id"].tolist()[0] == "pm_1"
+    assert frame["fpx_bank_code"].fillna("").tolist() == ["", "MB2U0227", ""]  # details only
+    assert [json.loads(e)["payment_method_data"] for e in frame["extra"]] == [
+        r["payment_method_data"] for r in records
+    ]
+
+
+def test_empty_metadata_with_whitespace_is_null_on_the_fast_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = (
+        b'{"object":"list","has_more":false,"data":['
+        b'{"id":"pay_1","created":1767225600,"metadata":{ }},'
+        b'{"id":"pay_2","created":1767225600,"metadata":{\n\t}},'
+        b'{"id":"pay_3","created":1767225600,"metadata":{ "a" : 1 }}]}'
+    )
+    frame = read_on_the_fast_path(page, monkeypatch).frame
+    assert frame["metadata"].fillna("").tolist() == ["", "", '{ "a" : 1 }']
+
+
 # --------------------------------------------------------------------------- edge cases by hand
 # (kept from the retired C scanner's tests: escapes, free-form and unknown fields, damaged
 # bodies, invalid UTF-8, 1e400, ints beyond int64; both paths must read them alike)
@@ -329,6 +378,15 @@ ACCEPTED = [
     pay(created="2024-02-29T23:59:59.5-05:30", captured_at=0),
     pay(next_action={"type": "redirect_to_url", "b": [1, None], "a": "x"}),
     pay(next_action={}),
+    pay(payment_method_data={"type": "fpx", "fpx": {"bank_code": "TEST0001"}}),
+    pay(payment_method="pm_1", payment_method_data={"type": "card", "card": {"token": "t"}}),
+    pay(payment_method_data={}),
+    pay(payment_method_data={"type": None, "card": None}),
+    pay(payment_method_data={"card": {}}),
+    pay(payment_method_data={"type": 5}),  # not a type: tolerant, kept in extra
+    pay(payment_method={"id": "pm_1", "object": "payment_method", "type": "card"}),
+    pay(customer={"id": "cus_1", "object": "customer"}),
+    pay(metadata={}, description="x"),
     pay(statement_descriptor="SHOP", review=None, payment_method_types=["card"]),
     pay(amount=-(10**17), refunded_amount=0, amount_captured=10**17),
     pay(status="weird", currency="xqq"),

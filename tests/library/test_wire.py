@@ -111,3 +111,24 @@ def test_the_vectorised_id_check_agrees_with_the_one_by_one_check() -> None:
     mask = malformed_ids("payments", pa.array(ids, pa.large_string())).to_pylist()
     assert mask == [False, True, True, True, True, True, False]
     assert mask[:-1] == [malformed_id_reason("payments", i) is not None for i in ids[:-1]]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1709287201.5, 10**20],  # Arrow refuses such an int beside a float (ArrowInvalid)
+        [10**20, 1709287201.5, None],
+        [-(2**63) - 1, 1709287201.5],
+        ["2024-03-01T10:00:01.5Z", 10**400],  # float() of it raises OverflowError
+        [1709287201.5, 10**400, "2024-03-01T10:00:01.5Z"],
+    ],
+)
+def test_ints_beyond_int64_are_bad_times_whatever_they_are_mixed_with(values: list[object]) -> None:
+    from gwtools.http._wire import to_timestamps
+
+    arr, bad = to_timestamps(values)
+    huge = [i for i, v in enumerate(values) if isinstance(v, int) and abs(v) >= 2**63]
+    assert bad == huge
+    good = pd.Timestamp("2024-03-01T10:00:01.5", tz=UTC)
+    expected = [None if i in huge or v is None else good for i, v in enumerate(values)]
+    assert [None if v is None else pd.Timestamp(v) for v in arr.to_pylist()] == expected
