@@ -31,6 +31,10 @@ Decisions where the spec is silent (docs/tables.md gives the rest):
   ``payment``/``refund``: the table says it) and ``client_secret`` (a secret that lets a
   browser confirm the payment; it must not reach a cache, a CSV or a notebook). Inside an
   expanded object (``payment_method``, ``customer``) ``object`` says what it is: kept.
+- Card data is never kept: a ``card`` object anywhere in ``extra`` (creation data a gateway
+  echoes back, ``payment_method_data.card``) has its ``number`` shown as its last four
+  digits (``…4242``) and its ``cvc`` as ``…``, so a cache never holds what PCI DSS forbids
+  storing.
 - Refunds have no ``status_raw`` column, so an unknown refund status is kept in
   ``extra`` as ``{"status": ...}``.
 - Unusable records (not an object, no id, no parsable creation time) become
@@ -815,10 +819,46 @@ def _complete(
     else:
         status = pc.fill_null(_map_unique(status_raw, _canonical_refund_status, _STR), "unknown")
         cols["status"] = status
+    cols["extra"] = _without_card_data(cols["extra"].combine_chunks())
     unmapped = status_raw.filter(pc.equal(status, "unknown"))
     unknown = {s for s in pc.unique(unmapped).to_pylist() if s is not None}
     final = pa.table({name: cols[name] for name in _schema.columns(resource)})
     return _to_pandas(final), unknown
+
+
+_CARD_DATA = r'"(number|cvc)"'
+
+
+def _masked_card(value: Any, in_card: bool = False) -> Any:
+    """``value`` with each ``card`` object's number and CVC masked (see the module's notes)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if in_card and k == "number" and isinstance(v, str | int):
+                digits = "".join(c for c in str(v) if c.isdigit())
+                out[k] = f"…{digits[-4:]}"
+            elif in_card and k == "cvc":
+                out[k] = "…"
+            else:
+                out[k] = _masked_card(v, k == "card")
+        return out
+    if isinstance(value, list):
+        return [_masked_card(v) for v in value]
+    return value
+
+
+def _without_card_data(extra: pa.Array) -> pa.Array:
+    """``extra`` texts with card numbers and CVCs masked; the rare rows that may hold one
+    (a ``"number"`` or ``"cvc"`` key) are parsed, the rest left as they are."""
+    suspect = pc.fill_null(pc.match_substring_regex(extra, _CARD_DATA), False)
+    if not pc.any(suspect).as_py():
+        return extra
+    texts = extra.to_pylist()
+    for i in np.flatnonzero(suspect.to_numpy(zero_copy_only=False)):
+        texts[i] = orjson.dumps(
+            _masked_card(orjson.loads(texts[i])), option=orjson.OPT_SORT_KEYS
+        ).decode()
+    return pa.array(texts, extra.type)
 
 
 def _ascending(values: pa.ChunkedArray) -> bool:

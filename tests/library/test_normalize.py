@@ -506,6 +506,29 @@ def test_method_type_from_the_creation_data_last(
         assert pd.isna(row["fpx_bank_code"]) and pd.isna(row["fpx_bank"])
 
 
+def test_card_numbers_and_cvcs_never_reach_extra() -> None:
+    """A gateway echoing the creation data would put a card number and CVC in extra, and so
+    in the cache: they are masked (last four digits), on every path; the rest is kept."""
+    card = {"number": "4242 4242 4242 4242", "exp_month": 12, "exp_year": 2030, "cvc": "123"}
+    record = pay_b(
+        payment_method_data={"type": "card", "card": card},
+        shipping={"address": {"number": "12"}},  # a "number" outside a card is left alone
+    )
+    frames = [_normalize_bodies("payments", [b_page([record])], None, fast=fast).frame
+              for fast in (True, False)]  # fmt: skip
+    frames.append(normalize_payments([record]))
+    for frame in frames:
+        pd.testing.assert_frame_equal(frame, frames[0])
+    extra = frames[0].iloc[0]["extra"]
+    assert "4242 4242" not in extra and "123" not in extra
+    assert json.loads(extra) == {
+        "payment_method_data": {"type": "card", "card": {
+            "number": "…4242", "exp_month": 12, "exp_year": 2030, "cvc": "…"}},
+        "shipping": {"address": {"number": "12"}},
+    }  # fmt: skip
+    assert frames[0].iloc[0]["method_type"] == "card"
+
+
 def test_the_object_of_an_expanded_object_is_kept_in_extra() -> None:
     record = pay_b(
         payment_method={"id": "pm_3", "object": "payment_method", "type": "card",
