@@ -169,7 +169,9 @@ def test_a_cache_path_that_is_a_file_is_one_clear_error(shop: Shop, tmp_path: Pa
     )
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: cannot use"), result.output
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith(f"Error: {blocker} is a file, not a folder"), result.output
+    assert "GW_CACHE_DIR" in lines[0]
 
 
 #: Runs inside its own mount namespace with a small tmpfs at argv[1]: a first sync that
