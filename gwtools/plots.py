@@ -335,7 +335,10 @@ def _top_groups(
         return series, f"not shown (smaller): {shown}"
     num, den = ratio
     summed = others.groupby("period", sort=True)[[num, den]].sum().reset_index()
-    interval = f"{rate}_ci_low".removeprefix("rate_") in table.columns
+    # An interval only where the table has one: a ratio that can exceed 1 (refunds by refund
+    # date against the period's payments) has its columns, all NaN, and no Wilson interval.
+    low = f"{rate}_ci_low".removeprefix("rate_")
+    interval = low in table.columns and bool(table[low].notna().any())
     combined = add_rate(summed, num, den, name=rate, interval=interval)
     series.append((f"other ({len(rest)})", combined))
     return series, ""

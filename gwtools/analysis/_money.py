@@ -48,6 +48,14 @@ def exponent(currency: str) -> int:
     return int(get_currency_precision(currency.upper()))
 
 
+def minor_per_major(currency: Any) -> float:
+    """``10 ** exponent(currency)``: 100.0 for MYR, 1.0 for JPY; NaN for a missing currency
+    (a group key of rows with none), so their major amounts are NaN, not an error."""
+    if currency is None or pd.isna(currency):
+        return float("nan")
+    return 10.0 ** exponent(str(currency))
+
+
 def to_major(amount: pd.Series, currency: pd.Series) -> pd.Series:
     """Minor units (``Int64``) to major units (``float64``), currency by currency."""
     codes = currency.astype("string").str.upper()

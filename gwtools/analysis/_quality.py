@@ -99,7 +99,10 @@ def _hourly_holes(counts: pd.Series, tz: str) -> tuple[int, list[str]]:
             while j + 1 < len(empty) and empty[j + 1]:
                 j += 1
             if expected[i : j + 1].sum() >= HOLE_EXPECTED:
-                holes.append(f"{span[i]:%Y-%m-%d %H:00} to {span[j] + pd.Timedelta(hours=1):%H:00}")
+                start, end = span[i], span[j] + pd.Timedelta(hours=1)
+                # The end's date too when the hole runs past its first day (or to midnight).
+                shape = "%H:00" if end.date() == start.date() else "%Y-%m-%d %H:00"
+                holes.append(f"{start:%Y-%m-%d %H:00} to {end.strftime(shape)}")
             i = j + 1
         else:
             i += 1

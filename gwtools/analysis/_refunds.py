@@ -16,7 +16,7 @@ import pandas as pd
 
 from gwtools._errors import ConfigurationError
 from gwtools.analysis import _engine as E
-from gwtools.analysis._money import exponent, format_money, totals_by_currency
+from gwtools.analysis._money import format_money, minor_per_major, totals_by_currency
 from gwtools.analysis._rates import (
     By,
     add_rate,
@@ -186,7 +186,7 @@ def refund_rate(
     table = table.reset_index()
     for col in ("payments", count_col):
         table[col] = table[col].astype("int64")
-    scale = table["currency"].map(lambda c: 10 ** exponent(c)).astype("float64")
+    scale = table["currency"].map(minor_per_major).astype("float64")  # NaN for no currency
     table["captured_amount"] = table.pop("captured_minor").astype("float64") / scale
     table["refunded_amount"] = table.pop("refunded_minor").astype("float64") / scale
     table = add_rate(table, count_col, "payments", interval=cohort == "payment")

@@ -76,12 +76,13 @@ def _local_dates(ts: pd.Series, tz: str) -> tuple[dt.date | None, dt.date | None
     return local.min().date(), local.max().date()
 
 
-def _for_display(frame: pd.DataFrame, tz: str) -> pd.DataFrame:
-    """Percentages as ``12.3%``, timestamps in local time, nulls blank."""
+def _for_display(frame: pd.DataFrame, tz: str, percent: Collection[str] = ()) -> pd.DataFrame:
+    """Percentages (the usual rate and share columns, and ``percent``) as ``12.3%``,
+    timestamps in local time, nulls blank."""
     out = frame.copy()
     for col in out.columns:
         series = out[col]
-        if col in _PERCENT_COLUMNS:
+        if col in _PERCENT_COLUMNS or col in percent:
             out[col] = series.map(lambda v: "" if pd.isna(v) else f"{v:.1%}")
         elif isinstance(series.dtype, pd.DatetimeTZDtype):
             out[col] = local_time(series, tz).dt.strftime("%Y-%m-%d %H:%M").fillna("")
@@ -90,14 +91,22 @@ def _for_display(frame: pd.DataFrame, tz: str) -> pd.DataFrame:
     return out.astype("object").where(out.notna(), "")
 
 
-def to_html(frame: pd.DataFrame, tz: str, *, max_rows: int = 50, more: bool = False) -> str:
+def to_html(
+    frame: pd.DataFrame,
+    tz: str,
+    *,
+    max_rows: int = 50,
+    more: bool = False,
+    percent: Collection[str] = (),
+) -> str:
     """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut: no index
     column, numbers on one line, long text (retry advice) wrapping in a wide column, and a
     sideways scroll bar when the table is wider than the dashboard. ``more``: ``frame`` is
-    the first rows of a longer table (a drill-down fetched with a limit)."""
+    the first rows of a longer table (a drill-down fetched with a limit); ``percent``: more
+    columns of fractions to show as percentages (beside ``rate``, ``share`` and the like)."""
     if frame.empty:
         return "<p><i>nothing matches the filters</i></p>"
-    shown = _for_display(frame.head(max_rows), tz)
+    shown = _for_display(frame.head(max_rows), tz, percent)
     table = tidy_tables(shown.to_html(index=False, escape=True, border=0))
     note = ""
     if len(frame) > max_rows:
@@ -282,7 +291,9 @@ class Dashboard(widgets.VBox):
         self.first_day, self.last_day = first, last
         layout = widgets.Layout(width="auto")
         self.since = widgets.DatePicker(description="from", value=first, layout=layout)
-        self.until = widgets.DatePicker(description="to", value=last, layout=layout)
+        self.until = widgets.DatePicker(
+            description="to", value=self.opening_until(last), layout=layout
+        )
         self.method = self._multi("method", facets["method_type"])
         self.currency = self._multi("currency", facets["currency"])
         self.status = self._multi("status", facets["status"])
@@ -378,9 +389,17 @@ class Dashboard(widgets.VBox):
         """The payments this dashboard is about (a lazy filter; default: all of them)."""
         return payments
 
+    def opening_until(self, last: dt.date | None) -> dt.date | None:
+        """The ``to`` day it opens on when none is given: ``last``, the newest payment's."""
+        return last
+
     def views(self) -> dict[str, View]:
         """Named views: each turns the filtered payments into (table, figure)."""
         raise NotImplementedError
+
+    #: Per view, columns of fractions its table shows as percentages, beyond those every
+    #: table does (``rate``, ``share``…): a view's own names, which other views use for counts.
+    percent_columns: ClassVar[Mapping[str, Collection[str]]] = {}
 
     def controls(self) -> dict[str, widgets.ValueWidget]:
         """Extra controls of this dashboard, by the keyword :meth:`set_filters` sets them with
@@ -558,10 +577,11 @@ class Dashboard(widgets.VBox):
         with the filters, nothing read yet."""
         return self._matching(self._selection_values())
 
-    def _matching(self, selection: Mapping[str, Any]) -> Any:
-        """:meth:`matching` for the filter values in ``selection`` (the controls' or not)."""
+    def _matching(self, selection: Mapping[str, Any], *, dates: bool = True) -> Any:
+        """:meth:`matching` for the filter values in ``selection`` (the controls' or not);
+        ``dates=False`` leaves the dates out (every filter but ``from``/``to``)."""
         frame = self.payments
-        if self.dates_filter:
+        if self.dates_filter and dates:
             frame = between(frame, selection["since"], selection["until"], tz=self.tz)
         selections = {
             "method_type": selection["method"],
@@ -595,7 +615,12 @@ class Dashboard(widgets.VBox):
             self.image.layout.display = None
             self.image.value = figure_png(figure)
         self.summary.value = f"<b>{self.matched:,}</b> of {self.total:,} payments match"
-        self.table.value = to_html(self.result, self.tz, max_rows=self.max_rows)
+        self.table.value = to_html(
+            self.result,
+            self.tz,
+            max_rows=self.max_rows,
+            percent=self.percent_columns.get(self.chart.value, ()),
+        )
         options = [(_ALL, None), *self.drill_options(self.result)]
         keep = self.drill.value if self.drill.value in [v for _, v in options] else None
         with self.drill.hold_trait_notifications():

@@ -15,6 +15,10 @@ from gwtools.analysis import decline_breakdown, decline_rate
 from gwtools.analysis._declines import classified
 from gwtools.widgets._dashboard import Dashboard, View, _newest_first
 
+#: The drill-down choice of failed payments with neither a decline nor a failure code (the
+#: table's row with no reason), named as the Pareto chart names its bar.
+NO_CODE = "(no code)"
+
 
 class DeclinesDashboard(Dashboard):
     """Declines by code (Pareto) or the decline rate over time; drill into a code."""
@@ -36,14 +40,21 @@ class DeclinesDashboard(Dashboard):
         }
 
     def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        if "decline_code" not in result.columns:
+        if "decline_reason" in result.columns:
+            reasons = result["decline_reason"]
+        elif "decline_code" in result.columns:
+            reasons = result["decline_code"].fillna(result["failure_code"])
+        else:
             return []
-        reasons = result["decline_code"].fillna(result["failure_code"]).dropna().unique()
-        return [(str(r), str(r)) for r in reasons]
+        # A row without a reason is drilled into as NO_CODE: None would mean all of them.
+        values = [NO_CODE if pd.isna(r) else str(r) for r in reasons.unique()]
+        return [(v, v) for v in values]
 
     def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
         failed = classified(view)
-        if choice is not None:
+        if choice == NO_CODE:
+            failed = failed.filter(nw.col("decline_reason").is_null())
+        elif choice is not None:
             failed = failed.filter(E.truthy(nw.col("decline_reason") == choice))
         columns = [
             "id", "created_at", "method_type", "card_brand", "fpx_bank", "currency",

@@ -3,15 +3,15 @@ rate over time; drill into a bank to see its payments."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Collection, Hashable, Mapping
+from typing import Any, ClassVar
 
 import narwhals as nw
 import pandas as pd
 
 from gwtools import plots
+from gwtools.analysis import FPX_OUTCOMES, fpx_banks, fpx_outcome_shares
 from gwtools.analysis import _engine as E
-from gwtools.analysis import fpx_banks, fpx_outcome_shares
 from gwtools.analysis._fpx import fpx_only
 from gwtools.widgets._dashboard import Dashboard, View, _newest_first
 
@@ -21,6 +21,8 @@ class FpxDashboard(Dashboard):
 
     title = "FPX banks"
     name = "fpx"
+    # The outcomes table holds each bank's shares of its attempts (fpx_banks's, counts).
+    percent_columns: ClassVar[Mapping[str, Collection[str]]] = {"outcomes": FPX_OUTCOMES}
 
     def __init__(self, payments: Any = None, **kwargs: Any) -> None:
         super().__init__(payments, **kwargs)
@@ -46,11 +48,16 @@ class FpxDashboard(Dashboard):
         }
 
     def drill_options(self, result: pd.DataFrame) -> list[tuple[str, Hashable]]:
-        # The banks in the table on screen (every FPX bank when the table names none).
+        # The banks in the table on screen (every FPX bank when the table names none). The
+        # outcomes table names them "name (code)", in its bank column.
         if "fpx_bank_code" in result.columns:
-            shown = set(result["fpx_bank_code"].dropna().astype(str))
-            return [(label, code) for label, code in self.banks if code in shown]
-        return list(self.banks)
+            codes = result["fpx_bank_code"]
+        elif "bank" in result.columns:
+            codes = result["bank"].astype("string").str.extract(r"\(([^()]*)\)$", expand=False)
+        else:
+            return list(self.banks)
+        shown = set(codes.dropna().astype(str))
+        return [(label, code) for label, code in self.banks if code in shown]
 
     def drill_query(self, view: Any, choice: Hashable | None) -> nw.LazyFrame[Any]:
         rows = fpx_only(view)

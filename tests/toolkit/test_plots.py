@@ -308,6 +308,31 @@ def test_refund_amounts_of_smaller_currencies_are_left_out_not_added(
     assert "not shown (smaller): JPY" in ax.get_title()
 
 
+@pytest.mark.parametrize("jpy_refunds", [1, 2])
+def test_refunds_by_refund_date_combine_into_other_without_an_interval(
+    make_payments: Build, make_refunds: Build, jpy_refunds: int
+) -> None:
+    p = make_payments(
+        [{"status": "succeeded", "amount": 100}] * 3
+        + [{"status": "succeeded", "amount": 100, "currency": c} for c in ("SGD", "SGD", "USD")]
+        + [{"status": "succeeded", "amount": 100, "currency": "JPY"}]
+    )  # pay_1-3 MYR, pay_4-5 SGD, pay_6 USD, pay_7 JPY
+    # made on the payments' day: JPY's refunds may outnumber its payments (a ratio, no interval)
+    r = make_refunds(
+        [{"payment_id": "pay_1", "amount": 50, "created_at": "2026-11-02T05:00:00Z"}]
+        + [{"payment_id": "pay_7", "amount": 10, "currency": "JPY",
+            "created_at": "2026-11-02T05:00:00Z"}] * jpy_refunds
+        + [{"payment_id": "pay_6", "amount": 10, "currency": "USD",
+            "created_at": "2026-11-02T05:00:00Z"}]
+    )  # fmt: skip
+    table = a.refund_rate(p, r, freq="day", cohort="refund")
+    ax = plots.refund_rate_over_time(table, top=2).axes[0]
+    by_label = {line.get_label(): line.get_ydata().tolist() for line in ax.lines}
+    # MYR 1 / 3, SGD 0 / 2; other: JPY and USD, (jpy_refunds + 1) refunds / 2 payments
+    assert by_label == {"MYR": [1 / 3], "SGD": [0.0], "other (2)": [(jpy_refunds + 1) / 2]}
+    assert not ax.collections  # no band: no line has an interval, "other" neither
+
+
 # ----- "sandbox data" on figures -----------------------------------------------------------
 
 

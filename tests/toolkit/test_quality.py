@@ -277,3 +277,21 @@ def test_hourly_holes_in_local_time(engine: Any) -> None:
     ]
     table = _quality(engine, build_payments(rows), build_refunds([]), tz="Asia/Kuala_Lumpur")
     assert table.loc["no_hourly_holes", "examples"] == ["2026-11-03 00:00 to 02:00"]
+
+
+def test_a_hole_past_midnight_says_the_day_it_ends(engine: Any) -> None:
+    # 15 payments an hour, 2-6 Nov UTC, none on 3 and 4 Nov: 48 silent hours, ending on the
+    # 5th; and none from 20:00 on the 5th (20:00-24:00 have 30 / 5 days = 6 an hour usual,
+    # 24 over the four hours: a hole), ending at 00:00 on the 6th
+    rows = [
+        {"status": "succeeded", "amount": 100, "created_at": f"2026-11-0{d}T{h:02d}:{m:02d}:00Z"}
+        for d in (2, 3, 4, 5, 6)
+        for h in range(24)
+        if d not in (3, 4) and not (d == 5 and h >= 20)
+        for m in range(0, 60, 4)
+    ]
+    table = _quality(engine, build_payments(rows), build_refunds([]))
+    assert table.loc["no_hourly_holes", "examples"] == [
+        "2026-11-03 00:00 to 2026-11-05 00:00",
+        "2026-11-05 20:00 to 2026-11-06 00:00",
+    ]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from gwtools import analysis as a
+from gwtools.cache._scan import connection
 
 Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
@@ -184,3 +185,27 @@ def test_refund_of_unknown_payment_is_kept(make_payments: Build, make_refunds: B
     details = a.refund_details(p, r)
     assert details["id"].tolist() == ["rfnd_1"] and details["method_type"].isna().all()
     assert a.time_to_refund(p, r)["refunds"].tolist() == [1]
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+@pytest.mark.parametrize("cohort", ["payment", "refund"])
+def test_a_payment_of_no_currency_has_no_major_amounts(
+    make_payments: Build, make_refunds: Build, engine: str, cohort: str
+) -> None:
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 1000},  # pay_1 RM10
+            {"status": "succeeded", "amount": 3000, "currency": None},  # its record had none
+        ]
+    )
+    refunds = make_refunds([{"payment_id": "pay_1", "amount": 250}])  # RM2.50
+    if engine == "duckdb":
+        payments, refunds = connection().from_df(payments), connection().from_df(refunds)
+    table = a.refund_rate(payments, refunds, cohort=cohort)
+    count = "refunded_payments" if cohort == "payment" else "refunds"
+    myr = table[table["currency"].eq("MYR").fillna(False).astype(bool)].iloc[0]
+    assert (myr["payments"], myr[count], myr["captured_amount"]) == (1, 1, 10.0)
+    assert (myr["refunded_amount"], myr["amount_rate"]) == (2.5, 0.25)
+    none = table[table["currency"].isna()].iloc[0]
+    assert (none["payments"], none[count]) == (1, 0)  # counted, with no amount in major units
+    assert none[["captured_amount", "refunded_amount", "amount_rate"]].isna().all()

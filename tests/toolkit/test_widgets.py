@@ -169,6 +169,144 @@ def test_fpx_dashboard_bank_filter_and_drilldown(payments: pd.DataFrame, tmp_pat
     assert d.result["bank"].tolist()[0] == "Maybank2u (MB2U0227)"
 
 
+@pytest.fixture
+def refund_days(make_payments: Build, make_refunds: Build) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Refunds made in the week of Mon 2 Nov (UTC), of payments made in it and before it."""
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 4000, "created_at": "2026-10-20T02:00:00Z"},  # pay_1
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-02T02:00:00Z"},  # pay_2
+            {"status": "succeeded", "amount": 2000, "method_type": "fpx", "fpx_bank_code": "MB2U0227",
+             "fpx_bank": "Maybank2u", "created_at": "2026-11-03T02:00:00Z"},  # pay_3
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-04T02:00:00Z"},  # pay_4
+            {"status": "failed", "amount": 1000, "failure_code": "card_declined",
+             "decline_code": "generic_decline", "created_at": "2026-11-05T02:00:00Z"},  # pay_5
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-06T02:00:00Z"},  # pay_6
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-12T02:00:00Z"},  # pay_7
+        ]
+    )  # fmt: skip
+    refunds = make_refunds(
+        [
+            {"payment_id": "pay_1", "amount": 4000, "created_at": "2026-11-03T05:00:00Z"},
+            {"payment_id": "pay_2", "amount": 500, "created_at": "2026-11-04T05:00:00Z"},
+            {"payment_id": "pay_3", "amount": 2000, "created_at": "2026-11-05T05:00:00Z"},
+            {"payment_id": "pay_4", "amount": 1000, "status": "failed",
+             "created_at": "2026-11-05T06:00:00Z"},  # failed: moves no money, not counted
+            {"payment_id": "pay_2", "amount": 500, "created_at": "2026-11-10T05:00:00Z"},
+            {"payment_id": "pay_7", "amount": 1000, "created_at": "2026-11-13T05:00:00Z"},
+        ]
+    )  # fmt: skip
+    return payments, refunds
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["pandas", "duckdb"])
+def test_by_refund_date_the_days_choose_the_refunds_made_on_them(
+    refund_days: tuple[pd.DataFrame, pd.DataFrame], lazy: bool, tmp_path: Path
+) -> None:
+    from gwtools import analysis as a
+
+    payments, refunds = refund_days
+    p, r = _scanned(payments, refunds, tmp_path) if lazy else (payments, refunds)
+    d = w.refunds_dashboard(
+        p, r, tz="UTC", cohort="refund", since="2026-11-02", until="2026-11-08", now="2026-11-20"
+    )
+    # Succeeded 2-8 Nov: pay_2, pay_3, pay_4, pay_6 (RM10 + 20 + 10 + 10 = RM50). Refunds
+    # made 2-8 Nov that moved money: rfnd_1 (of pay_1, made in October), rfnd_2, rfnd_3
+    # (RM40 + 5 + 20 = RM65): 3 / 4. Not rfnd_5, pay_2's second refund, made on 10 Nov.
+    row = d.result.iloc[0]
+    assert len(d.result) == 1 and row["period"] == pd.Timestamp("2026-11-02", tz="UTC")
+    assert (row["payments"], row["refunds"], row["rate"]) == (4, 3, 0.75)
+    assert (row["captured_amount"], row["refunded_amount"]) == (50.0, 65.0)
+    expected = a.refund_rate(
+        a.between(payments, "2026-11-02", "2026-11-08", tz="UTC"),
+        a.between(refunds, "2026-11-02", "2026-11-08", tz="UTC"),
+        freq="week",
+        tz="UTC",
+        cohort="refund",
+    )
+    _same(d.result, expected)
+
+    # The other filters choose the refunds through their payments, whenever those were made:
+    # card payments pay_2, pay_4, pay_6 (RM30); their refunds rfnd_1, rfnd_2 (RM45): 2 / 3.
+    d.set_filters(method="card")
+    row = d.result.iloc[0]
+    assert (row["payments"], row["refunds"], row["refunded_amount"]) == (3, 2, 45.0)
+    assert row["rate"] == pytest.approx(2 / 3)
+    d.drill.value = "succeeded"
+    assert d.drilled["id"].tolist() == ["rfnd_2", "rfnd_1"]  # newest first
+    assert d.drilled["method_type"].tolist() == ["card", "card"]  # pay_1 is from October
+    # pay_2's RM10 is refunded in full by rfnd_2 and rfnd_5 (made after the window)
+    assert d.drilled["kind"].tolist() == ["full", "full"]
+    d.set_filters(chart="reasons")
+    assert d.result["count"].sum() == 2
+
+    # By payment date the days choose payments: their refunds whenever made (rfnd_5 too).
+    d.set_filters(cohort="payment", chart="rate by count", method=[])
+    assert d.result["refunded_payments"].sum() == 2  # pay_2 and pay_3 of the four
+
+    # Given no days, it opens up to the newest refund's day (13 Nov; the newest payment is
+    # of 12 Nov): by refund date, every refund that moved money, rfnd_4 (failed) aside.
+    d = w.refunds_dashboard(p, r, tz="UTC", cohort="refund")
+    assert (d.since.value, d.until.value) == (dt.date(2026, 10, 20), dt.date(2026, 11, 13))
+    assert d.result["refunds"].sum() == 5 and d.result["payments"].sum() == 6
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["pandas", "duckdb"])
+def test_refunds_dashboard_opens_with_a_payment_of_no_currency(
+    make_payments: Build, make_refunds: Build, lazy: bool, tmp_path: Path
+) -> None:
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 1000},
+            {"status": "succeeded", "amount": 3000, "currency": None},  # its record had none
+        ]
+    )
+    refunds = make_refunds([{"payment_id": "pay_1", "amount": 250}])  # made 5 Nov
+    p, r = _scanned(payments, refunds, tmp_path) if lazy else (payments, refunds)
+    for cohort in ("payment", "refund"):
+        d = w.refunds_dashboard(p, r, tz="UTC", cohort=cohort, chart="rate by amount")
+        table = d.result.sort_values("payments", key=lambda s: d.result["currency"].isna())
+        assert table["currency"].tolist()[0] == "MYR" and pd.isna(table["currency"].tolist()[1])
+        assert table["amount_rate"].tolist()[0] == 0.25  # RM2.50 of RM10
+        assert table[["captured_amount", "amount_rate"]].iloc[1].isna().all()
+
+
+def test_fpx_outcomes_view_drills_into_the_banks_shown_and_shows_percentages(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    d = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path, chart="outcomes")
+    assert [v for _, v in d.drill.options] == [None, "MB2U0227", "TEST0004"]
+    # Maybank2u: 2 of 2 succeeded; the test bank's one attempt timed out
+    assert "<td>Maybank2u (MB2U0227)</td>\n<td>100.0%</td>" in d.table.value
+    assert "<td>0.0%</td>" in d.table.value and "<td>1.00</td>" not in d.table.value
+    assert "<td>2</td>" in d.table.value  # attempts stay a count
+    d.set_filters(bank="TEST0004")
+    assert d.result["bank"].tolist() == ["Test Bank 4 (TEST0004)"]
+    assert [v for _, v in d.drill.options] == [None, "TEST0004"]
+    # in the table by bank, succeeded is a count, not a share
+    d.set_filters(chart="success by bank", bank=[])
+    assert "<td>2</td>" in d.table.value and "200.0%" not in d.table.value
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["pandas", "duckdb"])
+def test_declines_without_any_code_can_be_drilled_into(
+    payments: pd.DataFrame, refunds: pd.DataFrame, lazy: bool, tmp_path: Path
+) -> None:
+    payments = payments.copy()
+    payments.loc[payments["id"] == "pay_2", ["failure_code", "decline_code"]] = pd.NA
+    p, _ = _scanned(payments, refunds, tmp_path) if lazy else (payments, refunds)
+    d = w.declines_dashboard(p, tz="UTC", export_dir=tmp_path)
+    assert d.result["decline_reason"].isna().sum() == 1  # a row, and a "(no code)" bar
+    # 2, 1 and 1 failed payments: ties by name, the one of no code last
+    assert [v for _, v in d.drill.options] == [
+        None, "insufficient_funds", "processing_error", "(no code)"
+    ]  # fmt: skip
+    d.drill.value = "(no code)"
+    assert d.drilled["id"].tolist() == ["pay_2"]
+    _, rows = d.export("csv")
+    assert pd.read_csv(rows)["id"].tolist() == ["pay_2"]
+
+
 class _Counted(w.DeclinesDashboard):
     """The declines dashboard, counting its refreshes."""
 
@@ -496,10 +634,15 @@ def _poisoned(rel: Any) -> Any:
 
 @pytest.fixture
 def lazy_tables(payments: pd.DataFrame, refunds: pd.DataFrame, tmp_path: Path) -> tuple[Any, Any]:
+    return _scanned(payments, refunds, tmp_path)
+
+
+def _scanned(payments: pd.DataFrame, refunds: pd.DataFrame, folder: Path) -> tuple[Any, Any]:
+    """``payments`` and ``refunds`` written to a cache in ``folder``, as its lazy DuckDB scans."""
     import gwtools
     from gwtools.cache._dataset import Dataset
 
-    root = tmp_path / "cache" / "acct" / "test"
+    root = folder / "cache" / "acct" / "test"
     Dataset(root / "payments", "payments").write_batch(payments)
     Dataset(root / "refunds", "refunds").write_batch(refunds)
     with warnings.catch_warnings():  # written by hand, never synced: "partial" is expected
