@@ -104,11 +104,25 @@ class Sandbox:
             return self
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(2048)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(2048)
+        except BaseException:
+            sock.close()
+            raise
         self.port = sock.getsockname()[1]
         self._socket = sock
+        try:
+            self._seed_and_serve(sock)
+        except BaseException:
+            # Seeding interrupted (Ctrl-C) or the server not starting: nothing may keep
+            # listening on the port, or a rerun on the same --port fails with "in use".
+            self.stop()
+            raise
+        return self
+
+    def _seed_and_serve(self, sock: socket.socket) -> None:
         self.gateway.set_base_url(self.base_url)
         payments, days, seed = self._seed
         if payments:
@@ -147,13 +161,11 @@ class Sandbox:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the sandbox server did not start; see the log above")
             time.sleep(0.005)
-        return self
 
     def stop(self) -> None:
-        if self._server is None or self._thread is None:
-            return
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
         self._server = None
         self._thread = None
         if self._socket is not None:

@@ -343,14 +343,14 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    assert "Report written to ./gwtools-report/" in out
-    assert "(sandbox data: not real payments)" in out  # the summary's Data: line
+    assert "Report written to ./gwtools-report/" in out, out + done.stderr[-2000:]
+    assert "(sandbox data: not real payments)" in out, out  # the summary's Data: line
     # The demo history carries one incident of each kind, whose attempts come on top of the 400.
     listed = len(pd.read_csv(tmp_path / "gwtools-report" / "tables" / "payments.csv"))
     assert listed > 400
-    assert re.search(rf"payments\s+{listed:,} \(\d+ refunds\)", out)
-    assert "success rate" in out and "top declines" in out and "worst FPX bank" in out
-    assert not re.search(r"127\.0\.0\.1|sk_test_|/tmp/", out + done.stderr)
+    assert re.search(rf"payments\s+{listed:,} \(\d+ refunds\)", out), out
+    assert "success rate" in out and "top declines" in out and "worst FPX bank" in out, out
+    assert not re.search(r"127\.0\.0\.1|sk_test_|/tmp/", out + done.stderr), out + done.stderr
     report_dir = tmp_path / "gwtools-report"
     assert sorted(p.name for p in report_dir.glob("*.html")) == [
         "01_overview_and_export.html",
