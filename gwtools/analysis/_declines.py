@@ -33,7 +33,9 @@ UNCLASSIFIED_ADVICE: Final = "unclassified code: look it up before retrying"
 
 def reason_expr() -> nw.Expr:
     """The decline reason as an expression: ``decline_code``, else ``failure_code``."""
-    return nw.coalesce(nw.col("decline_code"), nw.col("failure_code"))
+    # Typed as text: on a pandas table with object columns, a reason of only nulls is an
+    # untyped column that a group-by turns into float NaN keys.
+    return nw.coalesce(nw.col("decline_code"), nw.col("failure_code")).cast(nw.String)
 
 
 def type_expr(reason: nw.Expr) -> nw.Expr:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import zoneinfo
 from collections.abc import Callable, Sequence
 from typing import Any, Final, ParamSpec, TypeVar, cast
@@ -74,6 +75,8 @@ _MAX_PIECES = 8
 def lazy(table: Table) -> nw.LazyFrame[Any]:
     """``table`` as a Narwhals LazyFrame on its own engine (pandas stays pandas)."""
     if isinstance(table, nw.LazyFrame):
+        # A Narwhals frame over Spark reads its times in the session's zone all the same.
+        _check_spark(table)
         return table
     if isinstance(table, nw.DataFrame):
         return table.lazy()
@@ -581,16 +584,30 @@ def hashed(lf: nw.LazyFrame[Any], column: str, alias: str) -> tuple[nw.LazyFrame
 def _json_value(text: Any, key: str) -> str | None:
     import orjson
 
-    if not isinstance(text, str) or key not in text:
+    # Most texts lack the key: no parse. One with an escape may spell the key escaped
+    # ("\u00f6" for "ö", \" for a quote), as the other engines' readers understand.
+    if not isinstance(text, str) or (key not in text and "\\" not in text):
         return None
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
+    if isinstance(data, dict) and text.count(f'"{key}"') > 1:
+        # The key given twice (metadata is kept as the gateway sent it): DuckDB's and Spark's
+        # readers take its first value, orjson the last; read it again keeping the first.
+        data = json.loads(text, object_pairs_hook=_first_of_each)
     value = data.get(key) if isinstance(data, dict) else None
     if value is None or value == "":
         return None
     return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _first_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, the first value of a key given twice."""
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        out.setdefault(name, value)
+    return out
 
 
 #: Plain aggregations :func:`first_last` computes beside the ends: name -> engine function.
