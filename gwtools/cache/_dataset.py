@@ -407,12 +407,18 @@ class MergeStats:
     unchanged: int = 0
     #: values of the ``collect`` column of the new and updated rows (see Dataset.compact)
     changed: set[Any] = field(default_factory=set)
+    #: part files found damaged while merging, moved to quarantine (see Dataset.compact)
+    quarantined: list[Path] = field(default_factory=list)
+    #: staged batches found damaged while merging, deleted: their rows are missing
+    dropped: list[Path] = field(default_factory=list)
 
     def __iadd__(self, other: MergeStats) -> MergeStats:
         self.new += other.new
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.changed |= other.changed
+        self.quarantined += other.quarantined
+        self.dropped += other.dropped
         return self
 
 
@@ -595,7 +601,23 @@ class Dataset:
         quarantine part files that cannot be read (returns where they went)."""
         with _writing(self.path, "clearing what an interrupted sync left"):
             self.remove_temporaries()
-            return self.quarantine_unreadable()
+            moved = self.quarantine_unreadable()
+        self._number_after_files()
+        return moved
+
+    def _number_after_files(self) -> None:
+        """Number what this process writes next after every part file already there.
+
+        A file's number (its name) says which version of a row is newer, and comes from the
+        clock of the machine that wrote it: a cache synced from a machine whose clock runs
+        ahead (a shared folder), or before the clock was set back, holds numbers above this
+        clock's, and this sync's newer rows would lose to them.
+        """
+        global _last_seq
+        files = [f for p in self._partitions() for f in self._files_in(p)]
+        newest = max(map(self._file_seq, [*files, *self._staged_files()]), default=0)
+        with _seq_lock:
+            _last_seq = max(_last_seq, newest)
 
     def quarantine_unreadable(self) -> list[Path]:
         """Move every part file whose Parquet footer cannot be read (zero bytes, truncated,
@@ -608,16 +630,25 @@ class Dataset:
             if _unreadable(f) is not None:
                 f.unlink(missing_ok=True)
         damaged = [
-            (p, f, why)
+            (f, why)
             for p in self._partitions()
             for f in self._files_in(p)
             if (why := _unreadable(f)) is not None
         ]
+        return self._quarantine(damaged, lower=True)
+
+    def _quarantine(
+        self, damaged: Sequence[tuple[Path, str]], *, lower: bool, then: str = "The sync fetches"
+    ) -> list[Path]:
+        """Move the part files ``damaged`` (with why each cannot be read) to
+        :attr:`quarantine_path`, with a warning each (``then``: who fetches their months again);
+        ``lower``: first lower the high-water mark to the start of their earliest month, so the
+        next incremental sync fetches it again."""
         if not damaged:
             return []
-        months = sorted(p.name.split("=", 1)[1] for p, _, _ in damaged)
+        months = sorted(f.parent.name.split("=", 1)[1] for f, _ in damaged)
         state = self.state()
-        if state.get("high_water"):
+        if lower and state.get("high_water"):
             starts = [_month_start(m) for m in months]
             # An unknown month (no creation time) can be anywhere: list everything.
             lowest = None if None in starts else min(s for s in starts if s is not None)
@@ -628,7 +659,8 @@ class Dataset:
                 # and the next sync quarantines it again.
                 self.write_state(state)
         moved = []
-        for partition, f, why in damaged:
+        for f, why in damaged:
+            partition = f.parent
             target_dir = self.quarantine_path / partition.name
             target_dir.mkdir(parents=True, exist_ok=True)
             target = target_dir / f.name
@@ -638,7 +670,7 @@ class Dataset:
             _step("quarantine.moved")
             moved.append(target)
             _warn(
-                f"{f} could not be read ({why}); moved it to {target}. The sync fetches "
+                f"{f} could not be read ({why}); moved it to {target}. {then} "
                 f"{partition.name.split('=', 1)[1]} again, so nothing is lost once it completes; "
                 "delete the quarantined file when you no longer need it"
             )
@@ -711,7 +743,7 @@ class Dataset:
             }
             todo = months if replace else months | pending
             for month in sorted(todo):  # one month at a time: memory stays flat
-                stats += self._compact_month(month, since_seq, replace, collect)
+                stats += self._merge_month(month, since_seq, replace, collect)
                 _step("compact.month-done")
             if replace:
                 for p in self._partitions():
@@ -724,6 +756,38 @@ class Dataset:
                 for f in self._staged_files():  # a killed sync's batches of removed months
                     f.unlink(missing_ok=True)
             self._remove_empty_staging()
+        return stats
+
+    def _merge_month(
+        self, month: str, since_seq: int, replace: bool, collect: str | None
+    ) -> MergeStats:
+        """:meth:`_compact_month`; a part file whose pages cannot be read (its footer can: the
+        sync's first step did not see it) is moved to quarantine and the month merged without
+        it. Unless this is a full sync's replace (which fetched the month again), the
+        high-water mark is lowered to the month's start, so the next sync fetches it again. A
+        damaged staged batch is deleted (:attr:`MergeStats.dropped`: the sync is incomplete)."""
+        try:
+            return self._compact_month(month, since_seq, replace, collect)
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, FileNotFoundError) or getattr(exc, "errno", None) in (
+                _FULL | _READ_ONLY
+            ):
+                raise  # a write that failed: no file to look for
+            staged = [f for f in self._staged_files(month) if _damaged(f)]
+            for f in staged:  # never part of the dataset: listed again by an incomplete sync
+                f.unlink(missing_ok=True)
+            damaged = [(f, why) for f in self._files(month) if (why := _damaged(f))]
+            if not damaged and not staged:
+                raise  # not a damaged file: a full disk, a read-only folder, ...
+            then = (
+                "This full sync fetched"
+                if replace
+                else "This sync says it is incomplete, and the next one fetches"
+            )
+            moved = self._quarantine(damaged, lower=not replace, then=then)
+        stats = self._compact_month(month, since_seq, replace, collect)
+        stats.quarantined += moved
+        stats.dropped += staged
         return stats
 
     def _compact_month(
@@ -845,6 +909,7 @@ class Dataset:
         status: str | Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
         ids: Collection[str] | None = None,
+        quarantine: bool = False,
     ) -> pa.Table:
         """The cached rows (one per id, newest version) as Arrow, filtered and projected;
         ``ids`` keeps only the rows with those ids (the sync's: the few rows it re-reads).
@@ -852,9 +917,13 @@ class Dataset:
         Raises :class:`CacheError` naming a part file that cannot be read (the next sync
         quarantines it). Safe while another process syncs: compaction renames a month's new
         file over the old one, and when a listed file has gone, listing again finds a
-        complete set.
+        complete set. ``quarantine`` (the sync's reads, under its lock): such a file is moved
+        to quarantine instead, lowering the high-water mark to its month's start, and the
+        others are read.
         """
-        table, _ = self._read(since, until, status, columns, skip_damaged=False, ids=ids)
+        table, damaged = self._read(since, until, status, columns, skip_damaged=quarantine, ids=ids)
+        if damaged:
+            self._quarantine(list(damaged.items()), lower=True)
         return table
 
     def _read(
@@ -906,8 +975,12 @@ class Dataset:
             except (pa.ArrowInvalid, OSError) as exc:
                 if isinstance(exc, FileNotFoundError):
                     raise
-                # Find the culprits (a footer that cannot be read), then read the others.
+                # Find the culprits (a footer, else a page, that cannot be read), then read
+                # the others.
                 found = {f: why for m in listed for f in m if (why := _unreadable(f))}
+                pages = not found
+                if pages:
+                    found = {f: why for m in listed for f in m if (why := _damaged(f))}
                 if not found or set(found) <= set(damaged):
                     raise CacheError(
                         f"cannot read the cache at {self.path}: {exc}. Run `gwtools sync --full` "
@@ -916,9 +989,11 @@ class Dataset:
                 damaged.update(found)
                 if not skip_damaged:
                     f, why = next(iter(found.items()))
+                    # A damaged page is found only by reading it: a full sync reads every file.
+                    who = "`gwtools sync --full`" if pages else "The next `gwtools sync`"
                     raise CacheError(
-                        f"cannot read {f} ({why}). The next `gwtools sync` moves it to "
-                        f"{self.quarantine_path} and fetches its month again"
+                        f"cannot read {f} ({why}). {who} moves it to {self.quarantine_path} "
+                        "and fetches its month again"
                     ) from exc
                 listed = [[f for f in m if f not in damaged] for m in listed]
         # The time bounds were pushed into the scan; the statuses apply after the newest
@@ -1000,8 +1075,11 @@ class Dataset:
                 f"written since {started or 'an unknown time'}), so rows may be missing"
             )
         for f, why in damaged.items():
+            # Its footer reads (its pages do not): only a sync that reads it whole, a full
+            # one, finds it.
+            who = "the next sync" if _unreadable(f) else "`gwtools sync --full`"
             problems.append(
-                f"{f} cannot be read ({why}), so its rows are missing; the next sync moves it "
+                f"{f} cannot be read ({why}), so its rows are missing; {who} moves it "
                 f"to {self.quarantine_path} and fetches its month again"
             )
         # Moved aside after the last sync wrote its state: their months are not back yet.
@@ -1149,6 +1227,23 @@ def _unreadable(path: Path) -> str | None:
         pq.read_metadata(path)
     except FileNotFoundError:
         return None  # gone since it was listed: nothing to move
+    except (pa.ArrowException, OSError) as exc:
+        return str(exc).splitlines()[0] or type(exc).__name__
+    return None
+
+
+def _damaged(path: Path) -> str | None:
+    """Why ``path`` cannot be read whole (its footer, or any page), or None if it can; reads
+    every page, so only where a read has already failed."""
+    why = _unreadable(path)
+    if why is not None:
+        return why
+    try:
+        with pq.ParquetFile(path) as pf:
+            for group in range(pf.num_row_groups):
+                pf.read_row_group(group, use_threads=False)
+    except FileNotFoundError:
+        return None
     except (pa.ArrowException, OSError) as exc:
         return str(exc).splitlines()[0] or type(exc).__name__
     return None

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
+from filelock import FileLock, Timeout
 
 from gwtools import _schema
 from gwtools._config import Settings
@@ -109,7 +110,7 @@ async def run_sync(
     workers = Workers()
     try:
         for lock in locks:
-            await asyncio.to_thread(lock.acquire)
+            await _acquire(lock)
             acquired.append(lock)
         for r in order:
             refunds = datasets["refunds"]
@@ -140,6 +141,25 @@ async def run_sync(
             stacklevel=2,
         )
     return result
+
+
+#: How often a sync waiting for another one's lock tries it again, in seconds.
+LOCK_POLL = 0.1
+
+
+async def _acquire(lock: FileLock) -> None:
+    """Take a dataset's sync lock, waiting on this loop for another sync to end.
+
+    Tried without blocking, between sleeps: a blocking acquire in a worker thread outlives a
+    sync cancelled while it waits (Ctrl-C in a notebook), then takes the lock once the other
+    sync ends and never releases it, so every later sync of the cache waits for ever.
+    """
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            return
+        except Timeout:
+            await asyncio.sleep(LOCK_POLL)
 
 
 def _set_owed(refunds: Dataset, ids: set[str]) -> None:
@@ -185,9 +205,14 @@ async def _sync_one(
 
     try:
         if incremental:
-            plan, probes = await _plan_incremental(
-                ctx, ds, str(high_water), extra_ids, on_malformed
-            )
+            try:
+                plan, probes = await _plan_incremental(
+                    ctx, ds, str(high_water), extra_ids, on_malformed
+                )
+            except _MarkLowered:
+                # Nothing fetched or written yet: sync again from the lowered mark, so this
+                # sync fetches the damaged file's month again.
+                return await _sync_one(ctx, ds, full=full, workers=workers, extra_ids=extra_ids)
             outcome, res.reread_by_id = await _list_incremental(
                 ctx, plan, probes, writer, progress, on_malformed
             )
@@ -243,6 +268,17 @@ async def _sync_one(
             collect="payment_id" if resource == "refunds" else None,
         ),
     )
+    if stats.dropped or (stats.quarantined and not (complete and not incremental)):
+        # Files whose pages could not be read held rows this sync did not list again (a
+        # cached file's move lowered the high-water mark to its month's start): keep the
+        # mark, so the next sync fetches those rows again.
+        outcome.problem(
+            f"{len(stats.quarantined) + len(stats.dropped)} {resource} file(s) could not be "
+            f"read (cached ones were moved to {ds.quarantine_path}); the next sync fetches "
+            "their rows again"
+        )
+        complete = False
+        state = {**state, "high_water": ds.state().get("high_water")}
     http: RequestStats = ctx.client.stats.snapshot() - before
     res.fetched, res.rejected = writer.fetched, writer.rejected
     res.new, res.updated, res.unchanged = stats.new, stats.updated, stats.unchanged
@@ -286,6 +322,10 @@ async def _list(
     )
 
 
+class _MarkLowered(Exception):
+    """Planning moved a damaged file to quarantine and lowered the high-water mark."""
+
+
 async def _plan_incremental(
     ctx: SyncContext,
     ds: Dataset,
@@ -300,6 +340,8 @@ async def _plan_incremental(
     so the first page of each status's list the plan asks about is fetched before choosing.
     """
     cached, created = _candidates(ds, default_cutoff(high_water, ctx.overlap), extra_ids)
+    if ds.state().get("high_water") != high_water:
+        raise _MarkLowered  # a damaged file moved aside took rows the plan would not list
     draft = survey(
         cached,
         ds.resource,
@@ -335,14 +377,17 @@ def _candidates(ds: Dataset, default: int, extra_ids: set[str]) -> tuple[pa.Tabl
     those rows, or the default cutoff, on. Only these are read: every row's id and status
     took 36 s and 13 GB at 100M rows (``benchmarks/plan.py``)."""
     cols = columns(ds.resource)
-    found = [ds.read_table(status=open_statuses(ds.resource), columns=cols)]
+    # A file these reads find damaged (its footer read, its pages do not) is moved aside.
+    found = [ds.read_table(status=open_statuses(ds.resource), columns=cols, quarantine=True)]
     if extra_ids:
-        found.append(ds.read_table(ids=extra_ids, columns=cols))
+        found.append(ds.read_table(ids=extra_ids, columns=cols, quarantine=True))
     cached = pa.concat_tables(found)
     at = created_us(cached)
     lowest = min(default, int(at.min())) if len(at) else default
     # (a second early: a time in float seconds may round past the row itself)
-    times = ds.read_table(since=from_us(lowest - 1_000_000), columns=["created_at"])
+    times = ds.read_table(
+        since=from_us(lowest - 1_000_000), columns=["created_at"], quarantine=True
+    )
     return cached, created_us(times)
 
 

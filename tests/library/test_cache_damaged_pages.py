@@ -1,0 +1,116 @@
+"""A part file whose footer reads but whose pages do not (bytes lost inside the file, as a
+power cut can leave a file that was never flushed): readers leave it out with a warning, as
+they do a truncated file, and a full sync moves it to quarantine and rebuilds the cache.
+
+Real syncs against the sandbox over loopback HTTP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import gwtools
+from gwtools.cache._dataset import Dataset, _next_seq, _unreadable
+from tests.library.test_cache import frame
+from tests.library.test_crash_consistency import Shop, assert_every_file_reads, engine_counts
+
+
+@pytest.fixture
+def shop(sandbox_b: Any, tmp_path: Path) -> Shop:
+    return Shop(sandbox_b, tmp_path / "cache", payments=300)
+
+
+def damage_pages(path: Path) -> None:
+    """Zero the start of the file's first data page; its footer stays whole."""
+    first = pq.read_metadata(path).row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    start = first.data_page_offset
+    data[start : start + 200] = bytes(200)
+    path.write_bytes(bytes(data))
+    assert _unreadable(path) is None  # the footer still reads: the sync's first check passes
+
+
+def read(shop: Shop, **kwargs: Any) -> Any:
+    return gwtools.read_cache(shop.cache_dir, "payments", account="shop", mode="test", **kwargs)
+
+
+def test_a_file_with_damaged_pages_is_left_out_of_reads_and_a_full_sync_repairs_it(
+    shop: Shop,
+) -> None:
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    everything = set(read(shop)["id"])
+    months = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))
+    (damaged,) = list(months[0].glob("*.parquet"))
+    damage_pages(damaged)
+
+    # Read: the other months, with a warning naming the file, and not "complete".
+    with pytest.warns(gwtools.GatewayDataWarning, match=damaged.name):
+        partial = read(shop)
+    assert partial.attrs["gwtools_cache"]["complete"] is False
+    assert partial.attrs["gwtools_cache"]["damaged_files"] == [str(damaged)]
+    assert 0 < len(partial) < len(everything)
+    with pytest.raises(gwtools.CacheError, match="sync --full"):
+        read(shop, strict=True)
+
+    # What the error says to do repairs it: the damaged file goes to quarantine.
+    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
+        result = gw.sync(full=True)
+    assert result.complete, result.problems
+    assert not damaged.exists()
+    assert list(ds.quarantine_path.rglob(damaged.name))
+    back = read(shop)
+    assert set(back["id"]) == everything and back.attrs["gwtools_cache"]["complete"]
+    assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path) == (len(everything), len(everything))
+
+
+def test_an_incremental_sync_that_meets_damaged_pages_fetches_their_month_again(
+    shop: Shop,
+) -> None:
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    ds = shop.dataset()
+    everything = set(read(shop)["id"])
+    months = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))
+    (damaged,) = list(months[0].glob("*.parquet"))
+    damage_pages(damaged)
+
+    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
+        result = gw.sync()
+    assert result.complete, result.problems
+    assert result.resources["payments"].mode == "incremental"
+    assert not damaged.exists()
+    back = read(shop)
+    assert set(back["id"]) == everything and back.attrs["gwtools_cache"]["complete"]
+    assert engine_counts(ds.path) == (len(everything), len(everything))
+
+
+def test_a_merge_that_meets_damaged_pages_moves_the_file_aside_and_lowers_the_mark(
+    tmp_path: Path,
+) -> None:
+    """Damage no read before the merge met (the sync's plan reads only some rows): the merge
+    moves the file aside, lowers the high-water mark to its month's start so the next sync
+    fetches the month again, and merges this sync's rows."""
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    with ds.lock():
+        ds.write_batch(frame([(f"pay_{i:04d}", "pending", "2024-05-02") for i in range(2000)]))
+        ds.write_state({"high_water": "2024-06-10T00:00:00+00:00"})
+    (damaged,) = ds._files("2024-05")
+    damage_pages(damaged)
+    with ds.lock():
+        since = _next_seq()
+        months = ds.stage_batch(frame([("pay_0001", "succeeded", "2024-05-02")]))
+        with pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
+            stats = ds.compact(months, since_seq=since)
+    assert [p.name for p in stats.quarantined] == [damaged.name]
+    assert ds.state()["high_water"] == "2024-05-01T00:00:00+00:00"
+    with pytest.warns(gwtools.GatewayDataWarning, match="no sync has fetched those months"):
+        back = ds.read()  # partial until a sync has fetched the month again
+    assert back[["id", "status"]].values.tolist() == [["pay_0001", "succeeded"]]
+    assert engine_counts(ds.path) == (1, 1)
