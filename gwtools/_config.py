@@ -6,8 +6,10 @@ embedded sandbox (see :mod:`gwtools._embedded`); with only one of them it refuse
 which is missing. The key is checked before anything is sent: a key with a character that
 cannot be sent in a header (a zero-width space from a copy-paste, a line break, any space or
 non-ASCII character), publishable (``pk_``) keys and strings that are not secret keys are
-refused, showing at most the masked key. The key is kept out of ``repr`` and never written
-anywhere; the cache directory is named by ``account`` or by a hash of the key.
+refused, showing at most the masked key. The key is kept out of ``repr`` (also as a
+traceback shows a frame's locals: it is held as a :class:`~gwtools._errors.HiddenKey`) and
+never written anywhere; a base URL holding a key is refused; the cache directory is named by
+``account`` or by a hash of the key.
 
 :func:`check_filters` is the one place that checks what a read selects (``since``, ``until``,
 ``status``): :meth:`~gwtools.Gateway.payments`, :func:`~gwtools.read_cache` and
@@ -23,15 +25,23 @@ import operator
 import os
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 import httpx
 import platformdirs
 
-from gwtools._errors import ConfigurationError, looks_like_key, mask_key, redact, safe_url
+from gwtools._errors import (
+    ConfigurationError,
+    hide_key,
+    looks_like_key,
+    mask_key,
+    redact,
+    safe_url,
+)
 
 if TYPE_CHECKING:
     import narwhals as nw
@@ -51,6 +61,7 @@ __all__ = [
 ]
 
 Mode = Literal["test", "live"]
+_T = TypeVar("_T")
 SERVICE_VERSIONS = ("2024-01-01", "2023-12-01")
 _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -78,6 +89,12 @@ class Settings:
     service_version: str = "2024-01-01"
     embedded: bool = False
 
+    def __post_init__(self) -> None:
+        # Settings made by hand too: the key shows masked in any traceback's locals. (Nothing
+        # is refused here: a raise would put the generated __init__'s frame, whose locals hold
+        # the plain key, in the traceback. The client refuses what cannot be sent.)
+        object.__setattr__(self, "api_key", hide_key(self.api_key))
+
     @property
     def cache_folder(self) -> Path:
         """This connection's datasets, one folder per resource (see :func:`cache_folder`)."""
@@ -89,7 +106,8 @@ class Settings:
 
     def __repr__(self) -> str:
         return (
-            f"Settings(base_url={self.base_url!r}, key={self.masked_key!r}, "
+            f"Settings(base_url={shown_base_url(self.base_url, self.api_key)!r}, "
+            f"key={self.masked_key!r}, "
             f"account={self.account!r}, mode={self.mode!r}, cache_dir={str(self.cache_dir)!r}, "
             f"service_version={self.service_version!r}, embedded={self.embedded})"
         )
@@ -123,6 +141,7 @@ def check_key_text(api_key: str) -> None:
     A key is printable ASCII without spaces. The error shows the masked key (of its usable
     characters) and where the bad character is, never the key itself.
     """
+    api_key = hide_key(api_key)  # masked in this frame's locals, shown with a traceback
     if not api_key:
         raise ConfigurationError(
             "the API key is empty; set GW_API_KEY (or the key file) to the secret key, "
@@ -149,6 +168,7 @@ def check_key_text(api_key: str) -> None:
 
 def check_key(api_key: str) -> Mode:
     """The mode of a secret key; refuses publishable and malformed keys with a clear error."""
+    api_key = hide_key(api_key)  # masked in this frame's locals, shown with a traceback
     check_key_text(api_key)
     key = api_key
     if key.startswith(("pk_test_", "pk_live_")):
@@ -167,9 +187,62 @@ def check_key(api_key: str) -> Mode:
     )
 
 
+class _KeyedURL(str):
+    """A URL that holds an API key, shown without it in a traceback's locals (by repr)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr("(a URL holding an API key)")
+
+
+def hide_url(url: _T, key: str | None = None) -> _T:
+    """``url`` as a :class:`_KeyedURL` if it is text that holds a key, else as it is: the
+    frames that refuse it then show it masked in a traceback's locals."""
+    if isinstance(url, str) and not isinstance(url, _KeyedURL) and _holds_key(url, key):
+        return cast(_T, _KeyedURL(url))
+    return url
+
+
+def _holds_key(url: str, key: str | None = None) -> bool:
+    """Whether ``url`` holds ``key``, or anything shaped like a key, in any case and even
+    percent-encoded: a host is shown lowercased, so a key in another case is still the key."""
+    text = urllib.parse.unquote(url).lower()
+    # (a key that is not text is refused by the caller's checks)
+    if isinstance(key, str) and len(key) >= 8 and key.lower() in text:
+        return True
+    return looks_like_key(text)
+
+
+def check_url_holds_no_key(url: str, key: str | None = None) -> None:
+    """Refuse a base URL holding ``key`` (or anything shaped like a key) in any form."""
+    if _holds_key(url, key):
+        raise _key_in_url_error()
+
+
+def shown_base_url(url: str, key: str | None) -> str:
+    """A base URL as a repr shows it; not at all if it holds a key (Settings made by hand skip
+    connect()'s check; the client refuses them, but their repr may be shown on the way)."""
+    return "(a URL holding an API key)" if _holds_key(url, key) else url
+
+
+def _key_in_url_error() -> ConfigurationError:
+    return ConfigurationError(
+        "the base URL holds an API key (in its host, path, user info or query string): a "
+        "base URL is sent in every request line and shown in logs and messages, so it must "
+        "hold no secret. Give the gateway's address alone (e.g. https://api.example.com) and "
+        "pass the key as api_key= or GW_API_KEY (--api-key-file on the command line). Nothing "
+        "was sent.",
+        param="base_url",
+    )
+
+
 def _shown_url(raw: str, key: str | None) -> str:
     """``raw`` as an error may quote it: user info, query string and fragment hidden (they
-    may hold a password or a token), and ``key`` (or anything shaped like a key) masked."""
+    may hold a password or a token), and ``key`` (or anything shaped like a key) masked; a
+    URL holding a key in another form (another case, percent-encoded) is not quoted."""
+    if _holds_key(raw, key):
+        return "(not shown: it holds an API key)"
     shown = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1", raw)
     shown = re.sub(r"\?[^#]*", "?…", shown, count=1)
     shown = re.sub(r"#.*", "#…", shown, count=1, flags=re.DOTALL)
@@ -185,6 +258,10 @@ def normalize_base_url(base_url: str, key: str | None = None) -> str:
     those parts hidden and ``key`` (and anything shaped like a key) masked: a key pasted into
     the wrong place must not end up in a message.
     """
+    # Before anything else quotes the URL: the key may be there in a form (another case,
+    # percent-encoded) that masking would not find.
+    base_url = hide_url(base_url, key)
+    check_url_holds_no_key(base_url, key)
     raw = base_url.strip()
     shown = _shown_url(raw, key)
     try:
@@ -300,9 +377,13 @@ def resolve_settings(
     account: str | None = None,
 ) -> Settings | None:
     """Settings from arguments and environment; ``None`` means "use the embedded sandbox"."""
+    # The key (and a URL holding one), from here on, show masked in a traceback's locals.
+    api_key = hide_key(api_key)
+    base_url = hide_url(base_url, api_key)
     check_kinds(api_key=api_key, base_url=base_url, account=account, cache_dir=cache_dir)
-    key = api_key if api_key is not None else os.environ.get("GW_API_KEY") or None
+    key = hide_key(api_key if api_key is not None else os.environ.get("GW_API_KEY") or None)
     url = base_url if base_url is not None else os.environ.get("GW_BASE_URL") or None
+    url = hide_url(url, key)
     if service_version not in SERVICE_VERSIONS:
         raise ConfigurationError(
             f"service_version {service_version!r} is not one the gateway knows; use one of "
@@ -311,8 +392,10 @@ def resolve_settings(
     if key is None and url is None:
         return None
     if key is None:
+        # Quoted as other errors quote it: no user info, query string or key.
+        shown = _shown_url(str(url), None)
         raise ConfigurationError(
-            f"a base URL is set ({url}) but no API key: set GW_API_KEY (or pass api_key=; "
+            f"a base URL is set ({shown}) but no API key: set GW_API_KEY (or pass api_key=; "
             "--api-key-file on the command line), or unset GW_BASE_URL to use the embedded "
             "sandbox"
         )

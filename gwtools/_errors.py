@@ -48,7 +48,7 @@ import email.utils
 import math
 import re
 import time
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx
 import orjson
@@ -62,6 +62,7 @@ __all__ = [
     "CardError",
     "ConfigurationError",
     "GatewayError",
+    "HiddenKey",
     "InvalidRecordError",
     "InvalidRequestError",
     "MalformedBodyError",
@@ -69,11 +70,14 @@ __all__ = [
     "RateLimitError",
     "ResultTooLargeError",
     "error_from_response",
+    "hide_key",
     "mask_key",
     "redact",
     "safe_url",
     "summarize",
 ]
+
+_T = TypeVar("_T")
 
 #: Anything shaped like one of the gateway's keys (prefix and at least 8 letters or digits):
 #: masked in every GatewayError's text, whoever built it, as a last line of defence.
@@ -100,6 +104,40 @@ def mask_key(key: str | None) -> str:
             break
     tail = key[-4:] if len(key) - len(prefix) >= 8 else ""
     return f"{prefix}…{tail}"
+
+
+class HiddenKey(str):
+    """An API key that is itself in every way but its ``repr``, which is the masked key.
+
+    A traceback's locals (pytest's ``--showlocals``, rich's ``show_locals``, ``traceback`` with
+    ``capture_locals``, debuggers, error reporters) print variables by ``repr``: every gwtools
+    frame that holds the key holds it as a HiddenKey, so those show ``'sk_test_…abcd'``.
+    ``str()``, f-strings, comparison and hashing give the key itself (it is sent that way).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(mask_key(self))
+
+
+class _HiddenBytes(bytes):
+    """A key given as bytes (refused: keys are text), shown masked by ``repr`` meanwhile."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"b{mask_key(self.decode('ascii', errors='replace'))!r}"
+
+
+def hide_key(key: _T) -> _T:
+    """``key`` as a :class:`HiddenKey` if it is text (bytes, which the checks then refuse,
+    likewise); anything else as it is."""
+    if isinstance(key, str) and not isinstance(key, HiddenKey):
+        return cast(_T, HiddenKey(key))
+    if isinstance(key, bytes) and not isinstance(key, _HiddenBytes):
+        return cast(_T, _HiddenBytes(key))
+    return key
 
 
 def redact(text: str, *keys: str | None) -> str:
@@ -129,7 +167,7 @@ def _key_of(request: httpx.Request) -> str | None:
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer":
         return None
-    return key.strip() or None
+    return hide_key(key.strip()) or None
 
 
 def safe_url(url: httpx.URL | str) -> str:
@@ -324,6 +362,11 @@ def _error_body(content: bytes) -> dict[str, Any]:
     return err if isinstance(err, dict) else {}
 
 
+def _json_text(value: object) -> str:
+    """A JSON value of an error body as the JSON text it was sent as."""
+    return orjson.dumps(value).decode()
+
+
 def _seconds(raw: object, now: float) -> float | None:
     """A ``Retry-After`` value as seconds to wait: a number of seconds, or an HTTP date
     (``Wed, 21 Oct 2026 07:28:00 GMT``, RFC 9110) counted from ``now`` (Unix seconds); ``None``
@@ -459,9 +502,13 @@ def error_from_response(
     status = response.status_code
     if 300 <= status < 400:
         return APIError(_redirect_message(response, url, key), http_status=status, url=url)
-    # What the gateway (or a proxy in between) said may echo the key: redact every string.
-    err = {
-        k: redact(v, key) if isinstance(v, str) else v
+    # What the gateway (or a proxy in between) said may echo the key: redact every string,
+    # and keep a field that is a JSON object or list (a proxy echoing the request's headers
+    # there) only as its redacted JSON text, so no attribute holds the echo itself.
+    err: dict[str, Any] = {
+        k: v
+        if v is None or isinstance(v, bool | int | float)
+        else redact(v if isinstance(v, str) else _json_text(v), key)
         for k, v in _error_body(response.content).items()
     }
     etype = err.get("type") if isinstance(err.get("type"), str) else None

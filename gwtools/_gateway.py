@@ -42,9 +42,11 @@ from gwtools._config import (
     check_filters,
     check_kinds,
     check_resource,
+    hide_url,
     resolve_settings,
+    shown_base_url,
 )
-from gwtools._errors import ConfigurationError, GatewayError
+from gwtools._errors import ConfigurationError, GatewayError, hide_key
 from gwtools._schema import Resource
 from gwtools.cache._dataset import SANDBOX_DATA, Dataset
 from gwtools.http._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
@@ -222,7 +224,7 @@ class Gateway:
 
     def __repr__(self) -> str:
         s = self.settings
-        where = "embedded sandbox" if s.embedded else s.base_url
+        where = "embedded sandbox" if s.embedded else shown_base_url(s.base_url, s.api_key)
         return (
             f"<Gateway {where} key={s.masked_key} account={s.account!r} mode={s.mode} "
             f"cache={str(self.cache_path)!r}>"
@@ -611,6 +613,8 @@ def connect(
         gw = gwtools.connect()                         # embedded sandbox, seeded demo data
         gw = gwtools.connect(account="shop-my")        # GW_API_KEY and GW_BASE_URL from env
     """
+    # Masked in this frame's locals, as a traceback shows them (pytest -l, rich).
+    api_key, base_url = hide_key(api_key), hide_url(base_url, api_key)
     check_kinds(api_key=api_key, base_url=base_url, account=account, cache_dir=cache_dir)
     if embedded and (api_key is not None or base_url is not None):
         raise ConfigurationError(
@@ -663,6 +667,8 @@ def cache_path(
 
     Raises :class:`~gwtools.ConfigurationError` where :func:`connect` would.
     """
+    # Masked in this frame's locals, as a traceback shows them (pytest -l, rich).
+    api_key, base_url = hide_key(api_key), hide_url(base_url, api_key)
     settings = resolve_settings(api_key, base_url, cache_dir=cache_dir, account=account)
     if settings is None:
         from gwtools._embedded import embedded_cache

@@ -107,3 +107,18 @@ def test_the_cli_uses_the_public_api_only() -> None:
     }
     assert len(list(folder.glob("*.py"))) >= 3
     assert private == set()
+
+
+def test_the_secrets_module_is_public_sorted_and_runs_its_examples() -> None:
+    import doctest
+
+    import gwtools.secrets as secrets
+
+    assert list(secrets.__all__) == sorted(set(secrets.__all__))
+    public = {n for n in vars(secrets) if not n.startswith("_")}
+    assert public - {"HiddenKey", "hide_key", "mask_key", "redact"} == set()
+    assert set(secrets.__all__) == public
+    assert all(getattr(secrets, n).__module__ == "gwtools.secrets" for n in secrets.__all__)
+    assert doctest.testmod(secrets).failed == 0
+    key = secrets.hide_key("sk_test_51Habcdefabcd")
+    assert repr(key) == "'sk_test_…abcd'" and key == "sk_test_51Habcdefabcd"

@@ -67,13 +67,39 @@ class LazyGroup(click.Group):
                 return super().invoke(ctx)
         except KeyboardInterrupt:
             _interrupted()
+        except click.ClickException as exc:
+            _mask_keys(exc)
+            raise
         except Exception as exc:
             if is_interrupt(exc):
                 _interrupted()
             line = error_line(exc)
             if line is None:
                 raise
-            raise click.ClickException(line) from None
+            raise click.ClickException(_masked(line)) from None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as exc:
+            _mask_keys(exc)
+            raise
+
+
+def _masked(text: str) -> str:
+    """``text`` with anything shaped like an API key masked (``sk_test_…abcd``)."""
+    from gwtools.secrets import redact
+
+    return redact(text)
+
+
+def _mask_keys(exc: click.ClickException) -> None:
+    """Mask any key in a usage error's message. Click quotes what was typed ("No such command
+    'sk_test_…'", "cannot read sk_test_…", a value not among the choices): a key typed where
+    something else goes is already in the shell's history, and must not be copied into the
+    terminal's scrollback or a CI log as well."""
+    # click types message as Final, but reads it only when the error is shown: after this.
+    exc.message = _masked(exc.message)  # type: ignore[misc]
 
 
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).

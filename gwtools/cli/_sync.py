@@ -40,23 +40,40 @@ def _reject_key_argument(ctx: click.Context, param: click.Parameter, value: Any)
 
 
 def _read_key_file(path: str | None) -> str | None:
+    from gwtools.secrets import hide_key
+
     if path is None:
         return None
     p = Path(path).expanduser()
     try:
-        text = p.read_text(encoding="utf-8")
+        # The file's text never is a local of this frame (a traceback may show its locals),
+        # and its lines are held hidden: shown masked.
+        lines = [hide_key(line) for line in _key_lines(p)]
     except OSError as exc:
         raise click.BadParameter(
             f"cannot read {p}: {exc.strerror}", param_hint="--api-key-file"
         ) from None
-    lines = [
-        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
-    ]
+    except UnicodeDecodeError:
+        # (from None: the error's .object holds the file's bytes, the key among them)
+        raise click.BadParameter(
+            f"{p} is not UTF-8 text (saved as UTF-16?): save it as UTF-8 (or plain ASCII), "
+            "one line holding the secret key",
+            param_hint="--api-key-file",
+        ) from None
     if len(lines) != 1:
         raise click.BadParameter(
             f"{p} must hold exactly one non-empty line: the secret key", param_hint="--api-key-file"
         )
     return lines[0]
+
+
+def _key_lines(path: Path) -> list[str]:
+    """The lines of a key file that are neither blank nor ``#`` comments, stripped."""
+    # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of the key.
+    text = path.read_text(encoding="utf-8-sig")
+    return [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
 
 
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -21,7 +21,10 @@ the time and waits: tests replace it to see the waits without spending them.
 
 Nothing it raises leads back to the key: an httpx error (whose request carries the
 ``Authorization`` header) is never chained; the GatewayError raised instead keeps its class
-name and its message, with the key masked (:func:`~gwtools._errors.summarize`).
+name and its message, with the key masked (:func:`~gwtools._errors.summarize`). Nor does
+anything it returns: a body echoing the key (a proxy's, say) has it masked before parsing, so
+it never reaches the cache. A base URL holding a key is refused: it would be in every request
+line and in httpx's log.
 
 :class:`RequestStats` counts requests, 429s and retries for the :class:`~gwtools.SyncResult`.
 """
@@ -49,7 +52,13 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from gwtools._config import SERVICE_VERSIONS, Settings, check_key_text
+from gwtools._config import (
+    SERVICE_VERSIONS,
+    Settings,
+    check_key_text,
+    check_url_holds_no_key,
+    shown_base_url,
+)
 from gwtools._errors import (
     APIConnectionError,
     APIError,
@@ -57,6 +66,7 @@ from gwtools._errors import (
     MalformedBodyError,
     RateLimitError,
     error_from_response,
+    looks_like_key,
     redact,
     safe_url,
     seconds_until_reset,
@@ -69,6 +79,34 @@ __all__ = ["Client", "Clock", "MalformedBodyError", "RequestStats"]
 
 log = logging.getLogger("gwtools")
 T = TypeVar("T")
+
+
+class _MaskKeys(logging.Filter):
+    """Masks anything shaped like an API key in a log record (only records of the loggers it
+    is added to, and only when they are emitted: with DEBUG off it is never called)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if looks_like_key(message):
+            record.msg, record.args = redact(message), None
+        return True
+
+
+#: httpcore logs every response's headers at DEBUG, and httpx each request's URL at INFO: a
+#: gateway echoing the Authorization header in a response header (AWS API Gateway's
+#: x-amzn-Remapped-Authorization, a debugging proxy) would put the key in the log. A filter
+#: acts on the records of the very logger it is added to, hence each of them here.
+_HTTP_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+_MASK_KEYS = _MaskKeys()
+for _name in _HTTP_LOGGERS:
+    logging.getLogger(_name).addFilter(_MASK_KEYS)
 
 #: The documented limit (requests per second per key) and what we aim for: a little under
 #: it, so timing jitter between client and server never empties the server's bucket.
@@ -255,10 +293,15 @@ class Client:
         max_wait: float = MAX_WAIT,
         clock: Clock | None = None,
     ) -> None:
-        # A key httpx cannot put in a header would fail in httpx with the whole key in the
-        # error (UnicodeEncodeError's repr); refuse it here with the masked key instead.
-        check_key_text(settings.api_key)
+        # First: a traceback's locals show this client by repr, also when it is refused.
         self.settings = settings
+        # A key httpx cannot put in a header would fail in httpx with the whole key in the
+        # error (UnicodeEncodeError's repr); refuse it here with the masked key instead. A
+        # base URL holding a key would be in every request line and httpx's log: refused too
+        # (connect() refuses both; Settings made by hand are checked here).
+        check_key_text(settings.api_key)
+        check_url_holds_no_key(settings.base_url, settings.api_key)
+        self._key_bytes = settings.api_key.encode("ascii")
         self.stats = RequestStats()
         self.concurrency = concurrency
         self.max_attempts = max_attempts
@@ -290,7 +333,8 @@ class Client:
         return None if self._pacer.max_rps is None else self._pacer._rate("*")
 
     def __repr__(self) -> str:
-        return f"Client({self.settings.base_url!r}, key={self.settings.masked_key!r})"
+        s = self.settings
+        return f"Client({shown_base_url(s.base_url, s.api_key)!r}, key={s.masked_key!r})"
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -390,8 +434,15 @@ class Client:
         if not 200 <= status < 300:
             # A redirect too: not followed (the key must not go to another host) nor retried.
             raise error_from_response(response, listing=is_list_path(path))
+        body = response.content
+        if self._key_bytes in body:
+            # A gateway (or a proxy in between) that echoes the request's Authorization header
+            # into a record would put the key in the cache, its rejects, exports and reports:
+            # nothing past the client sees it (the key is ASCII, so masking it inside a JSON
+            # string keeps the JSON valid).
+            body = body.replace(self._key_bytes, self.settings.masked_key.encode())
         try:
-            return parse(response.content)
+            return parse(body)
         except ValueError as exc:
             failed = self._malformed(response, exc)
         raise _Retry(failed)
