@@ -38,9 +38,9 @@ def read(shop: Shop, **kwargs: Any) -> Any:
     return gwtools.read_cache(shop.cache_dir, "payments", account="shop", mode="test", **kwargs)
 
 
-def test_a_file_with_damaged_pages_is_left_out_of_reads_and_a_full_sync_repairs_it(
-    shop: Shop,
-) -> None:
+def synced_then_first_month_damaged(shop: Shop) -> tuple[Dataset, set[str], Path]:
+    """A complete sync, then the first month's file damaged in its pages: the dataset, every
+    id cached before the damage, and the damaged file."""
     with shop.connect() as gw:
         assert gw.sync().complete
     ds = shop.dataset()
@@ -48,6 +48,13 @@ def test_a_file_with_damaged_pages_is_left_out_of_reads_and_a_full_sync_repairs_
     months = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))
     (damaged,) = list(months[0].glob("*.parquet"))
     damage_pages(damaged)
+    return ds, everything, damaged
+
+
+def test_a_file_with_damaged_pages_is_left_out_of_reads_and_a_full_sync_repairs_it(
+    shop: Shop,
+) -> None:
+    ds, everything, damaged = synced_then_first_month_damaged(shop)
 
     # Read: the other months, with a warning naming the file, and not "complete".
     with pytest.warns(gwtools.GatewayDataWarning, match=damaged.name):
@@ -73,13 +80,7 @@ def test_a_file_with_damaged_pages_is_left_out_of_reads_and_a_full_sync_repairs_
 def test_an_incremental_sync_that_meets_damaged_pages_fetches_their_month_again(
     shop: Shop,
 ) -> None:
-    with shop.connect() as gw:
-        assert gw.sync().complete
-    ds = shop.dataset()
-    everything = set(read(shop)["id"])
-    months = sorted(p for p in ds.path.iterdir() if p.name.startswith("created_month="))
-    (damaged,) = list(months[0].glob("*.parquet"))
-    damage_pages(damaged)
+    ds, everything, damaged = synced_then_first_month_damaged(shop)
 
     with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
         result = gw.sync()

@@ -10,7 +10,6 @@ is typed where something else goes.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 import traceback
@@ -33,7 +32,14 @@ from gwtools._errors import ConfigurationError, GatewayError, InvalidRequestErro
 from gwtools.cli import main
 from gwtools.http._client import Client
 from tests.library._shop import Shop
-from tests.library.test_secrets_in_errors import KEY, _free_port, assert_clean, fragments, raised
+from tests.library.test_secrets_in_errors import (
+    KEY,
+    _free_port,
+    assert_clean,
+    error_of_list,
+    fragments,
+    raised,
+)
 
 _PACKAGE = str(Path(gwtools.__file__).resolve().parent)
 
@@ -279,22 +285,12 @@ def _object_echo_app(scope_headers: Callable[[dict[str, Any]], Any]) -> Callable
     ids=["key-shaped", "other-shape"],
 )
 def test_error_fields_that_are_objects_hold_no_key(key: str, tmp_path: Path) -> None:
-    async def go() -> BaseException:
-        settings = Settings(
-            api_key=key, base_url="http://proxy.example/v1", cache_dir=tmp_path, account="x",
-            mode="test",
-        )  # fmt: skip
-        app = _object_echo_app(lambda headers: {"echo": headers})
-        client = Client(settings, transport=httpx.ASGITransport(app), max_attempts=1)
-        try:
-            await client.get("payments", parse=orjson.loads)
-        except GatewayError as exc:
-            return exc
-        finally:
-            await client.aclose()
-        raise AssertionError("no error")
-
-    exc = asyncio.run(go())
+    settings = Settings(
+        api_key=key, base_url="http://proxy.example/v1", cache_dir=tmp_path, account="x",
+        mode="test",
+    )  # fmt: skip
+    app = _object_echo_app(lambda headers: {"echo": headers})
+    exc = error_of_list(settings, app, max_attempts=1)
     assert isinstance(exc, InvalidRequestError), repr(exc)
     assert_clean(exc, key)
     for name in ("code", "param", "decline_code", "type"):

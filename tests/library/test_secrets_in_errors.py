@@ -425,11 +425,11 @@ def _echo_app(status: int) -> Callable[..., Any]:
     return app
 
 
-@pytest.mark.parametrize("status", [200, 400])
-def test_a_proxy_echoing_the_key_back(status: int, tmp_path: Path) -> None:
-    async def go() -> BaseException:
-        settings = _settings(KEY, "http://proxy.example", tmp_path)
-        client = Client(settings, transport=httpx.ASGITransport(_echo_app(status)), max_attempts=2)
+def error_of_list(settings: Settings, app: Any, *, max_attempts: int) -> GatewayError:
+    """The GatewayError a Client raises listing payments from ``app`` (in-process, ASGI)."""
+
+    async def go() -> GatewayError:
+        client = Client(settings, transport=httpx.ASGITransport(app), max_attempts=max_attempts)
         try:
             await client.get("payments", parse=orjson.loads)
         except GatewayError as exc:
@@ -438,7 +438,13 @@ def test_a_proxy_echoing_the_key_back(status: int, tmp_path: Path) -> None:
             await client.aclose()
         raise AssertionError("no error")
 
-    exc = asyncio.run(go())
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_a_proxy_echoing_the_key_back(status: int, tmp_path: Path) -> None:
+    settings = _settings(KEY, "http://proxy.example", tmp_path)
+    exc = error_of_list(settings, _echo_app(status), max_attempts=2)
     assert isinstance(exc, APIError if status == 200 else InvalidRequestError), repr(exc)
     if status == 400:
         assert "Bearer sk_test_…" in str(exc)  # what was echoed is there, masked
