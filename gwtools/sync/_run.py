@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -326,6 +326,32 @@ class _MarkLowered(Exception):
     """Planning moved a damaged file to quarantine and lowered the high-water mark."""
 
 
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error that failed a task group first (its first leaf): the others are what the
+    cancellation it caused left behind."""
+    first = group.exceptions[0]
+    return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+@contextlib.asynccontextmanager
+async def _together() -> AsyncIterator[asyncio.TaskGroup]:
+    """A task group whose first failure cancels the other tasks and is raised itself.
+
+    Not ``asyncio.gather``: a failure there leaves the other listings running on the loop,
+    spending the rate limit (and writing staged batches) after the sync has given up and
+    released its locks. Not the group itself either: callers and the CLI expect the gwtools
+    error (its class and message), as a single listing raises it.
+    """
+    failed: BaseException | None = None
+    try:
+        async with asyncio.TaskGroup() as tg:
+            yield tg
+    except BaseExceptionGroup as group:
+        failed = _first_error(group)
+    if failed is not None:
+        raise failed  # outside the handler: no __context__ leading back to the group
+
+
 async def _plan_incremental(
     ctx: SyncContext,
     ds: Dataset,
@@ -367,7 +393,9 @@ async def _plan_incremental(
             if got is not None:
                 probes[status] = got
 
-    await asyncio.gather(*(probe(s) for s in draft.to_probe()))
+    async with _together() as tg:
+        for s in draft.to_probe():
+            tg.create_task(probe(s))
     return draft.plan({s: info for s, (_, info) in probes.items()}), probes
 
 
@@ -402,10 +430,10 @@ async def _list_incremental(
     """List from the plan's cutoff while re-reading the older open rows; then retrieve what is
     left by id. Returns what the lists found, and how many rows were retrieved by id."""
     # The new rows and the open ones are listed at the same time.
-    outcome, (by_id, rereads) = await asyncio.gather(
-        _list(ctx, writer, progress, on_malformed, since=plan.since),
-        _reread_open(ctx, plan, probes, writer, on_malformed),
-    )
+    async with _together() as tg:
+        main = tg.create_task(_list(ctx, writer, progress, on_malformed, since=plan.since))
+        reread = tg.create_task(_reread_open(ctx, plan, probes, writer, on_malformed))
+    outcome, (by_id, rereads) = main.result(), reread.result()
     outcome.absorb(rereads)
     if by_id:
         await _retrieve(ctx.client, writer.resource, by_id, writer)
@@ -447,9 +475,10 @@ async def _reread_open(
         )
 
     # All statuses at once: the client's pacing, not round trips, sets the speed.
-    listed = [one(s.status, s.first) for s in plan.statuses if s.by_list]
-    for outcome in await asyncio.gather(*listed):
-        found.absorb(outcome)
+    async with _together() as tg:
+        listed = [tg.create_task(one(s.status, s.first)) for s in plan.statuses if s.by_list]
+    for task in listed:
+        found.absorb(task.result())
     left = plan.leftover(seen)
     if left.relist_from is not None:
         outcome = await list_pages(
@@ -487,7 +516,9 @@ async def _retrieve(client: Client, resource: str, ids: Sequence[str], writer: B
 
     chunk = 1000
     for i in range(0, len(ids), chunk):
-        bodies = await asyncio.gather(*(one(x) for x in ids[i : i + chunk]))
+        async with _together() as tg:
+            tasks = [tg.create_task(one(x)) for x in ids[i : i + chunk]]
+        bodies = [t.result() for t in tasks]
         await writer.add_objects([b for b in bodies if b is not None])
 
 
