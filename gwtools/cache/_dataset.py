@@ -15,9 +15,11 @@ batches to ``_staging`` (beside the dataset, on the same file system, so a renam
 and only its final step merges them into the dataset, one month at a time: the month's new
 file is written in ``_staging`` and renamed over the month's file. So the dataset folder never
 holds a temporary or partial file, each month is one file with one row per id, and a reader
-sees each month either as it was before the sync or as it is after it. Every month that holds
-more than one file (an older gwtools, or a sync killed between two renames) is compacted by
-the next completed sync. A killed sync's staged batches are merged by the next sync.
+sees each month either as it was before the sync or as it is after it; each file is on disk
+before its rename, and the rename before the next step, so a power cut leaves no empty or
+torn file either. Every month that holds more than one file (an older gwtools, or a sync
+killed between two renames) is compacted by the next completed sync. A killed sync's staged
+batches are merged by the next sync.
 
 Damage: a part file that cannot be read is moved to ``_quarantine`` by the next sync, with a
 warning, and its month is fetched again; disk full, read-only folders and paths that are files
@@ -474,19 +476,46 @@ class Dataset:
         """The state written by the last completed sync ({} if there was none).
 
         Values that cannot be right (a hand-edited file) are dropped with a warning, so the
-        next sync lists everything rather than trusting them.
+        next sync lists everything rather than trusting them. Raises :class:`CacheError` if
+        a newer gwtools wrote it (see :meth:`check_version`).
         """
+        parsed = self._parsed_state(warn=True)
+        if parsed is None:
+            return {}
+        self._refuse_newer(parsed)
+        return _checked_state(parsed, self.state_path)
+
+    def check_version(self) -> None:
+        """Raise :class:`CacheError` if a newer gwtools (a higher ``schema_version``) wrote
+        this dataset: this one cannot know what its files and state mean, and its sync would
+        rewrite them in the older format. An older or missing version is read as it is."""
+        self._refuse_newer(self._parsed_state(warn=False))
+
+    def _parsed_state(self, *, warn: bool) -> Any:
+        """``_state.json`` as parsed JSON; None if there is none, or it is not JSON."""
         try:
             raw = self.state_path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
-            return {}
+            return None
         try:
-            parsed = orjson.loads(raw)
+            return orjson.loads(raw)
         except orjson.JSONDecodeError:
-            # We write it atomically: only a hand-edited or damaged file is unparsable.
-            _warn(f"{self.state_path} is not valid JSON (hand-edited or damaged){_IGNORED}")
-            return {}
-        return _checked_state(parsed, self.state_path)
+            if warn:
+                # We write it atomically: only a hand-edited or damaged file is unparsable.
+                _warn(f"{self.state_path} is not valid JSON (hand-edited or damaged){_IGNORED}")
+            return None
+
+    def _refuse_newer(self, parsed: Any) -> None:
+        version = parsed.get("schema_version") if isinstance(parsed, dict) else None
+        # bool is an int: ``true`` is a hand edit, not a version.
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise CacheError(
+                f"the cache at {self.path} was written by a newer gwtools (cache schema version "
+                f"{version}; this gwtools reads version {SCHEMA_VERSION} and older), so it is "
+                "left as it is. Upgrade gwtools (pip install -U gwtools) to use it, or sync "
+                "into another cache folder (GW_CACHE_DIR, --cache-dir or "
+                "connect(cache_dir=...))"
+            )
 
     def completed(self, state: dict[str, Any] | None = None) -> bool:
         """Whether a sync of this dataset has ever completed (else what is cached is partial);
@@ -495,7 +524,10 @@ class Dataset:
         return bool(state.get("last_full_sync") or state.get("high_water"))
 
     def write_state(self, state: dict[str, Any]) -> None:
+        # This gwtools wrote it: an older version read back (state() refuses newer ones) is
+        # stamped with this one, which reads every older cache as it is.
         state = {"schema_version": SCHEMA_VERSION, "resource": self.resource, **state}
+        state["schema_version"] = SCHEMA_VERSION
         with _writing(self.path, "writing the sync state"):
             self._atomic_write(self.state_path, orjson.dumps(state, option=orjson.OPT_INDENT_2))
             self._remove_empty_staging()
@@ -599,6 +631,8 @@ class Dataset:
     def recover(self) -> list[Path]:
         """Under the sync lock, before writing: clear temporaries a killed writer left, and
         quarantine part files that cannot be read (returns where they went)."""
+        # First: files in a newer gwtools' format could look unreadable and be moved aside.
+        self.check_version()
         with _writing(self.path, "clearing what an interrupted sync left"):
             self.remove_temporaries()
             moved = self.quarantine_unreadable()
@@ -755,6 +789,11 @@ class Dataset:
                         _step("compact.removed-month")
                 for f in self._staged_files():  # a killed sync's batches of removed months
                     f.unlink(missing_ok=True)
+            if self.staging_path.is_dir():
+                # The merged batches' deletions on disk before the state moves on: one brought
+                # back by a power cut would be merged again, over newer rows of a later sync
+                # (its number is above the month file's, whose name a merge keeps).
+                _fsync_dir(self.staging_path)
             self._remove_empty_staging()
         return stats
 
@@ -1056,6 +1095,9 @@ class Dataset:
         (no sync ever completed, or a file that cannot be read) warns, or with ``strict=True``
         raises :class:`CacheError`.
         """
+        # Before the files: a newer gwtools' files could fail to read, with an error that
+        # hides the reason (and names a `sync --full` that would be refused).
+        state = self.state()
         meter = ResultMeter(
             f"Reading the cached {self.resource} at {self.path} into pandas",
             f"Ask for part of them (since=, until=, status=), or work on them without loading "
@@ -1064,7 +1106,6 @@ class Dataset:
         )
         table, damaged = self._read(since, until, status, None, skip_damaged=True, meter=meter)
         frame = to_pandas(table, self.resource)
-        state = self.state()
         completed = self.completed(state)
         problems = []
         if not completed:
@@ -1174,6 +1215,7 @@ class Dataset:
     ) -> Path:
         """Write ``chunks`` (one row group each) as one part file in ``directory``, atomically:
         written under a temporary name in the staging folder, then renamed into place."""
+        new_folder = not directory.is_dir()
         directory.mkdir(parents=True, exist_ok=True)
         final = directory / (name or f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet")
         self.staging_path.mkdir(parents=True, exist_ok=True)
@@ -1184,11 +1226,21 @@ class Dataset:
                     writer.write_table(chunk)
                     if i == 0:
                         _step(f"{step}.tmp-open")
+            # On disk before its name is: after a power cut, a renamed file whose bytes were
+            # never written would be empty or torn.
+            _fsync_file(tmp)
             _step(f"{step}.tmp-written")
             os.replace(tmp, final)
         except BaseException:
             tmp.unlink(missing_ok=True)  # a full disk wants its space back
             raise
+        if directory.is_relative_to(self.path):
+            # The rename itself on disk before the sync goes on to the state that counts on
+            # it. (A staged batch's rename may be lost: the mark has not moved, and the next
+            # sync lists its rows again.)
+            _fsync_dir(directory)
+            if new_folder:  # a new month: its folder's own entry too
+                _fsync_dir(directory.parent)
         _step(f"{step}.renamed")
         return final
 
@@ -1219,6 +1271,38 @@ class Dataset:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        # The state written before a merge (the refunds' payments owed a re-read) must not
+        # be lost while the merge's renames survive.
+        _fsync_dir(path.parent)
+
+
+def _fsync_file(path: Path) -> None:
+    """Flush a file written by another writer (pyarrow's) to disk."""
+    # Read-write: Windows flushes only a handle that may write.
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+#: What fsync of a directory answers where the file system cannot do it (not a failure).
+_NO_DIR_SYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF}
+
+
+def _fsync_dir(path: Path) -> None:
+    """Flush a directory's entries (a rename into it) to disk, where the platform can."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # Windows cannot open a directory: there the rename is as durable as NTFS makes it
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _NO_DIR_SYNC:
+            raise
+    finally:
+        os.close(fd)
 
 
 def _unreadable(path: Path) -> str | None:

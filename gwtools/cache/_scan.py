@@ -171,6 +171,7 @@ class _RemoteDataset(Dataset):
                 state: dict[str, Any] = orjson.loads(fh.read())
         except (FileNotFoundError, orjson.JSONDecodeError):
             return {}
+        self._refuse_newer(state)  # as a local cache: a newer gwtools' files are not read
         return state
 
 

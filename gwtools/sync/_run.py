@@ -112,6 +112,10 @@ async def run_sync(
         for lock in locks:
             await _acquire(lock)
             acquired.append(lock)
+        # Before either dataset is touched or anything listed: a payments dataset refused
+        # only after the refunds were synced would leave half a sync behind.
+        for ds in datasets.values():
+            ds.check_version()
         for r in order:
             refunds = datasets["refunds"]
             owed = set(refunds.state().get(_OWED, []))

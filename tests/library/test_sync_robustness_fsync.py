@@ -1,0 +1,124 @@
+"""A part file is on disk before it is renamed into the dataset, and the rename is on disk
+before the writer goes on (to the state that counts on it): after a power cut, a month's file
+is the old one or the whole new one, never an empty or torn one.
+
+A power cut cannot be played in a test; what can be checked is the order of the calls that
+make it safe. ``os.fsync`` and ``os.replace`` are wrapped (still called) to record, by inode,
+what was flushed and what was renamed where.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gwtools.cache._dataset import Dataset
+from tests.library.test_cache import frame
+
+
+class _Calls:
+    """``("fsync", (dev, inode), is_dir)`` and ``("replace", (dev, inode), destination)``
+    in call order."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.events: list[tuple[str, tuple[int, int], Any]] = []
+        real_fsync, real_replace = os.fsync, os.replace
+
+        def fsync(fd: int) -> None:
+            st = os.fstat(fd)
+            self.events.append(("fsync", (st.st_dev, st.st_ino), stat.S_ISDIR(st.st_mode)))
+            real_fsync(fd)
+
+        def replace(src: Any, dst: Any, **kwargs: Any) -> None:
+            st = os.stat(src)
+            real_replace(src, dst, **kwargs)
+            self.events.append(("replace", (st.st_dev, st.st_ino), Path(dst)))
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(os, "replace", replace)
+
+    def renamed_to(self, path: Path) -> int:
+        """Where the last rename to ``path`` is in :attr:`events` (-1 if none)."""
+        found = [i for i, e in enumerate(self.events) if e[0] == "replace" and e[2] == path]
+        return found[-1] if found else -1
+
+    def flushed(self, path: Path) -> bool:
+        """Whether the file last renamed to ``path`` was flushed before that rename: the
+        nearest earlier event on its inode is a flush (a deleted file's inode is reused, so
+        events further back may be another file's)."""
+        at = self.renamed_to(path)
+        node = self.events[at][1]
+        for kind, n, _ in reversed(self.events[:at]):
+            if n == node:
+                return bool(kind == "fsync")
+        return False
+
+
+def _node(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def test_part_files_and_their_renames_reach_the_disk_before_the_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    rows = [(f"pay_{i:04d}", "succeeded", f"2024-0{1 + i % 3}-1{i % 9}") for i in range(300)]
+    calls = _Calls(monkeypatch)
+    with ds.lock():
+        ds.write_batch(frame(rows))  # a new month folder for each of three months
+        ds.write_state({"high_water": "2024-03-20T00:00:00+00:00"})
+        ds.write_batch(frame([("pay_0001", "failed", "2024-02-11")]))  # over an existing file
+
+    files = sorted(ds.path.glob("created_month=*/*.parquet"))
+    assert len(files) == 3
+    for f in [*files, ds.state_path]:
+        renamed = calls.renamed_to(f)
+        assert renamed >= 0, f"{f} was not renamed into place"
+        assert calls.flushed(f), f"{f} was renamed into the dataset before it was flushed"
+        # The rename on disk before the next file is written or the state is.
+        assert calls.events[renamed + 1] == ("fsync", _node(f.parent), True), (
+            f"{f.parent} was not flushed right after the rename"
+        )
+
+    # What was written reads back whole.
+    back = ds.read().set_index("id")
+    assert len(back) == 300 and back.loc["pay_0001", "status"] == "failed"
+
+
+def test_merged_batches_are_deleted_on_disk_before_the_state_moves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A merged batch brought back by a power cut would be merged again, over a later sync's
+    # newer rows (its number is above the month file's): its deletion must be flushed.
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    with ds.lock():
+        ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+        months = ds.stage_batch(frame([("pay_0001", "failed", "2024-01-10")]))
+        staging = _node(ds.staging_path)
+        staged = sorted(ds.staging_path.rglob("*.parquet"))
+        assert staged
+        calls = _Calls(monkeypatch)
+        deleted: list[int] = []
+        real_unlink = os.unlink
+
+        def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+            if Path(path) in staged:
+                deleted.append(len(calls.events))
+            real_unlink(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "unlink", unlink)
+        ds.compact(months)
+        ds.write_state({"high_water": "2024-01-10T00:00:00+00:00"})
+
+    assert len(deleted) == len(staged)
+    state = calls.renamed_to(ds.state_path)
+    flushed = [
+        i for i, e in enumerate(calls.events) if e == ("fsync", staging, True) and i >= deleted[-1]
+    ]
+    assert flushed and flushed[0] < state, "the staged batches' deletions were not flushed"
+    assert ds.read().set_index("id").loc["pay_0001", "status"] == "failed"
