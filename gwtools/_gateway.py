@@ -49,11 +49,17 @@ from gwtools._config import (
 from gwtools._errors import ConfigurationError, GatewayError, hide_key
 from gwtools._schema import Resource
 from gwtools.cache._dataset import SANDBOX_DATA, Dataset
-from gwtools.http._client import DEFAULT_BURST, DEFAULT_CONCURRENCY, DEFAULT_MAX_RPS, Client
+from gwtools.http._client import (
+    DEFAULT_BURST,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_RPS,
+    MAX_WAIT,
+    Client,
+)
 from gwtools.sync._plan import DEFAULT_OVERLAP
 from gwtools.sync._result import SyncResult
 from gwtools.sync._run import SyncContext, run_sync
-from gwtools.sync._writer import PAGES_PER_BATCH
+from gwtools.sync._writer import PAGES_PER_BATCH, unknown_by_variant, unknown_status_message
 
 __all__ = ["SANDBOX_DATA", "Gateway", "cache_path", "cache_state", "connect"]
 
@@ -122,12 +128,20 @@ def _check_tuning(**given: Any) -> None:
             raise ConfigurationError(f"{name} must be a whole number of at least 1, got {value!r}",
                                      param=name)  # fmt: skip
     units = {"max_rps": "requests per second above 0, or None for no pacing",
-             "timeout": "seconds above 0"}  # fmt: skip
+             "timeout": "seconds above 0",
+             "max_wait": "seconds of 0 or more"}  # fmt: skip
     for name, unit in units.items():
         value = given[name]
         if value is None and name == "max_rps":
             continue  # no pacing
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
+        # max_wait=0 is meaningful (never wait out a rate limit: raise at once); a pace or a
+        # timeout of 0 would send nothing or fail every request.
+        low_ok = name == "max_wait" and value == 0
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (0 < value < 1e9 or low_ok)
+        ):
             raise ConfigurationError(
                 f"{name} must be a number of {unit}, got {value!r}", param=name
             )
@@ -189,6 +203,7 @@ class Gateway:
         timeout: float = 30.0,
         max_attempts: int = 8,
         max_429_attempts: int = 30,
+        max_wait: float = MAX_WAIT,
         overlap: dt.timedelta = DEFAULT_OVERLAP,
         pages_per_batch: int = PAGES_PER_BATCH,
         progress: bool | None = None,
@@ -196,7 +211,7 @@ class Gateway:
         self.settings = settings
         _check_tuning(
             max_rps=max_rps, burst=burst, concurrency=concurrency, timeout=timeout,
-            max_attempts=max_attempts, max_429_attempts=max_429_attempts,
+            max_attempts=max_attempts, max_429_attempts=max_429_attempts, max_wait=max_wait,
             pages_per_batch=pages_per_batch, overlap=overlap, progress=progress,
         )  # fmt: skip
         self._client_args: dict[str, Any] = {
@@ -207,6 +222,7 @@ class Gateway:
             "timeout": timeout,
             "max_attempts": max_attempts,
             "max_429_attempts": max_429_attempts,
+            "max_wait": float(max_wait),
         }
         self.overlap = overlap
         self.pages_per_batch = pages_per_batch
@@ -216,8 +232,8 @@ class Gateway:
         self._sync_lock = threading.Lock()
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self.last_result: SyncResult | None = None
-        #: unknown statuses already warned about, per resource: once per Gateway
-        self._warned: set[tuple[str, str]] = set()
+        #: (resource, API variant, unknown status) already warned about: once per Gateway
+        self._warned: set[tuple[str, str, str]] = set()
         # Build the client now: httpx's first client imports its transport stack and makes
         # an SSL context, about a second that should not count against the first sync.
         self._ensure()
@@ -521,11 +537,10 @@ class Gateway:
         try:
             while (body := next_page()) is not done:
                 batch = normalize_bodies(resource, [body], livemode=livemode, check_ids=True)
-                for status in sorted(batch.unknown_statuses):
+                unknown = unknown_by_variant(resource, batch.frame, batch.unknown_statuses)
+                for variant, status in sorted(unknown):
                     warnings.warn(
-                        f"the gateway sent {resource} with status {status!r}, which gwtools "
-                        "does not know; those records have status 'unknown' (the raw value "
-                        "is in status_raw)",
+                        unknown_status_message(resource, variant, status, "records"),
                         GatewayDataWarning,
                         stacklevel=2,
                     )
@@ -584,6 +599,7 @@ def connect(
     timeout: float = 30.0,
     max_attempts: int = 8,
     max_429_attempts: int = 30,
+    max_wait: float = MAX_WAIT,
     overlap: dt.timedelta = DEFAULT_OVERLAP,
     pages_per_batch: int = PAGES_PER_BATCH,
     progress: bool | None = None,
@@ -599,6 +615,10 @@ def connect(
       after a pause, ``concurrency`` bounds requests in flight;
     - ``timeout`` (seconds) per request; ``max_attempts`` tries for a failed request,
       ``max_429_attempts`` for one the gateway keeps rate limiting;
+    - ``max_wait`` (seconds, default 60): the longest wait a 429 may ask for
+      (``Retry-After``, else until ``X-RateLimit-Reset``) that is waited out; a longer one
+      raises :class:`~gwtools.RateLimitError` at once (``0``: never wait). It also caps the
+      pause when ``X-RateLimit-Remaining`` runs out;
     - ``overlap``: how far before the last sync's newest row an incremental sync lists
       again; ``pages_per_batch``: pages normalised and written together;
     - ``progress``: a bar (``None``: only for big interactive syncs);
@@ -644,6 +664,7 @@ def connect(
         timeout=timeout,
         max_attempts=max_attempts,
         max_429_attempts=max_429_attempts,
+        max_wait=max_wait,
         overlap=overlap,
         pages_per_batch=pages_per_batch,
         progress=progress,

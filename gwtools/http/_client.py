@@ -10,10 +10,11 @@ HTTP/1.1 keep-alive pool). Every request:
 - is retried by tenacity with jittered exponential back-off on 5xx, timeouts, dropped
   connections and bodies that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
   or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s, and
-  is retried; a wait longer than ``max_wait`` (60 s) is not waited out but raised as a
-  :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are logged at WARNING; other
-  4xx raise at once (:func:`~gwtools._errors.error_from_response`), and so do redirects (3xx),
-  which are never followed: the ``Authorization`` header must not be sent on to another host.
+  is retried; a wait longer than ``max_wait`` (60 s; ``connect(max_wait=...)``) is not waited
+  out but raised as a :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are
+  logged at WARNING; other 4xx raise at once (:func:`~gwtools._errors.error_from_response`),
+  and so do redirects (3xx), which are never followed: the ``Authorization`` header must not
+  be sent on to another host.
 
 A response with a ``Deprecation`` header (the pinned ``Service-Version`` is deprecated) warns
 once per client (:class:`~gwtools.GatewayDataWarning`). :class:`Clock` is where the client reads
@@ -423,9 +424,11 @@ class Client:
                 raise _rewritten(
                     error,
                     f"The gateway asked to wait {wait:,.0f} s before the next request, longer "
-                    f"than gwtools waits ({self.max_wait:.0f} s); nothing more was sent.",
+                    f"than gwtools waits ({self.max_wait:,g} s); nothing more was sent.",
                     f"sync again after {until:%Y-%m-%d %H:%M} UTC (what is cached so far is "
-                    "kept); if something else shares this key, let it slow down",
+                    "kept), or let gwtools wait that long with "
+                    f"gwtools.connect(..., max_wait={math.ceil(wait)}); if something else "
+                    "shares this key, let it slow down",
                 )
             self._pacer.pause(wait)
             raise _Retry(error, retry_after=wait)

@@ -27,10 +27,12 @@ Completeness is checked, not assumed (a proxy may answer 200 with trailing items
 
 - Variant A: each page must hold what ``meta.total`` leaves for it (``limit`` rows, fewer on
   the last page); a short page is fetched again. The frozen pages must agree on ``total``
-  (else the list changed while it was read: it is read once more), and the distinct ids
-  listed must add up to it (counting rows, a row served on two pages, one that moved while
-  the pages were read, would hide a row never served): pages that repeat ids while ids are
-  missing are read once more too. Ids are kept as 64-bit hashes, 8 bytes a row.
+  (else the list changed while it was read: it is read once more; pages that keep appearing
+  are not chased, which would not end while rows arrive as fast as pages are read, and each
+  page is asked for once a read), and the distinct ids listed must add up to it (counting
+  rows, a row served on two pages, one that moved while the pages were read, would hide a
+  row never served): pages that repeat ids while ids are missing are read once more too.
+  Ids are kept as 64-bit hashes, 8 bytes a row.
 - Variant B: a page shorter than the page size while ``has_more`` is true is fetched again;
   a cursor ends only on an empty page (a short last page is followed by one more request,
   since a page cut short looks like a last page). The page size is the ``limit`` asked for,
@@ -319,6 +321,14 @@ def _distinct(pages: Collection[_Tally]) -> int:
     return nones + int(np.unique(np.concatenate([h for _, h in pages])).size)
 
 
+def _figures(pages: Collection[_Tally]) -> tuple[list[int], list[int]]:
+    """Variant A: the distinct ``meta.total`` and ``meta.totalPages`` the pages reported,
+    in order (one each when the list did not change while it was read)."""
+    totals = sorted({i.total for i, _ in pages if i.total is not None})
+    counts = sorted({i.total_pages for i, _ in pages if i.total_pages})
+    return totals, counts
+
+
 def _iso(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
@@ -396,30 +406,46 @@ class PageNumbers:
         given = dict(kept)
         for attempt in range(2):
             kept = dict(given)
+            # Each page at most once a read: a page whose body stays unreadable is not kept,
+            # and asking for it again after every round never ended.
+            asked = set(kept)
             todo = range(1, total_pages + 1)
             while todo:
-                kept.update(await self._fetch(params, [n for n in todo if n not in kept]))
-                # A list that grew (no usable `to`, or rows becoming visible late): fetch the
-                # pages that appeared.
-                reported = max((i.total_pages or 0 for i, _ in kept.values()), default=0)
-                todo = range(max(kept, default=0) + 1, reported + 1)
-            totals = sorted({i.total for i, _ in kept.values() if i.total is not None})
+                pages = [n for n in todo if n not in asked]
+                asked.update(pages)
+                kept.update(await self._fetch(params, pages))
+                totals, counts = _figures(kept.values())
+                if len(totals) > 1 or len(counts) > 1:
+                    # The list is changing while it is read: this read is read again or
+                    # called incomplete below, whatever more it fetches. Fetching the pages
+                    # that keep appearing would not end while rows arrive as fast as pages
+                    # are read (a gateway ignoring `to`).
+                    break
+                # The pages agree, and say there are more (the estimate was low, or no
+                # usable `to`): fetch them. They must report the same count again, else
+                # the list changed, so this goes round at most once more.
+                todo = range(max(asked, default=0) + 1, max(counts, default=0) + 1)
+            totals, counts = _figures(kept.values())
             listed = sum(i.count for i, _ in kept.values())
             distinct = _distinct(kept.values())
             total = max(totals, default=None)
             # Rows served twice where rows are missing: a row moved between pages while
             # they were read (the count alone would add up to meta.total).
             doubled = total is not None and distinct < min(listed, total)
-            if len(totals) <= 1 and not doubled:
+            # meta.total is what the listing is checked against; only a gateway that gives
+            # none shows a changing list by its page counts alone.
+            changed = len(totals) > 1 or (not totals and len(counts) > 1)
+            if not changed and not doubled:
                 break
             if attempt == 0:
                 # The list changed while it was read: rows may have moved between pages.
                 self.run.outcome.refetched += len(kept) - len(given)
                 continue
-            if len(totals) > 1:
+            if changed:
+                figure, seen = ("total", totals) if len(totals) > 1 else ("totalPages", counts)
                 self.run.outcome.problem(
                     f"the {self.run.resource} list kept changing while it was read "
-                    f"(meta.total {totals[0]} to {totals[-1]}): rows may have been skipped"
+                    f"(meta.{figure} {seen[0]} to {seen[-1]}): rows may have been skipped"
                 )
         self.run.outcome.listed += listed
         if total is not None:

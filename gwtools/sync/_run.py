@@ -83,9 +83,9 @@ class SyncContext:
     pages_per_batch: int = PAGES_PER_BATCH
     progress: bool | None = None
     windows: int | None = None
-    #: (resource, unknown status) pairs already warned about: the Gateway's, so that each is
-    #: warned about once per Gateway rather than once per sync
-    warned: set[tuple[str, str]] = field(default_factory=set)
+    #: (resource, API variant, unknown status) already warned about: the Gateway's, so that
+    #: each is warned about once per Gateway rather than once per sync
+    warned: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 async def run_sync(

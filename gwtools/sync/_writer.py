@@ -13,9 +13,11 @@ import asyncio
 import concurrent.futures
 import datetime as dt
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import orjson
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,17 +32,70 @@ __all__ = ["PAGES_PER_BATCH", "BatchWriter", "Workers", "reject_kind", "write_ba
 PAGES_PER_BATCH = 50
 
 
-def _warn_unknown(resource: str, statuses: Iterable[str], warned: set[tuple[str, str]]) -> None:
-    """Warn once per (resource, status) and ``warned`` set: the caller's (the Gateway's)."""
-    for status in sorted(statuses):
-        if (resource, status) in warned:
-            continue
-        warned.add((resource, status))
+def unknown_by_variant(
+    resource: str, frame: pd.DataFrame, statuses: Collection[str]
+) -> set[tuple[str, str]]:
+    """(API variant, raw status) of each unknown status value in ``frame``'s rows.
+
+    A value is reported to the gateway per variant (each variant has its own vocabulary: A's
+    ``succeeded`` is unknown in B), so the warning must say which one sent it. Normalisation
+    gives the values only, and a batch mixes variants (a variant change, retrieved objects),
+    so the variant is read from the rows that hold each value: only rows whose status became
+    ``unknown``, a handful.
+    """
+    if not statuses:
+        return set()
+    rows = frame.loc[frame["status"] == "unknown"]
+    raws = (
+        rows["status_raw"]
+        if resource == "payments"
         # refunds have no status_raw column: normalisation keeps their raw status in extra
-        kept = "status_raw" if resource == "payments" else 'extra, under "status"'
+        else rows["extra"].map(_extra_status)
+    )
+    pairs = {
+        (str(variant), raw)
+        for variant, raw in zip(rows["api_variant"], raws, strict=True)
+        if isinstance(raw, str) and raw in statuses
+    }
+    # Never expected; but a value the rows do not explain must still be warned about.
+    found = {raw for _, raw in pairs}
+    pairs |= {("unknown", raw) for raw in statuses if raw not in found}
+    return pairs
+
+
+def _extra_status(extra: object) -> object:
+    if not isinstance(extra, str):
+        return None
+    try:
+        fields = orjson.loads(extra)
+    except orjson.JSONDecodeError:
+        return None
+    return fields.get("status") if isinstance(fields, dict) else None
+
+
+def unknown_status_message(resource: str, variant: str, status: str, rows: str = "rows") -> str:
+    """What the warning about an unknown status says (a sync's and a stream's)."""
+    # refunds have no status_raw column: normalisation keeps their raw status in extra
+    kept = "status_raw" if resource == "payments" else 'extra, under "status"'
+    return (
+        f"the gateway sent {resource} with status {status!r} (API variant {variant}), which "
+        f"gwtools does not know; those {rows} have status 'unknown' (the raw value is in "
+        f"{kept}). Report the value to the gateway with its API variant"
+    )
+
+
+def _warn_unknown(
+    resource: str, unknown: Iterable[tuple[str, str]], warned: set[tuple[str, str, str]]
+) -> None:
+    """Warn once per (resource, API variant, status) and ``warned`` set: the caller's (the
+    Gateway's)."""
+    for variant, status in sorted(unknown):
+        key = (resource, variant, status)
+        if key in warned:
+            continue
+        warned.add(key)
         warnings.warn(
-            f"the gateway sent {resource} with status {status!r}, which gwtools does not know; "
-            f"those rows have status 'unknown' (the raw value is in {kept})",
+            unknown_status_message(resource, variant, status),
             GatewayDataWarning,
             stacklevel=2,
         )
@@ -53,7 +108,8 @@ class BatchOutcome:
     months: set[str] = field(default_factory=set)
     rejected: int = 0
     max_created: dt.datetime | None = None
-    unknown_statuses: set[str] = field(default_factory=set)
+    #: (API variant, raw status) of the statuses gwtools does not know
+    unknown_statuses: set[tuple[str, str]] = field(default_factory=set)
     reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -84,7 +140,9 @@ def write_batch(
     ds = Dataset(path, resource)
     batch = normalize_bodies(resource, bodies, livemode=livemode, check_ids=True)
     del bodies
-    out = BatchOutcome(unknown_statuses=set(batch.unknown_statuses))
+    out = BatchOutcome(
+        unknown_statuses=unknown_by_variant(resource, batch.frame, batch.unknown_statuses)
+    )
     if batch.rejects:
         out.rejected = ds.append_rejects(batch.rejects, sync_id=sync_id, secret=secret)
         _count_kinds(batch.rejects, out.reasons)
@@ -124,7 +182,7 @@ class BatchWriter:
         workers: Workers,
         pages_per_batch: int = PAGES_PER_BATCH,
         on_rows: Callable[[int], None] = lambda _n: None,
-        warned: set[tuple[str, str]] | None = None,
+        warned: set[tuple[str, str, str]] | None = None,
         secret: str | None = None,
     ) -> None:
         self.dataset = dataset
@@ -136,8 +194,8 @@ class BatchWriter:
         self.workers = workers
         self.pages_per_batch = pages_per_batch
         self.on_rows = on_rows
-        #: (resource, unknown status) pairs already warned about, shared across syncs
-        self.warned: set[tuple[str, str]] = set() if warned is None else warned
+        #: (resource, API variant, unknown status) already warned about, shared across syncs
+        self.warned: set[tuple[str, str, str]] = set() if warned is None else warned
         #: list bodies, and retrieved objects as ``(variant, body)``, waiting to be written
         self.bodies: list[bytes | tuple[Variant, bytes]] = []
         # One batch written at a time: fetching waits when the writer falls behind, so

@@ -108,8 +108,9 @@ def test_an_unknown_refund_status_is_kept_in_extra_and_the_warning_says_so(
         refunds = gw.refunds(refresh=False).set_index("id")
     said = [str(w.message) for w in caught if weird in str(w.message)]
     assert said == [
-        f"the gateway sent refunds with status {weird!r}, which gwtools does not know; those "
-        "rows have status 'unknown' (the raw value is in extra, under \"status\")"
+        f"the gateway sent refunds with status {weird!r} (API variant {shop.variant}), which "
+        "gwtools does not know; those rows have status 'unknown' (the raw value is in extra, "
+        'under "status"). Report the value to the gateway with its API variant'
     ]
     assert refunds.loc["rfnd_weird", "status"] == "unknown"
     assert json.loads(refunds.loc["rfnd_weird", "extra"])["status"] == weird
