@@ -91,37 +91,30 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        allowed = _allowed(app, request.scope) if exc.status_code == 405 else []
         if exc.status_code == 405:
             err = errors.ApiError(
                 405,
                 "invalid_request_error",
                 "method_not_allowed",
-                f"{request.method} is not allowed on {request.url.path}.",
+                f"{request.method} is not allowed on {request.url.path}; use "
+                f"{' or '.join(allowed)}.",
             )
         elif exc.status_code == 404:
-            err = errors.ApiError(
-                404,
-                "invalid_request_error",
-                "resource_missing",
-                f"Unrecognized request URL ({request.method} {request.url.path}).",
-            )
+            err = errors.unknown_url(request.method, request.url.path)
         else:
             err = errors.ApiError(
                 exc.status_code, "invalid_request_error", "parameter_invalid", str(exc.detail)
             )
         response = _error_response(err)
         if exc.status_code == 405:
-            response.headers["Allow"] = ", ".join(_allowed(app, request.scope))
+            response.headers["Allow"] = ", ".join(allowed)
         return response
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("sandbox error on %s %s", request.method, request.url.path)
-        return _error_response(
-            errors.ApiError(
-                500, "api_error", "processing_error", "The sandbox hit an internal error."
-            )
-        )
+        return _error_response(errors.server_error())
 
     # Fault injection (gwtools/sandbox/faults.py): innermost, so the gateway middleware adds
     # Service-Version and rate-limit headers to injected responses too.

@@ -98,9 +98,16 @@ class Keys:
             raise errors.auth_error("Malformed Authorization header; expected 'Bearer <key>'.")
         auth = self.lookup(key)
         if auth is None:
-            raise errors.auth_error(f"Invalid API key provided: {mask(key)}.")
+            raise errors.auth_error(
+                f"Invalid API key provided: {mask(key)}. Check that the whole key was copied and "
+                "that it is a secret (sk_) or publishable (pk_) key this gateway issued; a "
+                "revoked key, or one from another sandbox or before a reset, is not known here."
+            )
         if auth.expires_at is not None and now >= auth.expires_at:
-            raise errors.auth_error(f"The API key {mask(key)} was rolled and has expired.")
+            raise errors.auth_error(
+                f"The API key {mask(key)} was rolled and its 24-hour grace has ended; use the "
+                "new key the roll returned in its place."
+            )
         if auth.allowlist and not ip_allowed(client_ip, auth.allowlist):
             raise errors.auth_error(
                 f"The API key {mask(key)} may not be used from IP "

@@ -102,6 +102,30 @@ def invalid_state(message: str) -> ApiError:
     return ApiError(409, "invalid_request_error", "invalid_state", message)
 
 
+def unknown_url(method: str, path: str) -> ApiError:
+    """The 404 of a path no route serves; a trailing slash is named, as it is an easy slip."""
+    hint = "Check the path against the API reference (paths start with /v1/)."
+    trimmed = path.rstrip("/")
+    if trimmed != path and len(trimmed) > len("/v1"):
+        hint = f"Paths take no trailing slash: use {trimmed}."
+    return ApiError(
+        404,
+        "invalid_request_error",
+        "resource_missing",
+        f"Unrecognized request URL ({method} {path}). {hint}",
+    )
+
+
+def server_error() -> ApiError:
+    return ApiError(
+        500,
+        "api_error",
+        "processing_error",
+        "The sandbox hit an internal error (its log has the details). Retry the request; "
+        "retry a creation with the same Idempotency-Key so it is not made twice.",
+    )
+
+
 def auth_error(message: str) -> ApiError:
     return ApiError(401, "authentication_error", "invalid_api_key", message)
 

@@ -432,7 +432,7 @@ class Gateway:
             if rec["status"] != "authorized":
                 raise errors.invalid_state(
                     f"Payment {ident} is {render.payment_status(rec, self.variant)}; only an "
-                    "authorized payment can be captured."
+                    f"authorized payment can be captured: {self._state_hint(rec, 'capture')}"
                 )
             if amount is not None and amount > rec["amount"]:
                 raise errors.invalid(
@@ -444,6 +444,31 @@ class Gateway:
             self._emit(events)
         self.webhooks.kick()
         return out
+
+    def _state_hint(self, rec: Record, action: str) -> str:
+        """What a caller can do about a payment whose status refuses ``action``: the status
+        alone ("is requires_action") leaves them to guess whether to wait, act or give up."""
+        status, pid = rec["status"], rec["id"]
+        if status in ("pending", "requires_action"):
+            where = "redirect_url" if self.variant == "A" else "next_action.redirect_to_url"
+            return (
+                f"the customer has not finished paying (send them to {where}); retrieve the "
+                "payment again once they have."
+            )
+        if status == "processing":
+            return "it awaits the card's or the bank's answer; retrieve it again later."
+        if status == "authorized":
+            return (
+                f"capture it first (POST /v1/payments/{pid}/capture), or void it to release "
+                "the authorization."
+            )
+        if status == "succeeded":
+            if action == "capture":
+                return "it is already captured; there is nothing left to capture."
+            return (
+                f"it is already captured; refund it instead (POST /v1/refunds, payment_id {pid})."
+            )
+        return "this status is final; create a new payment to charge the customer again."
 
     def void(self, auth: Auth, ident: str, raw: bytes) -> bytes:
         self.apply_due()
@@ -463,7 +488,7 @@ class Gateway:
                 raise errors.invalid_state(
                     f"Payment {ident} is {render.payment_status(rec, self.variant)}; only a "
                     "payment not yet captured (authorized or awaiting the customer) can be "
-                    "voided."
+                    f"voided: {self._state_hint(rec, 'void')}"
                 )
             events = domain.void(rec, self.clock.now())
             out = self._save("payments", row.rid, rec)
@@ -483,7 +508,8 @@ class Gateway:
             if payment["status"] != "succeeded":
                 raise errors.invalid_state(
                     f"Payment {payment['id']} is {render.payment_status(payment, self.variant)}; "
-                    "only a captured payment can be refunded."
+                    f"only a captured payment can be refunded: "
+                    f"{self._state_hint(payment, 'refund')}"
                 )
             left = domain.refundable(payment)
             amount = left if p["amount"] is None else p["amount"]
@@ -543,6 +569,21 @@ class Gateway:
         if table == "events":
             allowed.add("type")
             allowed.discard("status")
+        # the other variant's paging parameter: say how this list pages, not just "unknown"
+        if cursor and "page" in query:
+            raise errors.invalid(
+                "page",
+                "Received unknown parameter: page. This list pages by cursor, newest first: "
+                "pass starting_after=<id of the last object of the previous page> (and limit) "
+                "while has_more is true.",
+            )
+        wrong = next((n for n in ("starting_after", "ending_before") if n in query), None)
+        if not cursor and wrong is not None:
+            raise errors.invalid(
+                wrong,
+                f"Received unknown parameter: {wrong}. This list pages by number: pass page=2, "
+                "3, ... (and limit) up to meta.totalPages.",
+            )
         params.query(query, allowed)
         for name in ("starting_after", "ending_before", "payment_id", "type"):
             if query.get(name) == "":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from typing import Final
+from urllib.parse import parse_qsl, urlencode
 
 import orjson
 
@@ -37,14 +38,22 @@ def key_problem(raw: bytes) -> str | None:
     return None
 
 
-def fingerprint(body: bytes) -> bytes:
-    """Hash of the request body; JSON is canonicalised so key order and spacing do not matter."""
+def fingerprint(body: bytes, query: bytes = b"") -> bytes:
+    """Hash of the request body and query string; JSON is canonicalised so key order and
+    spacing do not matter, and so is the order of query parameters.
+
+    The query is part of the request: without it, a call refused for a stray ``?amount=`` and
+    retried without it under the same key would get the stale refusal replayed."""
     try:
         canonical = (
             orjson.dumps(orjson.loads(body), option=orjson.OPT_SORT_KEYS) if body.strip() else b""
         )
     except orjson.JSONDecodeError:
         canonical = body
+    if query:
+        pairs = sorted(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
+        # appended only when present, so records stored before the query counted still match
+        canonical += b"\0?" + urlencode(pairs).encode()
     return hashlib.sha256(canonical).digest()
 
 

@@ -7,12 +7,14 @@ Every ``/v1`` response, errors included, carries ``Service-Version`` and the thr
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gwtools.sandbox import errors
+from gwtools.sandbox.faults import ConnectionDropped
 from gwtools.sandbox.gateway import API_VERSION, DEPRECATED_VERSION, Gateway
 from gwtools.sandbox.idempotency import Idempotency, fingerprint, key_problem
 from gwtools.sandbox.params import MAX_BODY
@@ -22,6 +24,7 @@ JSON = (b"content-type", b"application/json")
 #: RFC 9745 Deprecation header: deprecated since 2024-01-01T00:00:00Z
 DEPRECATION = (b"deprecation", b"@1704067200")
 IDEMPOTENT_POSTS = ("/v1/payments", "/v1/refunds")
+log = logging.getLogger("gwtools.sandbox")
 
 
 def _rate_headers(v: Verdict) -> list[tuple[bytes, bytes]]:
@@ -118,6 +121,10 @@ class GatewayMiddleware:
         error: errors.ApiError | None = None
         if not verdict.allowed:
             error = _limited(verdict, extra)
+        elif len(path) > len("/v1/") and path.endswith("/"):
+            # Starlette would answer 307 to the path without the slash: an empty body no JSON
+            # client can read, and a pk_ key would meet a 401 there instead of the redirect
+            error = errors.unknown_url(method, path)
         elif auth.kind == "publishable" and not (method == "POST" and path == "/v1/payments"):
             error = errors.auth_error(
                 "A publishable key can only create payments; use a secret "
@@ -143,19 +150,32 @@ class GatewayMiddleware:
             await _respond(send, error.status, error.body(), extra + _rate_headers(verdict))
             return
         scope.setdefault("state", {})["auth"] = auth
+        started = False
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 # the rate-limit figures as the response leaves, not as the request came in
                 rate = _rate_headers(self.limiter.current(verdict))
                 message["headers"] = list(message.get("headers", [])) + extra + rate
             await send(message)
 
-        ikey = headers.get(b"idempotency-key")
-        if ikey is not None and method == "POST":
-            await self._idempotent(scope, receive, send_with_headers, auth.key, ikey)
-            return
-        await self.app(scope, receive, send_with_headers)
+        try:
+            ikey = headers.get(b"idempotency-key")
+            if ikey is not None and method == "POST":
+                await self._idempotent(scope, receive, send_with_headers, auth.key, ikey)
+            else:
+                await self.app(scope, receive, send_with_headers)
+        except ConnectionDropped:
+            raise  # an injected drop means no response at all, not a 500
+        except Exception:
+            # Starlette's outermost handler would answer without the headers every /v1
+            # response carries; once the response has started, nothing can be added
+            if started:
+                raise
+            log.exception("sandbox error on %s %s", method, path)
+            await _respond(send_with_headers, 500, errors.server_error().body(), [])
 
     async def _idempotent(
         self, scope: Scope, receive: Receive, send: Send, key: str, ikey: bytes
@@ -165,7 +185,7 @@ class GatewayMiddleware:
             await _respond(send, 400, errors.invalid("Idempotency-Key", problem).body(), [])
             return
         body = await _read_body(receive)
-        fp = fingerprint(body)
+        fp = fingerprint(body, scope.get("query_string", b""))
         name = f"{key}|{scope['method']} {scope['path']}|{ikey.decode('latin-1')}"
         # Wait while another request with this key runs. Again after it ends: if it stored no
         # answer (a 5xx or 429), the next waiter runs in its place and the others wait for that.
@@ -192,8 +212,9 @@ class GatewayMiddleware:
                     409,
                     "invalid_request_error",
                     "idempotency_key_reused",
-                    "This Idempotency-Key was used with a different request body; use a new key "
-                    "for a new request.",
+                    "This Idempotency-Key was used with a different request (another body or "
+                    "query string); resend the first request unchanged to get its answer, or "
+                    "use a new key for a new request.",
                 )
                 await _respond(send, 409, err.body(), [])
                 return

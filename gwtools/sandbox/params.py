@@ -28,7 +28,9 @@ REASONS: Final = ("duplicate", "fraudulent", "requested_by_customer")
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _CURRENCY = re.compile(r"^[A-Za-z]{3}$")
-_QUERY_INT = re.compile(r"-?[0-9]{1,12}")
+_QUERY_INT = re.compile(r"-?[0-9]+")
+#: digits beyond which a query integer is out of every range (and not worth converting)
+_QUERY_INT_DIGITS: Final = 12
 #: an ISO time whose "+hh:mm" offset lost its "+" to form decoding ("...T00:00:00 08:00")
 _SPACE_FOR_PLUS = re.compile(
     r"[0-9]{4}-?[0-9]{2}-?[0-9]{2}[Tt ][0-9]{2}(:?[0-9]{2}(:?[0-9]{2}([.,][0-9]+)?)?)?"
@@ -199,6 +201,12 @@ def integer(
     return value
 
 
+def _got(value: Any) -> str:
+    """``got number 123``: what the caller sent, named as JSON names it (a JSON client never
+    wrote an ``int`` or a ``dict``), cut short."""
+    return f"got {_json_type(value)} {orjson.dumps(value).decode()[:40]}"
+
+
 def _json_type(value: Any) -> str:
     """The JSON name of a decoded value's type, for error messages."""
     if value is None:
@@ -224,7 +232,8 @@ def text(
         return None
     if not isinstance(value, str):
         raise errors.invalid(
-            param, f"Invalid {param}: must be a string, got {type(value).__name__}."
+            param,
+            f"Invalid {param}: must be a string (a JSON value in double quotes); {_got(value)}.",
         )
     if len(value) > max_len:
         raise errors.invalid(
@@ -258,7 +267,9 @@ def boolean(body: Mapping[str, Any], name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise errors.invalid(name, f"Invalid {name}: must be true or false.")
+        raise errors.invalid(
+            name, f"Invalid {name}: must be true or false (JSON booleans); {_got(value)}."
+        )
     return value
 
 
@@ -267,7 +278,11 @@ def metadata(body: Mapping[str, Any], max_keys: int) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise errors.invalid("metadata", "Invalid metadata: must be an object of key-value pairs.")
+        raise errors.invalid(
+            "metadata",
+            f'Invalid metadata: must be an object of key-value pairs such as {{"order": "42"}}; '
+            f"{_got(value)}.",
+        )
     if len(value) > max_keys:
         raise errors.invalid(
             "metadata", f"Invalid metadata: {len(value)} keys; the maximum is {max_keys}."
@@ -300,13 +315,16 @@ def metadata(body: Mapping[str, Any], max_keys: int) -> dict[str, Any]:
 
 
 def currency(body: Mapping[str, Any], *, required: bool) -> str:
-    value = text(body, "currency", required=required, max_len=3)
+    # no length limit of text(): "4 characters; the maximum is 3" would hide that a code
+    # has exactly three letters, and which codes there are
+    value = text(body, "currency", required=required)
     if value is None:
         return "MYR"
     if not _CURRENCY.match(value) or value.upper() not in CURRENCIES:
+        shown = value if len(value) <= 20 else value[:19] + "\u2026"
         raise errors.invalid(
             "currency",
-            f"Invalid currency: {value!r}; expected a three-letter "
+            f"Invalid currency: {shown!r}; expected a three-letter "
             f"ISO code such as myr ({', '.join(sorted(CURRENCIES))}).",
         )
     return value.upper()
@@ -365,7 +383,11 @@ def payment_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
 def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
     """A card sub-object (number/expiry/cvc or token) -> Method; 402 for unusable cards."""
     if not isinstance(card, dict):
-        raise errors.invalid(param, f"Invalid {param}: must be an object.")
+        raise errors.invalid(
+            param,
+            f"Invalid {param}: must be an object with number, exp_month, exp_year and cvc, or "
+            f"with token; {_got(card)}.",
+        )
     reject_unknown(card, ("number", "exp_month", "exp_year", "cvc", "token", "name"), f"{param}[")
     text(card, "name", max_len=200, param=f"{param}[name]")
     token = text(card, "token", max_len=100, param=f"{param}[token]")
@@ -454,7 +476,10 @@ def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
 
 def fpx_method(fpx: Any, livemode: bool, param: str) -> Method:
     if not isinstance(fpx, dict):
-        raise errors.invalid(param, f"Invalid {param}: must be an object.")
+        raise errors.invalid(
+            param,
+            f'Invalid {param}: must be an object such as {{"bank_code": "TEST0001"}}; {_got(fpx)}.',
+        )
     reject_unknown(fpx, ("bank_code",), f"{param}[")
     code = text(fpx, "bank_code", required=True, max_len=20, param=f"{param}[bank_code]")
     assert code is not None
@@ -491,7 +516,8 @@ def method_data(data: Any, livemode: bool, now: float) -> Method:
     if not isinstance(data, dict):
         raise errors.invalid(
             "payment_method_data",
-            "Invalid payment_method_data: must be an object with type and card or fpx.",
+            "Invalid payment_method_data: must be an object with type and card or fpx; "
+            f"{_got(data)}.",
         )
     kind = text(
         data, "type", required=True, choices=("card", "fpx"), param="payment_method_data[type]"
@@ -546,6 +572,9 @@ def instant(params: Mapping[str, str], name: str) -> float | None:
     if value is None:
         return None
     try:
+        if not value.isascii():
+            # Python reads other scripts' digits as numbers too; the message promises ASCII
+            raise ValueError(value)
         return parse_instant(value)
     except (ValueError, OverflowError):
         if _SPACE_FOR_PLUS.fullmatch(value):
@@ -573,7 +602,9 @@ def query_int(params: Mapping[str, str], name: str, default: int, high: int) -> 
         raise errors.invalid(
             name, f"Invalid {name}: {value!r} is not an integer; use digits only, e.g. {default}."
         )
-    number = int(value)
-    if not 1 <= number <= high:
-        raise errors.invalid(name, f"Invalid {name}: {number}; expected 1 to {high}.")
-    return number
+    # a long number is still a number: "out of range", not "not an integer"
+    digits = value.lstrip("-")
+    if len(digits) > _QUERY_INT_DIGITS or not 1 <= int(value) <= high:
+        shown = value if len(value) <= 20 else value[:19] + "\u2026"
+        raise errors.invalid(name, f"Invalid {name}: {shown}; expected 1 to {high}.")
+    return int(value)
