@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,29 +22,10 @@ import gwtools
 from gwtools import ConfigurationError, RateLimitError
 from gwtools.http._client import MAX_WAIT, Client, Clock
 from tests.library._shop import Shop
+from tests.library.test_client_hostile import _FakeClock as _RecordingClock
 
 B_ONLY = pytest.mark.parametrize("sandbox", ["B"], indirect=True)
 pytestmark = pytest.mark.timeout(120)
-
-
-class _RecordingClock(Clock):
-    """Starts at the real time and moves on only when the client waits, recording each wait."""
-
-    def __init__(self) -> None:
-        self.mono, self.wall = time.monotonic(), time.time()
-        self.waits: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.mono
-
-    def time(self) -> float:
-        return self.wall
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.mono += seconds
-        self.wall += seconds
-        await asyncio.sleep(0)
 
 
 class _SlowDown(httpx.AsyncBaseTransport):
