@@ -31,6 +31,21 @@ AMOUNT_BANDS: Final = (0, 10, 50, 100, 500, 1_000, 5_000)
 By = str | Sequence[str] | None
 Denominator = Literal["decided", "finished"]
 
+#: Columns of the analyses' tables that hold fractions (0..1), besides the ``*_rate``,
+#: ``*_share`` and ``*_ci_low``/``*_ci_high`` ones :func:`add_rate` names.
+_FRACTIONS: Final = frozenset(
+    {"rate", "ci_low", "ci_high", "share", "cumulative_share", "amount_rate",
+     "share_of_created", "step_conversion"}
+)  # fmt: skip
+
+
+def is_fraction(column: object) -> bool:
+    """Whether an analysis table's ``column`` holds a fraction, which dashboards and reports
+    show as a percentage (their saved tables keep the fraction)."""
+    return isinstance(column, str) and (
+        column in _FRACTIONS or column.endswith(("_rate", "_share", "_ci_low", "_ci_high"))
+    )
+
 
 @overload
 def wilson_interval(

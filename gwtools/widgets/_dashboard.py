@@ -21,6 +21,7 @@ from gwtools import ConfigurationError, Gateway, open_source, write_table
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, local_time, resolve_tz
 from gwtools.analysis._money import resolve_locale
+from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import DateLike, to_timestamp
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, sync_summary, tidy_tables
@@ -31,18 +32,6 @@ View = Callable[[Any], tuple[pd.DataFrame, Figure | None]]
 #: The columns the filters' choices come from (one small group-by when a dashboard opens).
 _FACETS = ["method_type", "currency", "status", "fpx_bank_code", "fpx_bank"]
 
-_PERCENT_COLUMNS = frozenset(
-    {
-        "rate",
-        "ci_low",
-        "ci_high",
-        "share",
-        "cumulative_share",
-        "amount_rate",
-        "share_of_created",
-        "step_conversion",
-    }
-)
 _ALL = "(all)"
 #: The periods of the ``per`` control (``freq``).
 _FREQS: Final = ["day", "week", "month"]
@@ -77,12 +66,12 @@ def _local_dates(ts: pd.Series, tz: str) -> tuple[dt.date | None, dt.date | None
 
 
 def _for_display(frame: pd.DataFrame, tz: str, percent: Collection[str] = ()) -> pd.DataFrame:
-    """Percentages (the usual rate and share columns, and ``percent``) as ``12.3%``,
+    """Percentages (the analyses' rate and share columns, and ``percent``) as ``12.3%``,
     timestamps in local time, nulls blank."""
     out = frame.copy()
     for col in out.columns:
         series = out[col]
-        if col in _PERCENT_COLUMNS or col in percent:
+        if is_fraction(col) or col in percent:
             out[col] = series.map(lambda v: "" if pd.isna(v) else f"{v:.1%}")
         elif isinstance(series.dtype, pd.DatetimeTZDtype):
             out[col] = local_time(series, tz).dt.strftime("%Y-%m-%d %H:%M").fillna("")
