@@ -25,6 +25,7 @@ from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
 from gwtools.analysis._money import exponent
 from gwtools.analysis._quality import judge_completeness
+from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import as_utc
 from gwtools.plots import SANDBOX_NOTE
 
@@ -159,8 +160,8 @@ def count_rows(table: Any) -> int:
 
 
 def _number(value: float) -> str:
-    # Shares and rates (below 1) need 4 decimals; days and counts read best with 2. Money
-    # has its currency's own decimals instead (see _money_view).
+    # Other fractions (below 1) need 4 decimals; days and counts read best with 2. Money
+    # has its currency's own decimals, rates and shares are percentages (see _money_view).
     return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.2f}"
 
 
@@ -176,19 +177,31 @@ def _money(value: Any, digits: int | None) -> Any:
     return _number(value) if digits is None else f"{value:,.{digits}f}"
 
 
+def _percent(value: Any) -> Any:
+    """A fraction as a percentage, ``0.625`` -> ``62.5%``; one that one decimal would show as
+    0.0% keeps two significant digits (``0.04%``); a missing value stays missing."""
+    if pd.isna(value):
+        return value
+    pct = float(value) * 100
+    return f"{pct:.1f}%" if pct == 0 or abs(pct) >= 0.05 else f"{pct:.2g}%"
+
+
 def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as the notebooks show it: each money column's amounts as text with their
     currency's own decimals (Babel's, as :func:`gwtools.analysis.to_major` divides by) and
-    thousands separators, e.g. KWD ``1.234``, JPY ``1,234``, MYR ``1,234.50``, BHD ``0.005``.
-    Only the display: ``frame`` is returned as it is when it holds no money, and is never
+    thousands separators, e.g. KWD ``1.234``, JPY ``1,234``, MYR ``1,234.50``, BHD ``0.005``;
+    rates, shares and their intervals as percentages (``62.5%``), as the dashboards show
+    them. Only the display: ``frame`` is returned as it is when it holds neither, and is never
     changed (what :func:`save_tables` writes keeps its numbers).
 
     Money columns are float columns (major units) named ``amount``, ``amount_major`` or
     ending in ``_amount`` (``captured_amount``, ``refunded_amount``), in the currency of
     each row's ``currency`` column (a table without one keeps them as numbers), and
-    ``amount_<CUR>`` (``amount_JPY``: totals in that currency). Everything else is shown by
-    pandas' float format (:func:`_number`): rates and shares such as ``amount_rate``, days,
-    counts; integer columns, such as the canonical tables' minor units, stay integers."""
+    ``amount_<CUR>`` (``amount_JPY``: totals in that currency). Fractions are the columns
+    :func:`gwtools.analysis._rates.is_fraction` names (``rate``, ``ci_low``, ``share``,
+    ``amount_rate``, ``*_rate``...). Everything else is shown by pandas' float format
+    (:func:`_number`): days, counts, other fractions; integer columns, such as the canonical
+    tables' minor units, stay integers."""
     currency = frame.get("currency")  # a Series when there is one such column
     digits_of: dict[Any, int | None] = {}
 
@@ -202,6 +215,10 @@ def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
     view = None
     for i, name in enumerate(frame.columns):
         if not isinstance(name, str) or not pd.api.types.is_float_dtype(frame.dtypes.iloc[i]):
+            continue
+        if is_fraction(name):
+            view = frame.copy() if view is None else view
+            view.isetitem(i, pd.array([_percent(v) for v in frame.iloc[:, i]], dtype=object))
             continue
         named = _AMOUNT_IN.fullmatch(name)
         if named:

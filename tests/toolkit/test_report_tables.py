@@ -42,8 +42,9 @@ def _shown(frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> tuple[list[l
 
 
 def test_money_is_shown_at_each_rows_currency_precision(monkeypatch: pytest.MonkeyPatch) -> None:
-    """KWD has 3 decimals, CLF 4, JPY none, BHD 3, USD and MYR 2 (Babel's table); rates keep
-    4 decimals, and integer minor units stay integers. The table itself is not changed."""
+    """KWD has 3 decimals, CLF 4, JPY none, BHD 3, USD and MYR 2 (Babel's table); rates are
+    percentages (two significant digits where one decimal would show 0.0%), and integer minor
+    units stay integers. The table itself is not changed."""
     frame = pd.DataFrame(
         {
             "currency": ["KWD", "CLF", "JPY", "BHD", "USD", "MYR"],
@@ -56,14 +57,14 @@ def test_money_is_shown_at_each_rows_currency_precision(monkeypatch: pytest.Monk
     before = frame.copy()
     rows, text = _shown(frame, monkeypatch)
     assert rows == [
-        ["KWD", "1.234", "0.000", "0.00", "1234"],
-        ["CLF", "1.2345", "0.0000", "0.00", "12345"],
-        ["JPY", "1,234", "100", "0.0810", "1234"],
-        ["BHD", "0.005", "0.000", "0.00", "5"],
-        ["USD", "0.01", "0.01", "1.00", "1"],
-        ["MYR", "1,234.50", "0.50", "0.0004", "123450"],
+        ["KWD", "1.234", "0.000", "0.0%", "1234"],
+        ["CLF", "1.2345", "0.0000", "0.0%", "12345"],
+        ["JPY", "1,234", "100", "8.1%", "1234"],
+        ["BHD", "0.005", "0.000", "0.0%", "5"],
+        ["USD", "0.01", "0.01", "100.0%", "1"],
+        ["MYR", "1,234.50", "0.50", "0.04%", "123450"],
     ]
-    assert "1,234.50" in text.splitlines()[-1] and "0.0004" in text.splitlines()[-1]
+    assert "1,234.50" in text.splitlines()[-1] and "0.04%" in text.splitlines()[-1]
     pd.testing.assert_frame_equal(frame, before)  # what save_tables writes is untouched
 
 
@@ -83,12 +84,15 @@ def test_money_of_one_named_currency_and_tables_without_money(
     )
     rows, _ = _shown(totals, monkeypatch)
     assert rows == [
-        ["full", "5,000", "1.500", "JP¥5,000; KWD1.500", "0.2500"],
-        ["partial", "0", "12.345", "KWD12.345", "0.7500"],
+        ["full", "5,000", "1.500", "JP¥5,000; KWD1.500", "25.0%"],
+        ["partial", "0", "12.345", "KWD12.345", "75.0%"],
     ]
     days = pd.DataFrame({"day": ["a", "b"], "days_to_refund": [1234.5, 0.5]})
     rows, _ = _shown(days, monkeypatch)
-    assert rows == [["a", "1,234.50"], ["b", "0.5000"]]
+    assert rows == [["a", "1,234.50"], ["b", "0.5000"]]  # not a fraction: a number
+    rates = pd.DataFrame({"after_retry_rate": [0.5, float("nan")], "ci_low": [0.0004, 1.0]})
+    rows, _ = _shown(rates, monkeypatch)
+    assert rows == [["50.0%", "0.04%"], ["NaN", "100.0%"]]
 
 
 def test_parquet_only_removes_the_tables_previous_csv(tmp_path: Path) -> None:
