@@ -13,7 +13,10 @@ Decisions where the spec is silent (docs/tables.md gives the rest):
   other string is the method type (variant A's ``card``/``fpx``); an expanded
   method object gives its id, type, card brand and FPX bank. When no other source
   gives the type, the creation data's (``payment_method_data.type``) does; that
-  object stays whole in ``extra``, and the bank columns never come from it.
+  object stays whole in ``extra``, and the bank columns never come from it. The details
+  beat an expanded method: a value of the method that differs from theirs stays in ``extra``.
+- An amount sent as an integral JSON number (``1000.0``, as a proxy re-encoding numbers as
+  doubles sends it) is that integer, up to 2**53; beyond, a double may not be the integer meant.
 - ``status`` maps the raw status in the vocabulary of the record's variant
   (:data:`gwtools._schema.PAYMENT_STATUS_BY_VARIANT`, case as sent): the other
   variant's word (A's ``succeeded``, B's ``captured``) is ``unknown``, warned once.
@@ -279,6 +282,9 @@ def _lines_to_texts(lines: bytes, n: int) -> pa.Array:
 # --------------------------------------------------------------------------- tolerant record reading
 
 
+_EXACT_FLOAT = 2**53
+
+
 class _Fields:
     """Takes typed values out of a raw object; what is left becomes ``extra``.
 
@@ -307,11 +313,18 @@ class _Fields:
         return v
 
     def integer(self, key: str) -> int | None:
-        v: int | None = self._take(key, int)  # never a bool
-        if v is not None and not INT64_MIN <= v <= INT64_MAX:
-            self.rest[key] = v  # too big for an int64 column: kept in extra
+        v = self.rest.get(key)
+        if v.__class__ is float and v.is_integer() and abs(v) <= _EXACT_FLOAT:
+            # JSON does not tell 1000 from 1000.0 (a proxy re-encoding numbers as doubles
+            # sends the latter): the value is that integer. Beyond 2**53 a double may no
+            # longer be the integer that was meant, so it stays in extra.
+            del self.rest[key]
+            return int(v)
+        got: int | None = self._take(key, int)  # never a bool
+        if got is not None and not INT64_MIN <= got <= INT64_MAX:
+            self.rest[key] = got  # too big for an int64 column: kept in extra
             return None
-        return v
+        return got
 
     def flag(self, key: str) -> bool | None:
         v: bool | None = self._take(key, bool)
@@ -393,6 +406,50 @@ def _creation(f: _Fields, variant: Variant) -> tuple[str | None, Any]:
     return None, None
 
 
+def _pick(name: str, have: str | None, *places: _Fields | None) -> str | None:
+    """Text ``name`` from the first of ``places`` giving it; when a better source already
+    gave ``have``, only an equal value is taken (a differing one stays in extra)."""
+    for place in places:
+        if place is None:
+            continue
+        if have is not None and place.rest.get(name) != have:
+            continue
+        got = place.text(name)
+        if got is not None:
+            return got
+    return None
+
+
+_NO_CREATION = "(`created_at` ISO 8601 or `created` Unix seconds)"
+_SECONDS_RANGE = "Unix seconds must fall in the years 1 to 9999"
+
+
+def _no_creation_reason(obj: Mapping[str, Any], variant: Variant) -> str:
+    """Why a record gives no creation time: the field it has is named with its value."""
+    for key in CREATION_FIELDS[variant]:
+        v = obj.get(key)
+        if v == "":
+            return f"creation time `{key}` is empty {_NO_CREATION}"
+        if v is not None:
+            return f"creation time `{key}` = {_record_text(v)} is not a timestamp {_NO_CREATION}"
+    return f"record has no usable creation time {_NO_CREATION}"
+
+
+def _bad_creation_reason(key: str | None, value: Any) -> str:
+    """Why a creation time that looked like one was refused; a number is out of range."""
+    reason = f"creation time `{key}` = {value!r} is not an ISO 8601 timestamp or Unix seconds"
+    try:
+        seconds = float(value) if isinstance(value, int | float | str) else None
+    except (ValueError, OverflowError):
+        seconds = None
+    if seconds is None or seconds != seconds:  # (NaN)
+        return reason
+    # Only a number reaches here out of range: 1e11 s is the year 5138, while milliseconds
+    # of the years 1973 to 5138 (a common mistake) are 1e11 to 1e14.
+    hint = "; this looks like milliseconds (divide by 1000)" if 1e11 <= seconds < 1e14 else ""
+    return f"{reason}: {_SECONDS_RANGE}{hint}"
+
+
 def _method(f: _Fields) -> tuple[str | None, ...]:
     """(method_type, payment_method_id, fpx_bank_code, fpx_bank, card_brand) of a payment.
 
@@ -408,24 +465,29 @@ def _method(f: _Fields) -> tuple[str | None, ...]:
             pm_id = pm_str
         else:
             method_type = pm_str.lower()
-    brand = bank_code = bank = None
-    for key in ("payment_method", "payment_method_details"):  # later sources win
+    brand = bank_code = bank = found_type = None
+    # The details first, then an expanded method: a value the better source already gave
+    # is not taken from the other one when it differs, so it stays in extra (not lost).
+    for key in ("payment_method_details", "payment_method"):
         src = f.obj(key)
         if src is None:
             continue
         if key == "payment_method":
             pm_id = src.text("id") or pm_id
-        kind = src.text("type")
         card, fpx = src.obj("card"), src.obj("fpx")
-        s_brand = src.text("brand") or (card.text("brand") if card else None)
-        s_code = src.text("bank_code") or (fpx.text("bank_code") if fpx else None)
-        s_bank = src.text("bank") or (fpx.text("bank") if fpx else None)
+        s_brand = _pick("brand", brand, src, card)
+        s_code = _pick("bank_code", bank_code, src, fpx)
+        s_bank = _pick("bank", bank, src, fpx)
+        raw_kind = src.rest.get("type")
+        if found_type is None or (raw_kind.__class__ is str and raw_kind.lower() == found_type):
+            kind = src.text("type")
+            inferred = "fpx" if fpx or s_code else "card" if card or s_brand else None
+            found_type = found_type or (kind.lower() if kind else None) or inferred
         src.put_back("card", card)
         src.put_back("fpx", fpx)
         f.put_back(key, src)
-        brand, bank_code, bank = s_brand or brand, s_code or bank_code, s_bank or bank
-        inferred = "fpx" if fpx or s_code else "card" if card or s_brand else None
-        method_type = (kind.lower() if kind else None) or inferred or method_type
+        brand, bank_code, bank = brand or s_brand, bank_code or s_code, bank or s_bank
+    method_type = found_type or method_type
     data = f.obj("payment_method_data")
     if data is not None:
         data_type = data.rest.get("type")  # read, not taken: the object stays whole in extra
@@ -531,11 +593,7 @@ class _Collector:
         row["api_variant"] = variant
         created_key, row["created_at"] = _creation(f, variant)
         if created_key is None:
-            self.reject(
-                "record has no usable creation time (`created_at` ISO 8601 or `created` "
-                "Unix seconds)",
-                source,
-            )
+            self.reject(_no_creation_reason(obj, variant), source)
             return
         self.rows.append(row)
         self.rests.append(f)
@@ -559,11 +617,8 @@ class _Collector:
                 for i in bad:
                     if name == "created_at":
                         keep[i] = False
-                        self.reject(
-                            f"creation time `{self.created_keys[i]}` = {values[i]!r} is not "
-                            "an ISO 8601 timestamp or Unix seconds",
-                            self.sources[i],
-                        )
+                        reason = _bad_creation_reason(self.created_keys[i], values[i])
+                        self.reject(reason, self.sources[i])
                     else:  # unusable: a null column, the raw value kept in extra
                         self.rests[i].rest[name] = values[i]
                 cols[name] = arr
