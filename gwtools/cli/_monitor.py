@@ -118,6 +118,7 @@ def monitor(
     2 if it cannot check (nothing cached, a bad value, no payments in the window), 3 if there
     are none but the cache is known partial (its last sync incomplete)."""
     from gwtools import analysis
+    from gwtools.analysis import resolve_tz
 
     with _cannot_check():
         # Room before --since for the baseline (and the default window before --until).
@@ -147,10 +148,12 @@ def monitor(
         )
         if alerts.empty:
             click.echo(f"No alerts ({span}).")
+        # Alerts are in --tz while the window line is UTC: an unnamed time reads as either.
+        zone = resolve_tz(tz)
         for _, a in alerts.iterrows():
             click.echo(
                 f"[{a['severity']}] {a['kind']} {a['scope']} {a['start']:%Y-%m-%d %H:%M} to "
-                f"{a['end']:%Y-%m-%d %H:%M}: {a['explanation']}"
+                f"{a['end']:%Y-%m-%d %H:%M} {zone}: {a['explanation']}"
             )
     if not alerts.empty:  # alerts come first: 1 (a look is needed) even on partial data
         if partial:
