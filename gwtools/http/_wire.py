@@ -262,7 +262,8 @@ def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
 
 
 def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
-    """ISO 8601 strings (any offset; naive = UTC; Unix seconds as digits) -> timestamps."""
+    """ISO 8601 strings (any offset; naive = UTC; Unix seconds as digits, except eight
+    digits, which are a basic-format date) -> timestamps."""
     arr = pa.array(values, _STR)
     try:
         # Arrow's parser is fast but needs an offset on every value.
@@ -270,6 +271,10 @@ def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     digits = pc.fill_null(pc.match_substring_regex(arr, r"^\s*-?\d+(\.\d+)?\s*$"), False)
+    # Eight bare digits are ISO 8601's basic date (20260101), not Unix seconds of 1970-08:
+    # read as seconds, a proxy's date would land silently in the wrong half century.
+    basic_date = pc.fill_null(pc.match_substring_regex(arr, r"^\s*\d{8}\s*$"), False)
+    digits = pc.and_(digits, pc.invert(basic_date))
     series = pd.Series(pc.if_else(digits, pa.scalar(None, _STR), arr).to_pylist(), dtype=object)
     parsed = pd.to_datetime(series, format="ISO8601", utc=True, errors="coerce")
     out = pa.array(parsed.astype(_schema.TIMESTAMP), _TS)

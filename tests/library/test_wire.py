@@ -132,3 +132,30 @@ def test_ints_beyond_int64_are_bad_times_whatever_they_are_mixed_with(values: li
     good = pd.Timestamp("2024-03-01T10:00:01.5", tz=UTC)
     expected = [None if i in huge or v is None else good for i, v in enumerate(values)]
     assert [None if v is None else pd.Timestamp(v) for v in arr.to_pylist()] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("20260101", "2026-01-01T00:00:00"),  # ISO 8601 basic date, not 1970-08-23 in seconds
+        ("1709287201", "2024-03-01T10:00:01"),  # ten digits: Unix seconds
+        ("1709287201.5", "2024-03-01T10:00:01.5"),
+        ("2024-03-01T10:00:01", "2024-03-01T10:00:01"),  # naive is UTC
+    ],
+)
+def test_digit_strings_are_seconds_except_eight_digits_which_are_a_date(
+    text: str, expected: str
+) -> None:
+    from gwtools.http._wire import to_timestamps
+
+    arr, bad = to_timestamps([text, None])
+    assert bad == []
+    assert arr.to_pylist() == [pd.Timestamp(expected, tz=UTC), None]
+
+
+def test_eight_digits_that_are_no_date_are_bad_not_seconds_of_1970() -> None:
+    from gwtools.http._wire import to_timestamps
+
+    arr, bad = to_timestamps(["12345678", "20261301", " 20260315 ", "2024-03-01T10:00:01Z"])
+    assert bad == [0, 1, 2]
+    assert arr.to_pylist()[:3] == [None, None, None]
