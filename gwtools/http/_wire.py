@@ -270,6 +270,9 @@ def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]
         return arr.cast(_TS), []
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    # RFC 3339 allows a lower-case "t" and "z", ISO 8601 a comma before the fraction; both
+    # parsers below want "T", "Z" and ".". Nothing else in a timestamp has a case or a comma.
+    arr = pc.replace_substring(pc.utf8_upper(arr), ",", ".")
     digits = pc.fill_null(pc.match_substring_regex(arr, r"^\s*-?\d+(\.\d+)?\s*$"), False)
     # Eight bare digits are ISO 8601's basic date (20260101), not Unix seconds of 1970-08:
     # read as seconds, a proxy's date would land silently in the wrong half century.

@@ -855,7 +855,10 @@ def _complete(
         table = table.take(pc.sort_indices(table["_page"]))
     cols = {name: table[name] for name in table.column_names}
     status_raw = cols["status_raw"].combine_chunks()
-    currency = pc.utf8_upper(cols["currency"].combine_chunks())
+    # Case and padding carry no meaning in an ISO 4217 code (B sends "myr"); left as sent,
+    # " MYR" would be a second currency that Babel does not know, so no amount_major.
+    currency = pc.utf8_upper(pc.utf8_trim_whitespace(cols["currency"].combine_chunks()))
+    currency = pc.if_else(pc.equal(currency, ""), pa.scalar(None, currency.type), currency)
     amount = cols["amount"].combine_chunks()
     exponent = _map_unique(currency, _exponent, pa.int64())
     scale = pc.power(pa.scalar(10.0), pc.cast(exponent, pa.float64()))

@@ -292,6 +292,9 @@ def test_refund_statuses_and_unknown_refund_status_kept_in_extra() -> None:
         (1767225600, "2026-01-01T00:00:00"),  # Unix seconds
         (1767225600.25, "2026-01-01T00:00:00.25"),
         ("1767225600", "2026-01-01T00:00:00"),
+        ("20260101", "2026-01-01T00:00:00"),  # ISO 8601 basic date, not seconds of 1970
+        ("2026-01-01t08:00:00z", "2026-01-01T08:00:00"),  # RFC 3339 allows lower case
+        ("2026-01-01T08:00:00,25+08:00", "2026-01-01T00:00:00.25"),  # ISO 8601's comma
     ],
 )
 def test_timestamps_of_every_form(raw: Any, expected: str) -> None:
@@ -354,7 +357,7 @@ def test_an_int_beyond_int64_beside_floats_and_text_in_a_timestamp_column(fast: 
 @pytest.mark.parametrize(
     ("currency", "amount", "major", "upper"),
     [("jpy", 1000, 1000.0, "JPY"), ("MYR", 12345, 123.45, "MYR"), ("kwd", 1500, 1.5, "KWD"),
-     ("XQQ", 100, None, "XQQ")],
+     ("XQQ", 100, None, "XQQ"), (" myr ", 12345, 123.45, "MYR")],
 )  # fmt: skip
 def test_currency_exponents(currency: str, amount: int, major: float | None, upper: str) -> None:
     for record in (
@@ -364,6 +367,11 @@ def test_currency_exponents(currency: str, amount: int, major: float | None, upp
         row = one(record)
         assert row["currency"] == upper and row["amount"] == amount
         assert pd.isna(row["amount_major"]) if major is None else row["amount_major"] == major
+
+
+def test_a_blank_currency_is_missing_not_empty_text() -> None:
+    row = one(pay_b(currency="  "))
+    assert pd.isna(row["currency"]) and pd.isna(row["amount_major"])
 
 
 def test_amount_of_the_wrong_type_is_null_and_kept_in_extra() -> None:
