@@ -118,7 +118,6 @@ class _Record(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     """The fields payments and refunds share."""
 
     id: _SC = None
-    object: Annotated[_S, DROPPED] = None
     amount: _IC = None
     currency: _SC = None
     status: Annotated[_S, Column("s", "status_raw")] = None
@@ -129,6 +128,8 @@ class _Record(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
+    # Any other kind fails the fast path: the tolerant one keeps it in extra.
+    object: Annotated[Literal["payment"] | None, DROPPED] = None
     amount_captured: _I = None
     description: _SC = None
     payment_method: _SR = None
@@ -158,6 +159,7 @@ class FastPayment(_Record, gc=False, forbid_unknown_fields=True):
 
 
 class FastRefund(_Record, gc=False, forbid_unknown_fields=True):
+    object: Annotated[Literal["refund"] | None, DROPPED] = None
     payment_id: _IDR = None
     payment: _IDR = None  # an alias of payment_id
     reason: _SC = None

@@ -30,8 +30,8 @@ Decisions where the spec is silent (docs/tables.md gives the rest):
   its column (an amount sent as text, an unparsable ``updated_at``) leaves the
   column null and is kept in ``extra`` under its own name. Null values carry no
   information and are left out; ``extra`` is null when nothing is left.
-- Intentionally dropped, at the top level of a record only: ``object`` (always
-  ``payment``/``refund``: the table says it) and ``client_secret`` (a secret that lets a
+- Intentionally dropped, at the top level of a record only: ``object`` when it is
+  ``payment``/``refund`` as the table says (any other value is kept in ``extra``) and ``client_secret`` (a secret that lets a
   browser confirm the payment; it must not reach a cache, a CSV or a notebook). Inside an
   expanded object (``payment_method``, ``customer``) ``object`` says what it is: kept.
 - Card data is never kept: a ``card`` object anywhere in ``extra`` (creation data a gateway
@@ -123,6 +123,8 @@ _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.large_string()
 #: Raw fields that are dropped on purpose (see the module docstring).
 _DROPPED = fields_with_role(DROPPED)
+#: What a record's own ``object`` says it is, per resource (dropped when it says so).
+_KIND: dict[str, str] = {"payments": "payment", "refunds": "refund"}
 
 
 # --------------------------------------------------------------------------- public types
@@ -365,9 +367,17 @@ class _Fields:
         the expanded object is; only a record's own is dropped, see :meth:`record_rest`)."""
         return {k: v for k, v in self.rest.items() if v is not None}
 
-    def record_rest(self) -> dict[str, Any]:
-        """A record's unread fields for ``extra``: the remainder less the dropped fields."""
-        return {k: v for k, v in self.rest.items() if v is not None and k not in _DROPPED}
+    def record_rest(self, kind: str) -> dict[str, Any]:
+        """A record's unread fields for ``extra``: the remainder less the dropped fields.
+
+        ``object`` is dropped only when it is ``kind`` (``payment``/``refund``), which the
+        table already says; any other value is news (a refund in a payments list) and kept.
+        """
+        return {
+            k: v
+            for k, v in self.rest.items()
+            if v is not None and (k not in _DROPPED or (k == "object" and v != kind))
+        }
 
     def read(self, key: str, kind: Kind, raw_meta: bytes | None) -> Any:
         """The value of a field read as its declaration says (see :class:`Column`)."""
@@ -628,7 +638,11 @@ class _Collector:
             else:
                 cols[name] = pa.array(values, kind)
         cols["extra"] = pa.array(
-            [_json_text(r) if r else None for r in (f.record_rest() for f in self.rests)], _STR
+            [
+                _json_text(r) if r else None
+                for r in (f.record_rest(_KIND[self.resource]) for f in self.rests)
+            ],
+            _STR,
         )
         cols["_page"] = pa.array(self.pages, pa.int64())
         table = pa.Table.from_pydict(cols, schema=schema)

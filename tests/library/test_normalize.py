@@ -601,8 +601,9 @@ def test_metadata_text_and_extra_json() -> None:
 @pytest.mark.parametrize("empty", [b"{ }", b"{\n}", b"{\r\n\t }", b"{}", b"null"])
 @pytest.mark.parametrize("resource", ["payments", "refunds"])
 def test_empty_metadata_with_whitespace_is_null(empty: bytes, resource: str) -> None:
+    kind = b"payment" if resource == "payments" else b"refund"
     record = (
-        b'{"id":"x_1","object":"r","amount":5,"currency":"myr","status":"failed",'
+        b'{"id":"x_1","object":"' + kind + b'","amount":5,"currency":"myr","status":"failed",'
         b'"created":1767225600,"metadata":' + empty + b"}"
     )
     page = b'{"object":"list","has_more":false,"data":[' + record + b"]}"

@@ -271,3 +271,27 @@ def test_a_rejected_creation_time_says_what_is_wrong(
         (reject,) = _normalize_bodies("payments", [page], False, fast=fast).rejects
         for w in words:
             assert w in reject.reason, (w, reject.reason)
+
+
+@pytest.mark.parametrize(
+    ("record", "resource", "other"),
+    [
+        (pay_a(object="refund"), "payments", "refund"),
+        (pay_b(object="payment_intent"), "payments", "payment_intent"),
+        (refund_b(object="payment"), "refunds", "payment"),
+    ],
+)
+def test_a_record_whose_object_is_another_kind_keeps_it_in_extra(
+    record: dict[str, Any], resource: str, other: str
+) -> None:
+    got = row(record, resource)
+    assert json.loads(got["extra"]) == {"object": other}
+
+
+@pytest.mark.parametrize(
+    ("record", "resource"), [(pay_a(), "payments"), (pay_b(), "payments"), (refund_b(), "refunds")]
+)
+def test_a_record_whose_object_is_its_own_kind_drops_it(
+    record: dict[str, Any], resource: str
+) -> None:
+    assert pd.isna(row(record, resource)["extra"])
