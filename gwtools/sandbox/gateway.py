@@ -21,6 +21,30 @@ from gwtools.sandbox.store import DeliveryStore, ListQuery, Row, Store
 API_VERSION: Final = "2024-01-01"
 DEPRECATED_VERSION: Final = "2023-12-01"
 EXPANDABLE: Final = ("customer", "payment_method")
+#: Variant B creation parameters a publishable (browser) key may not use: they charge or save
+#: a customer's payment methods, which only the merchant's server (the secret key) may do.
+SECRET_ONLY_PARAMS: Final = ("customer", "payment_method", "save_payment_method")
+
+
+def _browser_only(body: Mapping[str, Any]) -> None:
+    """401 if a publishable key's creation body uses a secret-only parameter.
+
+    Checked before anything is looked up, so a publishable key learns nothing of a customer
+    or a saved method (not even that it exists or whose it is)."""
+    for name in SECRET_ONLY_PARAMS:
+        value = body.get(name)
+        if value is None or (name == "save_payment_method" and value is False):
+            continue
+        raise errors.ApiError(
+            401,
+            "authentication_error",
+            "invalid_api_key",
+            f"A publishable key (pk_…) cannot use {name}: charging or saving a customer's "
+            "payment methods needs your secret key (sk_…), sent from your server. From the "
+            "browser, send what the customer enters as payment_method_data, without "
+            f"{', '.join(SECRET_ONLY_PARAMS)}.",
+            param=name,
+        )
 
 
 class Gateway:
@@ -286,7 +310,10 @@ class Gateway:
     def create_payment(self, auth: Auth, raw: bytes) -> bytes:
         self.apply_due()
         now = self.clock.now()
-        p = params.payment_params(params.parse_json(raw), self.variant)
+        fields = params.parse_json(raw)
+        if auth.kind == "publishable" and self.variant == "B":
+            _browser_only(fields)  # variant A has none of these parameters (unknown there: 400)
+        p = params.payment_params(fields, self.variant)
         ident = self.ids.new("pay")
         secret = f"{ident}_secret_{self.ids.token()}"
         if self.variant == "A":
@@ -592,14 +619,22 @@ class Gateway:
             auth.account,
             auth.livemode,
             created_gte=params.instant(query, "from"),
-            created_lt=params.instant(query, "to"),
+            created_lt=params.instant(query, "to", end=True),
         )
-        if q.created_gte is not None and q.created_lt is not None and q.created_gte > q.created_lt:
+        to_day = "to" in query and params.is_date(query["to"])
+        if (
+            q.created_gte is not None
+            and q.created_lt is not None
+            and (q.created_gte >= q.created_lt if to_day else q.created_gte > q.created_lt)
+        ):
             # reversed bounds match nothing: an empty list that reads as "no payments then"
+            # (a date alone as `to` is its whole day: it is reversed if the day ends by `from`)
+            until = f" (that whole day, up to {iso(q.created_lt)})" if to_day else ""
             raise errors.invalid(
                 "to",
-                f"Invalid to: {query['to']!r} is before from ({query['from']!r}), so nothing "
-                "can match (from is inclusive, to exclusive); swap them.",
+                f"Invalid to: {query['to']!r}{until} is before from ({query['from']!r}), so "
+                "nothing can match (from is inclusive, to exclusive; a date alone is a whole "
+                "UTC day); swap them.",
             )
         if visibility is not None:
             q.visibility = (*visibility, self.clock.now())

@@ -406,8 +406,17 @@ def build_openapi(variant: str) -> dict[str, Any]:
         ],
     }
     window = [
-        _query("from", instant, "created at or after (inclusive)"),
-        _query("to", instant, "created before (exclusive)"),
+        _query(
+            "from",
+            instant,
+            "created at or after (inclusive); a date alone: from 00:00:00Z of that day",
+        ),
+        _query(
+            "to",
+            instant,
+            "created before (exclusive); a date alone includes that whole UTC day "
+            "(before 00:00:00Z of the next)",
+        ),
     ]
     limit_default = 20 if a else 10
     paging = (

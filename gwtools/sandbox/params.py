@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
 import orjson
@@ -17,6 +17,7 @@ from gwtools.sandbox.domain import Method
 from gwtools.sandbox.fpx import BANKS, TEST_BANKS
 
 MAX_BODY: Final = 64 * 1024
+DAY: Final = 86_400
 MAX_AMOUNT: Final = 99_999_999
 MAX_DESCRIPTION: Final = 255
 METADATA_KEYS: Final = {"A": 10, "B": 50}
@@ -567,7 +568,24 @@ def query(params: Mapping[str, str], allowed: Iterable[str]) -> None:
             )
 
 
-def instant(params: Mapping[str, str], name: str) -> float | None:
+def is_date(value: str) -> bool:
+    """Whether a time filter is a calendar date alone (``2026-03-01``, no time of day).
+
+    Digits alone are Unix seconds, never a basic-format date (``20260301``)."""
+    text = value.strip()
+    if not text.isascii() or text.lstrip("-").isdigit():
+        return False
+    try:
+        date.fromisoformat(text.upper())
+    except ValueError:
+        return False
+    return True
+
+
+def instant(params: Mapping[str, str], name: str, *, end: bool = False) -> float | None:
+    """A ``from``/``to`` filter -> Unix seconds. A date alone is a whole UTC day: its first
+    instant, or with ``end`` (an exclusive ``to``) the next day's first instant, so that
+    ``to=2026-03-01`` includes March 1st."""
     value = params.get(name)
     if value is None:
         return None
@@ -575,7 +593,8 @@ def instant(params: Mapping[str, str], name: str) -> float | None:
         if not value.isascii():
             # Python reads other scripts' digits as numbers too; the message promises ASCII
             raise ValueError(value)
-        return parse_instant(value)
+        ts = parse_instant(value)
+        return ts + DAY if end and is_date(value) else ts
     except (ValueError, OverflowError):
         if _SPACE_FOR_PLUS.fullmatch(value):
             # "+08:00" unencoded in a query string: form decoding turns "+" into a space
