@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
@@ -273,6 +274,18 @@ def _empty(ax: Axes, what: str) -> None:
     ax.set_yticks([])
 
 
+def _percent(share: float) -> str:
+    """A share as a whole percentage, except where that would read as none or all of them
+    (0.4% is not "0%", 99.6% not "100%"): as the dashboards and reports keep small rates."""
+    pct = 100 * float(share)
+    text = f"{pct:.0f}%"
+    if text in ("0%", "-0%") and pct != 0:
+        return f"{pct:.1g}%"
+    if text == "100%" and pct < 100:
+        return f"{np.floor(pct * 10) / 10:.1f}%"
+    return text
+
+
 def _decline_label(row: pd.Series) -> str:
     # The most specific code names a bar; a failure without a decline code (e.g. an FPX
     # processing_error) must not look like the card decline of the same name.
@@ -284,7 +297,16 @@ def _decline_label(row: pd.Series) -> str:
     return "(no code)"
 
 
-def _dates(ax: Axes) -> None:
+def _dates(ax: Axes, periods: pd.Series) -> None:
+    """Date ticks for ``periods`` (naive local period starts). A single period gets one tick
+    naming its day: matplotlib would widen one date into four years of empty axis."""
+    starts = periods.dropna().unique()
+    if len(starts) == 1:
+        only = pd.Timestamp(starts[0])
+        day = mdates.date2num(only)
+        ax.set_xlim(day - 1, day + 1)
+        ax.set_xticks([day], [f"{only:%Y-%m-%d}"])
+        return
     locator = mdates.AutoDateLocator(maxticks=10)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
@@ -375,20 +397,26 @@ def _rate_over_time(
     if not bands:
         title = title.replace("band: 95% interval", "bands hidden for > 3 series")
     ax.set_title("\n".join([title, *notes]))
+    single = table["period"].nunique() == 1
     for i, (name, part) in enumerate(groups):
         part = part.sort_values("period")
         x = part["period"].dt.tz_localize(None)
+        if single:  # one period: the series side by side at its tick, not drawn over each other
+            x = x + pd.Timedelta(hours=3 * (i - (len(groups) - 1) / 2))
         colour = OTHER_COLOUR if name.startswith("other (") else PALETTE[i]
         ax.plot(x, part[rate], marker="o", markersize=3, label=name or None, color=colour)
         lo, hi = f"{rate}_ci_low".removeprefix("rate_"), f"{rate}_ci_high".removeprefix("rate_")
         if bands and lo in part and part[lo].notna().any():
-            ax.fill_between(x, part[lo], part[hi], alpha=0.2, color=colour, linewidth=0)
+            if len(part) == 1:  # a band over one period has no width: drawn upright
+                ax.vlines(x, part[lo], part[hi], color=colour, alpha=0.35, linewidth=6)
+            else:
+                ax.fill_between(x, part[lo], part[hi], alpha=0.2, color=colour, linewidth=0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylabel(ylabel)
     ax.set_xlabel(f"period start ({tz})" if tz is not None else "period start")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    _dates(ax)
+    _dates(ax, table["period"].dt.tz_localize(None))
     if group is not None:
         fig.legend(title=group.replace("_", " "), loc="outside right upper", fontsize="small")
     return label_sandbox(fig, table, origin)
@@ -431,6 +459,10 @@ def decline_pareto(breakdown: pd.DataFrame, *, top: int = 15, origin: Any = None
         _empty(ax, "declines")
         return label_sandbox(fig, breakdown, origin)
     data = breakdown.sort_values("count", ascending=False, kind="stable").head(top)
+    if len(breakdown) > top:  # the codes cut off are said, not silently dropped
+        ax.set_title(
+            f"Declines by code (Pareto): the {top} most frequent of {len(breakdown)} codes"
+        )
     labels = [_decline_label(row) for _, row in data.iterrows()]
     colours = [
         _TYPE_COLOURS.get(str(t), "#34495e")
@@ -600,7 +632,7 @@ def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
             ax.text(
                 j,
                 i,
-                f"{v:.0%}",
+                _percent(v),
                 ha="center",
                 va="center",
                 fontsize=8,
@@ -659,6 +691,17 @@ def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     for keep, colour in ((ranked, "#2c7fb8"), (~ranked, "#999999")):
         if keep.any():
             ax.errorbar(rate[keep], y[keep], xerr=err[:, keep], fmt="o", capsize=3, color=colour)
+    if not ranked.all():  # the grey says why a bank is not ranked, not only that it is grey
+        notes = data.loc[~ranked, "rank_note"] if "rank_note" in data else pd.Series()
+        why = "; ".join(dict.fromkeys(notes.dropna().astype(str)))
+        handles = [
+            Line2D([], [], color="#2c7fb8", marker="o", linestyle="", label="ranked"),
+            Line2D(
+                [], [], color="#999999", marker="o", linestyle="",
+                label="not ranked" + (f": {why}" if why else ""),
+            ),
+        ]  # fmt: skip
+        fig.legend(handles=handles[0 if ranked.any() else 1 :], loc="outside lower center")
     labels = [
         f"{name if pd.notna(name) else 'unnamed'} ({code})  n={int(n):,}"
         for name, code, n in zip(data["fpx_bank"], data["fpx_bank_code"], data["n"], strict=True)
@@ -721,9 +764,9 @@ def funnel(table: pd.DataFrame, *, origin: Any = None) -> Figure:
     ax.set_yticks(y, table["stage"])
     top = float(table["reached"].max())
     for yi, (_, row) in zip(y, table.iterrows(), strict=True):
-        text = f"{int(row['reached']):,}  ({row['share_of_created']:.0%} of created"
+        text = f"{int(row['reached']):,}  ({_percent(row['share_of_created'])} of created"
         text += (
-            f", {row['step_conversion']:.0%} of previous)"
+            f", {_percent(row['step_conversion'])} of previous)"
             if pd.notna(row["step_conversion"])
             else ")"
         )
@@ -750,9 +793,9 @@ def _alert_label(alert: pd.Series) -> str:
     """What an alert saw against its baseline, in the words of its kind."""
     kind, obs, exp, n = alert["kind"], alert["observed"], alert["expected"], int(alert["n"])
     if kind == "decline_spike":
-        return f"{obs:.0%} declined vs {exp:.0%} usual (n={n:,})"
+        return f"{_percent(obs)} declined vs {_percent(exp)} usual (n={n:,})"
     if kind == "fpx_bank_outage":
-        return f"{obs:.0%} succeeded vs {exp:.0%} usual (n={n:,})"
+        return f"{_percent(obs)} succeeded vs {_percent(exp)} usual (n={n:,})"
     if kind == "card_testing":
         return f"{obs:,.0f} small card attempts vs {exp:.1f} usual"
     if kind == "refund_spike":
@@ -778,9 +821,11 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any
     The x axis spans the monitored window (``alerts.attrs["window"]``), in ``tz`` (default:
     the zone of the alerts' times, else UTC)."""
     window = alerts.attrs.get("window") or {}
-    zone = (
-        resolve_tz(tz) if tz is not None else (str(alerts["start"].dt.tz) if len(alerts) else "UTC")
-    )
+    # An empty table of the monitor's still has its zone (its columns' dtype): the window
+    # is shown in the zone the monitor ran in, not in UTC for want of an alert.
+    starts = alerts["start"].dtype
+    own = str(starts.tz) if isinstance(starts, pd.DatetimeTZDtype) else "UTC"
+    zone = resolve_tz(tz) if tz is not None else own
     rows = alerts[["kind", "scope"]].drop_duplicates()
     rows = rows.assign(_rank=rows["kind"].map({k: i for i, k in enumerate(MONITOR_KINDS)}))
     rows = rows.sort_values(["_rank", "scope"], kind="stable").reset_index(drop=True)

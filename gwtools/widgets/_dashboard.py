@@ -25,12 +25,15 @@ from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import DateLike, to_timestamp
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, sync_summary, tidy_tables
+from gwtools.report._tables import _money_view, _percent
 
 #: A dashboard view: the filtered payments (a table of the source's kind) in, the table to
 #: show and its chart out.
 View = Callable[[Any], tuple[pd.DataFrame, Figure | None]]
 #: The columns the filters' choices come from (one small group-by when a dashboard opens).
 _FACETS = ["method_type", "currency", "status", "fpx_bank_code", "fpx_bank"]
+#: Columns every dashboard reads of the payments (its filters and its date range).
+_PAYMENT_KEYS: Final = ("id", "created_at", *_FACETS)
 
 _ALL = "(all)"
 #: The periods of the ``per`` control (``freq``).
@@ -66,18 +69,22 @@ def _local_dates(ts: pd.Series, tz: str) -> tuple[dt.date | None, dt.date | None
 
 
 def _for_display(frame: pd.DataFrame, tz: str, percent: Collection[str] = ()) -> pd.DataFrame:
-    """Percentages (the analyses' rate and share columns, and ``percent``) as ``12.3%``,
-    timestamps in local time, nulls blank."""
-    out = frame.copy()
+    """As the reports show a table: money at its currency's decimals (JPY ``1,000``, BHD
+    ``0.005``, not ``1,000.00`` and ``0.01``) and fractions (the analyses' rate and share
+    columns, and ``percent``) as percentages, ``0.04%`` rather than ``0.0%``; timestamps in
+    local time, each such column named with its zone (``created_at (UTC)``); nulls blank."""
+    out = _money_view(frame).copy()
+    zoned = {}
     for col in out.columns:
         series = out[col]
-        if is_fraction(col) or col in percent:
-            out[col] = series.map(lambda v: "" if pd.isna(v) else f"{v:.1%}")
+        if (is_fraction(col) or col in percent) and pd.api.types.is_numeric_dtype(series.dtype):
+            out[col] = series.map(lambda v: "" if pd.isna(v) else _percent(v))
         elif isinstance(series.dtype, pd.DatetimeTZDtype):
             out[col] = local_time(series, tz).dt.strftime("%Y-%m-%d %H:%M").fillna("")
+            zoned[col] = f"{col} ({tz})"
         elif pd.api.types.is_float_dtype(series.dtype):
             out[col] = series.map(lambda v: "" if pd.isna(v) else f"{v:,.2f}")
-    return out.astype("object").where(out.notna(), "")
+    return out.astype("object").where(out.notna(), "").rename(columns=zoned)
 
 
 def to_html(
@@ -87,14 +94,16 @@ def to_html(
     max_rows: int = 50,
     more: bool = False,
     percent: Collection[str] = (),
+    empty: str = "nothing matches the filters",
 ) -> str:
     """A table as HTML for an ``ipywidgets.HTML``, with a row count when it is cut: no index
     column, numbers on one line, long text (retry advice) wrapping in a wide column, and a
     sideways scroll bar when the table is wider than the dashboard. ``more``: ``frame`` is
     the first rows of a longer table (a drill-down fetched with a limit); ``percent``: more
-    columns of fractions to show as percentages (beside ``rate``, ``share`` and the like)."""
+    columns of fractions to show as percentages (beside ``rate``, ``share`` and the like);
+    ``empty``: what to say instead of an empty table."""
     if frame.empty:
-        return "<p><i>nothing matches the filters</i></p>"
+        return f"<p><i>{html.escape(empty)}</i></p>"
     shown = _for_display(frame.head(max_rows), tz, percent)
     table = tidy_tables(shown.to_html(index=False, escape=True, border=0))
     note = ""
@@ -246,12 +255,22 @@ class Dashboard(widgets.VBox):
         payments, refunds, found = _source_tables(
             payments, refunds, need_refunds=self.name if self.needs_refunds else None
         )
-        missing = [c for c in _PAYMENT_KEYS if c not in E.columns_of(E.lazy(payments))]
+        missing = [c for c in self.payment_columns if c not in E.columns_of(E.lazy(payments))]
         if missing:
             raise ConfigurationError(
                 f"{type(self).__name__} needs canonical payments first (this table has no "
-                f"{', '.join(missing)}): pass the payments, then the refunds where asked"
+                f"{', '.join(missing)}): pass the payments, then the refunds where asked "
+                "(gwtools.read_cache/scan_cache or a Gateway; docs/tables.md lists the columns)"
             )
+        if refunds is not None:
+            lacking = [c for c in self.refund_columns if c not in E.columns_of(E.lazy(refunds))]
+            if lacking:
+                raise ConfigurationError(
+                    f"{type(self).__name__} needs canonical refunds after the payments (this "
+                    f"table has no {', '.join(lacking)}): pass {self.name}_dashboard(payments, "
+                    "refunds) with the refunds of gwtools.read_cache/scan_cache or a Gateway "
+                    "(docs/tables.md lists the columns)"
+                )
         #: Whether the data is sandbox data (the header and charts then say so).
         self.sandbox_data = any(is_sandbox_data(o) for o in (origin, found, refunds))
         #: What the cache's last syncs recorded ({resource: its _state.json}), from ``origin=``
@@ -368,6 +387,18 @@ class Dashboard(widgets.VBox):
     # ----- what subclasses provide -------------------------------------------------
     #: Whether the dashboard needs the refunds table as well.
     needs_refunds: ClassVar[bool] = False
+    #: Columns of the payments (and of the refunds) its filters, views and drill-down read:
+    #: checked when it opens, so a table lacking one is refused by name before any query,
+    #: not met as a KeyError from inside a view.
+    payment_columns: ClassVar[tuple[str, ...]] = _PAYMENT_KEYS
+    refund_columns: ClassVar[tuple[str, ...]] = ()
+    #: Per view, what an empty table of it means when payments do match ("no declines"),
+    #: and what the drill-down lists: an empty table never says "nothing matches the
+    #: filters" when payments do.
+    empty_notes: ClassVar[Mapping[str, str]] = {}
+    drill_name: ClassVar[str] = "payments"
+    #: The payments it is about (those :meth:`prepare` keeps).
+    about: ClassVar[str] = "payments"
     #: Controls this dashboard does not use: hidden, and refused as filters.
     hidden: ClassVar[tuple[str, ...]] = ()
     #: Whether ``from``/``to`` filter the payments (False: the dashboard uses them otherwise,
@@ -609,6 +640,7 @@ class Dashboard(widgets.VBox):
             self.tz,
             max_rows=self.max_rows,
             percent=self.percent_columns.get(self.chart.value, ()),
+            empty=self._empty_note(),
         )
         options = [(_ALL, None), *self.drill_options(self.result)]
         keep = self.drill.value if self.drill.value in [v for _, v in options] else None
@@ -623,9 +655,25 @@ class Dashboard(widgets.VBox):
         shown = max(1, self.max_rows // 2)
         rows = E.to_pandas(self.drill_query(self.view, self.drill.value).head(shown + 1))
         self.drilled = rows.head(shown)
+        empty = self._empty_note()
+        if not self.result.empty and self.matched:
+            line = "the selected line" if self.drill.value is not None else "this table"
+            empty = f"no {self.drill_name} behind {line}"
         self.drilldown.value = to_html(
-            self.drilled, self.tz, max_rows=shown, more=len(rows) > shown
+            self.drilled, self.tz, max_rows=shown, more=len(rows) > shown, empty=empty
         )
+
+    def _empty_note(self) -> str:
+        """What an empty table means: no payment passes the filters (and what to do), or
+        none of those that do has a row in this view (they are not "nothing")."""
+        if not self.total:  # no filter to clear: there is nothing at all
+            return f"nothing matches: the table holds no {self.about} at all"
+        if not self.matched:
+            dates = " or widen the dates" if self.dates_filter else ""  # the monitor's: a window
+            return f"nothing matches the filters: no payment passes them; clear a filter{dates}"
+        what = self.empty_notes.get(self.chart.value, "no rows in this view for")
+        payments = "payment that passes" if self.matched == 1 else "payments that pass"
+        return f"nothing matches in this view: {what} the {self.matched:,} {payments} the filters"
 
     def export(self, fmt: str) -> list[Path]:
         """Write the table on screen and every drill-down row (streamed from the engine in
@@ -663,10 +711,6 @@ class Dashboard(widgets.VBox):
                 f"<b>export failed</b>: {html.escape(exc.strerror or str(exc))} "
                 f"({html.escape(str(self.export_dir))}); set export_dir= or GW_EXPORT_DIR"
             )
-
-
-#: Columns every dashboard reads of the payments (its filters and its date range).
-_PAYMENT_KEYS: Final = ("id", "created_at", "status", "method_type", "currency", "fpx_bank_code")
 
 
 def _unused(path: Path) -> Path:

@@ -3,8 +3,8 @@ into a code to see its payments with their retry advice."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar
 
 import narwhals as nw
 import pandas as pd
@@ -25,6 +25,12 @@ class DeclinesDashboard(Dashboard):
 
     title = "Declines"
     name = "declines"
+    payment_columns = (
+        *Dashboard.payment_columns, "outcome", "amount", "amount_major", "card_brand",
+        "failure_code", "decline_code",
+    )  # fmt: skip
+    empty_notes: ClassVar[Mapping[str, str]] = {"codes": "no declines among"}
+    drill_name = "failed payments"
 
     def views(self) -> dict[str, View]:
         return {

@@ -21,6 +21,11 @@ class FpxDashboard(Dashboard):
 
     title = "FPX banks"
     name = "fpx"
+    payment_columns = (
+        *Dashboard.payment_columns, "outcome", "amount_major", "failure_code", "captured_at",
+        "updated_at",
+    )  # fmt: skip
+    drill_name = about = "FPX payments"
     # The outcomes table holds each bank's shares of its attempts (fpx_banks's, counts).
     percent_columns: ClassVar[Mapping[str, Collection[str]]] = {"outcomes": FPX_OUTCOMES}
 

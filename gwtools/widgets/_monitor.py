@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Hashable, Mapping
-from typing import Any, Final, cast
+from typing import Any, ClassVar, Final, cast
 
 import narwhals as nw
 import pandas as pd
@@ -183,6 +183,13 @@ class MonitorDashboard(Dashboard):
     name = "monitor"
     dates_filter = False  # from/to choose the window; the baseline lies before it
     hidden = ("status", "freq", "chart")  # a status filter would skew every rate
+    payment_columns = (
+        *Dashboard.payment_columns, "outcome", "amount", "amount_major", "card_brand",
+        "failure_code", "customer_id", "metadata",
+    )  # fmt: skip
+    refund_columns = ("id", "payment_id", "status", "created_at")
+    empty_notes: ClassVar[Mapping[str, str]] = {"alerts": "no alerts in the monitored window for"}
+    drill_name = "payments or refunds"
 
     def __init__(
         self,

@@ -104,6 +104,11 @@ class QualityDashboard(Dashboard):
     name = "quality"
     needs_refunds = True
     hidden = ("freq", "chart")
+    payment_columns = (
+        *Dashboard.payment_columns, "amount", "captured", "refunded", "refunded_amount", "extra",
+    )  # fmt: skip
+    refund_columns = ("id", "payment_id", "status", "amount", "currency", "created_at")
+    drill_name = "rows of a failing rule"
 
     def __init__(
         self,

@@ -4,8 +4,8 @@ reasons and pending refunds of the selected payments; drill into refunds by stat
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 import narwhals as nw
@@ -38,6 +38,17 @@ class RefundsDashboard(Dashboard):
     name = "refunds"
 
     needs_refunds = True
+    payment_columns = (*Dashboard.payment_columns, "outcome", "amount", "card_brand", "captured_at")
+    refund_columns = (
+        "id", "payment_id", "status", "reason", "amount", "currency", "amount_major", "created_at",
+    )  # fmt: skip
+    empty_notes: ClassVar[Mapping[str, str]] = {
+        "rate by count": "no succeeded payments among",
+        "rate by amount": "no succeeded payments among",
+        "reasons": "no refunds of",
+        "pending": "no pending refunds of",
+    }
+    drill_name = "refunds"
 
     def __init__(
         self, payments: Any = None, refunds: Any = None, *, cohort: str = "payment", **kwargs: Any

@@ -1,0 +1,138 @@
+"""Figures at the edges an analyst meets: one period, small shares, banks too small to rank,
+more decline codes than bars. What is drawn and said (not pixels)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+import matplotlib.dates as mdates
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from gwtools import analysis as a
+from gwtools import plots
+
+Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
+
+
+def _texts(fig: Figure) -> list[str]:
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def _fpx(bank: str, succeeded: int, failed: int) -> list[dict[str, Any]]:
+    base = {"method_type": "fpx", "amount": 100, "fpx_bank_code": bank, "fpx_bank": f"Bank {bank}"}
+    return [{**base, "status": "succeeded"}] * succeeded + [{**base, "status": "failed"}] * failed
+
+
+def _one_period(build: Build, refunds: Build, freq: str) -> dict[str, Figure]:
+    """Each rate-over-time figure of payments all made on Monday 2 Nov 2026 (KL time), a
+    refund of one of them made the same day."""
+    payments = build(
+        [
+            {"status": "succeeded", "amount": 1000},
+            {"status": "failed", "amount": 1000},
+            *_fpx("MB2U0227", 3, 1),
+        ]
+    )
+    made = refunds([{"payment_id": "pay_1", "amount": 500, "created_at": "2026-11-02T05:00Z"}])
+    tz = "Asia/Kuala_Lumpur"
+    return {
+        "decline_rate_over_time": plots.decline_rate_over_time(
+            a.decline_rate(payments, by="method_type", freq=freq, tz=tz)
+        ),
+        "refund_rate_over_time": plots.refund_rate_over_time(
+            a.refund_rate(payments, made, freq=freq, tz=tz)
+        ),
+        "fpx_rate_over_time": plots.fpx_rate_over_time(a.fpx_banks(payments, freq=freq, tz=tz)),
+    }
+
+
+@pytest.mark.parametrize(("freq", "start"), [("day", "2026-11-02"), ("month", "2026-11-01")])
+def test_one_period_is_drawn_on_its_day_not_on_years_of_empty_axis(
+    make_payments: Build, make_refunds: Build, freq: str, start: str
+) -> None:
+    # Once: matplotlib widened the single date to 2025-2029, ticks "2025, Jul, 2026, ...",
+    # the point alone in the middle and no tick saying which period it was.
+    for name, fig in _one_period(make_payments, make_refunds, freq).items():
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        assert [t.get_text() for t in ax.get_xticklabels()] == [start], name
+        low, high = ax.get_xlim()
+        assert high - low <= 2, name  # days, not years
+        xs = [x for line in ax.lines for x in mdates.date2num(line.get_xdata())]
+        assert xs and all(low < x < high for x in xs), name
+        assert ax.get_xlabel() == "period start (Asia/Kuala_Lumpur)", name
+
+
+def test_one_period_still_shows_its_interval_and_every_series(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    fig = _one_period(make_payments, make_refunds, "week")["decline_rate_over_time"]
+    ax = fig.axes[0]
+    assert "band: 95% interval" in ax.get_title()
+    # A band over one period has no width: the interval is drawn upright, one per series,
+    # and the series stand side by side instead of over each other.
+    assert len(ax.collections) == 2
+    xs = [mdates.date2num(line.get_xdata())[0] for line in ax.lines]
+    assert len(set(xs)) == len(xs) == 2
+
+
+def test_small_shares_do_not_read_as_none(make_payments: Build) -> None:
+    # 1 of 300 payments refunded: 0.33%, once labelled "0% of created, 0% of previous"
+    payments = make_payments(
+        [{"status": "succeeded", "amount": 100, "refunded_amount": 50}]
+        + [{"status": "succeeded", "amount": 100}] * 299
+    )
+    texts = _texts(plots.funnel(a.funnel(payments)))
+    assert "1  (0.3% of created, 0.3% of previous)" in texts, texts
+    # one time-out in 300 FPX attempts: a cell of 0.3%, once "0%" in a column kept for it
+    timed_out = {**_fpx("MB2U0227", 0, 1)[0], "failure_code": "processing_error"}
+    fpx = make_payments([*_fpx("MB2U0227", 299, 0), timed_out])
+    heat = plots.fpx_outcome_heatmap(a.fpx_outcome_shares(fpx))
+    ax = heat.axes[0]
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    assert "timed out" in columns
+    cells = [t.get_text() for t in ax.texts]
+    assert cells[columns.index("timed out")] == "0.3%"
+    assert cells[columns.index("succeeded")] == "99.6%"  # not "100%": one did not succeed
+    assert cells[columns.index("failed")] == "0%"  # none is none
+
+
+def test_grey_banks_say_why_they_are_not_ranked(make_payments: Build) -> None:
+    payments = make_payments(_fpx("B30", 27, 3) + _fpx("B05", 4, 1))
+    fig = plots.fpx_success_rates(a.fpx_banks(payments))
+    assert len(fig.legends) == 1  # once none: grey and blue dots with no key
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["ranked", "not ranked: fewer than 20 finished attempts"]
+    small = plots.fpx_success_rates(a.fpx_banks(make_payments(_fpx("B05", 4, 1))))
+    assert [t.get_text() for t in small.legends[0].get_texts()] == [
+        "not ranked: fewer than 20 finished attempts"
+    ]
+    ranked = plots.fpx_success_rates(a.fpx_banks(make_payments(_fpx("B30", 27, 3))))
+    assert not ranked.legends  # all blue: nothing to explain
+
+
+def test_a_pareto_cut_to_top_says_how_many_codes_it_leaves_out(
+    declines_frame: pd.DataFrame,
+) -> None:
+    breakdown = a.decline_breakdown(declines_frame)
+    assert len(breakdown) == 4
+    ax = plots.decline_pareto(breakdown, top=2).axes[0]
+    assert len(ax.patches) == 2
+    assert ax.get_title() == "Declines by code (Pareto): the 2 most frequent of 4 codes"
+    assert plots.decline_pareto(breakdown).axes[0].get_title() == "Declines by code (Pareto)"
+
+
+def test_a_timeline_without_alerts_keeps_the_zone_the_monitor_ran_in(
+    declines_frame: pd.DataFrame,
+) -> None:
+    alerts = a.monitor(declines_frame, tz="Asia/Kuala_Lumpur")
+    assert alerts.empty and alerts.attrs["window"]
+    ax = plots.monitor_timeline(alerts).axes[0]
+    # Once "(UTC)" for want of an alert to read the zone from; the window is 10:00 KL time.
+    assert ax.get_title().endswith("(Asia/Kuala_Lumpur)")
+    assert "no alerts in this selection" in [t.get_text() for t in ax.texts]
+    assert plots.monitor_timeline(alerts, tz="UTC").axes[0].get_title().endswith("(UTC)")
