@@ -255,22 +255,21 @@ class Dashboard(widgets.VBox):
         payments, refunds, found = _source_tables(
             payments, refunds, need_refunds=self.name if self.needs_refunds else None
         )
-        missing = [c for c in self.payment_columns if c not in E.columns_of(E.lazy(payments))]
-        if missing:
-            raise ConfigurationError(
-                f"{type(self).__name__} needs canonical payments first (this table has no "
-                f"{', '.join(missing)}): pass the payments, then the refunds where asked "
-                "(gwtools.read_cache/scan_cache or a Gateway; docs/tables.md lists the columns)"
-            )
+        where = "(gwtools.read_cache/scan_cache or a Gateway; docs/tables.md lists the columns)"
+        self._require(
+            payments,
+            self.payment_columns,
+            "payments first",
+            f"pass the payments, then the refunds where asked {where}",
+        )
         if refunds is not None:
-            lacking = [c for c in self.refund_columns if c not in E.columns_of(E.lazy(refunds))]
-            if lacking:
-                raise ConfigurationError(
-                    f"{type(self).__name__} needs canonical refunds after the payments (this "
-                    f"table has no {', '.join(lacking)}): pass {self.name}_dashboard(payments, "
-                    "refunds) with the refunds of gwtools.read_cache/scan_cache or a Gateway "
-                    "(docs/tables.md lists the columns)"
-                )
+            self._require(
+                refunds,
+                self.refund_columns,
+                "refunds after the payments",
+                f"pass {self.name}_dashboard(payments, refunds) with the refunds of "
+                f"{where.strip('()')}",
+            )
         #: Whether the data is sandbox data (the header and charts then say so).
         self.sandbox_data = any(is_sandbox_data(o) for o in (origin, found, refunds))
         #: What the cache's last syncs recorded ({resource: its _state.json}), from ``origin=``
@@ -383,6 +382,15 @@ class Dashboard(widgets.VBox):
             ]
         )
         self.refresh()
+
+    def _require(self, table: Any, columns: Sequence[str], what: str, then: str) -> None:
+        """Refuse a table lacking one of ``columns`` by name, before any query runs."""
+        missing = [c for c in columns if c not in E.columns_of(E.lazy(table))]
+        if missing:
+            raise ConfigurationError(
+                f"{type(self).__name__} needs canonical {what} (this table has no "
+                f"{', '.join(missing)}): {then}"
+            )
 
     # ----- what subclasses provide -------------------------------------------------
     #: Whether the dashboard needs the refunds table as well.

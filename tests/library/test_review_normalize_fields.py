@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from gwtools.normalize._normalize import _normalize_bodies, normalize_payments, normalize_refunds
+from tests.library.test_normalize import pay_a, pay_b
 
 UTC = "UTC"
 
@@ -25,16 +26,6 @@ def a_page(records: list[Any]) -> bytes:
 
 def b_page(records: list[Any]) -> bytes:
     return json.dumps({"object": "list", "data": records, "has_more": False}).encode()
-
-
-def pay_a(**fields: Any) -> dict[str, Any]:
-    return {"id": "pay_a", "object": "payment", "amount": 1000, "currency": "MYR",
-            "status": "captured", "created_at": "2026-01-01T00:00:00Z", **fields}  # fmt: skip
-
-
-def pay_b(**fields: Any) -> dict[str, Any]:
-    return {"id": "pay_b", "object": "payment", "amount": 1000, "currency": "myr",
-            "status": "succeeded", "created": 1767225600, "livemode": False, **fields}  # fmt: skip
 
 
 def refund_b(**fields: Any) -> dict[str, Any]:

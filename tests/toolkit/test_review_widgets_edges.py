@@ -5,7 +5,6 @@ load whole."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from bs4 import BeautifulSoup
 
 from gwtools import ConfigurationError
 from gwtools import widgets as w
+from tests.toolkit.test_widgets import _scanned
 
 Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
 
@@ -193,16 +193,6 @@ def test_a_small_rate_is_not_shown_as_zero() -> None:
 
 # ----- lazy tables --------------------------------------------------------------------------
 # (Not a defect found: test_widgets.py checks this of the other three dashboards only.)
-def _scanned(payments: pd.DataFrame, refunds: pd.DataFrame, folder: Path) -> tuple[Any, Any]:
-    import gwtools
-    from gwtools.cache._dataset import Dataset
-
-    root = folder / "cache" / "acct" / "test"
-    Dataset(root / "payments", "payments").write_batch(payments)
-    Dataset(root / "refunds", "refunds").write_batch(refunds)
-    with warnings.catch_warnings():  # written by hand, never synced: "partial" is expected
-        warnings.simplefilter("ignore", gwtools.GatewayDataWarning)
-        return gwtools.scan_cache(root, "payments"), gwtools.scan_cache(root, "refunds")
 
 
 @pytest.mark.parametrize("name", ["monitor", "quality"])
