@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,6 +294,25 @@ def _check_path(target: Path, fmt: str) -> None:
         )
 
 
+def _destination(path: Path) -> Path:
+    """The file a write to ``path`` replaces: a symlink's target (followed to the end, even if
+    it does not exist yet), so that the link stays a link, as when a program opens it for
+    writing; ``path`` itself otherwise."""
+    if not path.is_symlink():
+        return path
+    return Path(os.path.realpath(path))
+
+
+def _keep_mode(target: Path, tmp: Path) -> None:
+    """Give ``tmp`` the permission bits of the file ``target`` it is about to replace (a
+    0640 file stays 0640, not the umask's 0644); a new file keeps the umask's."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return
+    os.chmod(tmp, mode)
+
+
 def write_table(
     table: Any,
     out: str | os.PathLike[str] | IO[str],
@@ -304,8 +324,9 @@ def write_table(
     number of rows written.
 
     ``out`` is a path (written to a temporary name beside it and renamed at the end, so a
-    reader never sees half a file) or an open text stream for CSV (e.g. ``sys.stdout``); a
-    path that is a folder, or whose folder does not exist, raises
+    reader never sees half a file; a file it replaces keeps its permission bits, and a
+    symlink stays a link: the file it points to is the one written) or an open text stream
+    for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, raises
     :class:`~gwtools.ConfigurationError` before anything is written. The file is what
     ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
     table as its ``.df()``; CSV times: each batch's, see the module). Example::
@@ -319,7 +340,7 @@ def write_table(
         if fmt != "csv":
             raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
         return _write(table, fmt, out, rows)
-    target = Path(out)
+    target = _destination(Path(out))
     _check_path(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -328,6 +349,7 @@ def write_table(
                 count = _write(table, fmt, handle, rows)
         else:
             count = _write(table, fmt, str(tmp), rows)
+        _keep_mode(target, tmp)
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

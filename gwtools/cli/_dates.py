@@ -10,12 +10,63 @@ first, as a usage error naming the option.
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from typing import Any
 
 import click
 
 #: Room kept beyond what a command asks for: a time zone moves a local day by up to 26 hours.
 _SLACK_DAYS = 2
+
+#: What a date option takes, as its errors say it.
+ACCEPTED = (
+    "give a date, YYYY-MM-DD, or an ISO 8601 date-time, YYYY-MM-DDTHH:MM[:SS][+HH:MM], e.g. "
+    "2024-05-01 or 2024-05-01T08:00:00+08:00"
+)
+
+
+def check_date(value: str, option: str, param_hint: str | None = None) -> None:
+    """Refuse ``value`` of ``option`` (``--since``, ``--until``) when it is not a date or
+    date-time, as a usage error that names the option as it was typed (``--since=2026-13-01``)
+    and says what is accepted; the library reads every value this lets through.
+    ``param_hint``: click's (None: the option of the callback it is raised in)."""
+    import pandas as pd
+
+    typed = f"{option}={shlex.quote(value)}"
+    if not value.strip():
+        raise click.BadParameter(
+            f"{typed} is empty: {ACCEPTED}, or leave {option} out", param_hint=param_hint
+        )
+    try:
+        stamp = pd.Timestamp(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        # pandas' reason when it has one worth reading ("month must be in 1..12"), without
+        # the value it repeats; "Unknown datetime string format" says no more than we do.
+        why = str(exc).removesuffix(f": {value}")
+        said = "" if not why or why.startswith("Unknown datetime string") else f" ({why})"
+        raise click.BadParameter(
+            f"{typed} is not a date or time{said}; {ACCEPTED}", param_hint=param_hint
+        ) from None
+    if pd.isna(stamp):  # "NaT", "nan": pandas reads them as no time at all
+        raise click.BadParameter(
+            f"{typed} is not a date or time; {ACCEPTED}", param_hint=param_hint
+        )
+
+
+def not_before(since: str, until: str) -> str:
+    """Why ``gwtools export --since`` (naive: UTC) is refused for not being before ``--until``,
+    which is exclusive, in the options' words."""
+    import pandas as pd
+
+    lo, hi = (pd.Timestamp(v) for v in (since, until))
+    lo, hi = (t.tz_convert("UTC") if t.tzinfo else t.tz_localize("UTC") for t in (lo, hi))
+    how = "after" if lo > hi else "the same time as"
+    return (
+        f"--since={shlex.quote(since)} is {how} --until={shlex.quote(until)} "
+        f"({lo:%Y-%m-%d %H:%M:%S} and {hi:%Y-%m-%d %H:%M:%S} UTC), so no row can match: rows "
+        "are taken from --since up to, not including, --until; swap them, or move --until "
+        "later (--until 2024-06-02 takes all of 1 June)"
+    )
 
 
 def check_room(

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from gwtools.cli import error_line
-from gwtools.cli._dates import check_room, minute
+from gwtools.cli._dates import check_date, check_room, minute
 from gwtools.cli._sync import (
     _cached_folder,
     _incompleteness_said,
@@ -117,7 +118,7 @@ def monitor(
     """Print alerts (decline spike, card testing, FPX bank outage, refund spike); exit 1 if any,
     2 if it cannot check (nothing cached, a bad value, no payments in the window), 3 if there
     are none but the cache is known partial (its last sync incomplete)."""
-    from gwtools import analysis
+    from gwtools import ConfigurationError, analysis
     from gwtools.analysis import resolve_tz
 
     with _cannot_check():
@@ -125,12 +126,19 @@ def monitor(
         default_days = 0 if since is not None else _WINDOW_DAYS
         for option, value, before in (("--since", since, 0), ("--until", until, default_days)):
             if value is not None:
+                check_date(value, option, option)  # named as typed, with the formats taken
                 check_room(value, option, before=before + baseline_days, after=1)
         with _incompleteness_said():  # said below (and by the exit status), not twice
             payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
-            alerts = analysis.monitor(
-                payments, refunds, since=since, until=until, baseline_days=baseline_days, tz=tz
-            )
+            try:
+                alerts = analysis.monitor(
+                    payments, refunds, since=since, until=until, baseline_days=baseline_days,
+                    tz=tz,
+                )  # fmt: skip
+            except ConfigurationError as exc:
+                if "must come before until" not in str(exc) or since is None:
+                    raise
+                raise CannotCheck(_not_before(since, until, payments, refunds)) from None
         partial = partial_reasons(_states(api_key_file, base_url, cache_dir, account))
         if alerts.empty:
             _refuse_an_empty_window(payments, alerts.attrs.get("window") or {})
@@ -165,6 +173,32 @@ def monitor(
 
 #: The default monitored window: the days before --until (analysis.monitor's ``days``).
 _WINDOW_DAYS = 7
+
+
+def _not_before(since: str, until: str | None, payments: Any, refunds: Any) -> str:
+    """Why a monitored window that ends before it starts cannot be checked, in the options'
+    words: --since against --until, or against the newest cached row the window ends at."""
+    if until is not None:
+        return (
+            f"--since={shlex.quote(since)} is not before --until={shlex.quote(until)} (a date "
+            "as --until takes that whole day, in --tz's time): swap them, or move one"
+        )
+    newest = [m for m in (_newest(payments), _newest(refunds)) if m is not None]
+    last = f" ({minute(max(newest))} UTC)" if newest else ""
+    return (
+        f"--since={shlex.quote(since)} is not before the newest cached row{last}, where the "
+        "window ends without --until: give an earlier --since, or --until too"
+    )
+
+
+def _newest(table: Any) -> Any:
+    """The newest ``created_at`` of a lazy table (UTC), None when it holds no row."""
+    import narwhals as nw
+
+    lf = nw.from_native(table)
+    if not isinstance(lf, nw.LazyFrame):
+        lf = lf.lazy()
+    return lf.select(nw.col("created_at").max()).collect().item()
 
 
 def _refuse_an_empty_window(payments: Any, window: dict[str, Any]) -> None:

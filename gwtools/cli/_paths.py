@@ -48,17 +48,21 @@ def _unwritable(folder: Path) -> str | None:
 
 
 def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """Click callback: an output file (or ``-``) whose folder exists and can be written."""
+    """Click callback: an output file (or ``-``) whose folder exists and can be written (a
+    symlink's: the folder of the file it points to, which the export replaces)."""
     if value is None or str(value) == "-":
         return value
     path = Path(value)
     if path.is_dir():
         raise _cannot(path, "it is a folder; name a file")
-    if not path.parent.exists():
-        raise _cannot(path, f"the folder {path.parent} does not exist (create it first)")
-    why = _unwritable(path.parent)
+    # A symlink is written through: the file it points to is replaced, in that file's folder.
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    link = f"it links to {real}, and " if real != path else ""
+    if not real.parent.exists():
+        raise _cannot(path, f"{link}the folder {real.parent} does not exist (create it first)")
+    why = _unwritable(real.parent)
     if why:
-        raise _cannot(path, why)
+        raise _cannot(path, f"{link}{why}" if link else why)
     return value
 
 

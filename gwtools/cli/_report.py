@@ -17,8 +17,9 @@ from typing import Any
 
 import click
 
-from gwtools.cli._dates import check_room
+from gwtools.cli._dates import check_date, check_room
 from gwtools.cli._paths import out_dir
+from gwtools.cli._source import check_source_folder, source_advice
 from gwtools.cli._sync import (
     _connect,
     _incompleteness_said,
@@ -43,6 +44,7 @@ def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
     if value is None:
         return None
+    check_date(value, "--until" if param.name == "until" else "--since")  # named as typed
     try:
         bound = "until" if param.name == "until" else "since"
         check_filters("payments", **{bound: value})  # the library's one check of a date
@@ -182,6 +184,9 @@ def report(
             "that data as it is: leave out --api-key-file, --base-url and --cache-dir",
             param_hint="--source",
         )
+    if not needs_gateway and source != "spark":
+        check_source_folder(source, "or leave --source out (--source gateway)")
+        _probe(source, account)  # which accounts and modes it holds, said in these flags
     if not needs_gateway and account:
         if source == "spark":
             raise click.BadParameter(
@@ -219,6 +224,23 @@ def report(
         if gw is not None:
             gw.close()
     _print_report(result, _address(gw))
+
+
+def _probe(source: str, account: str | None) -> None:
+    """Find the payments a report on ``source`` (with ``--account``) reads, before anything
+    runs: a folder holding several accounts or modes, or not the account given, is refused
+    with the flags that pick one (the report reads ``{source}/{account}``, whose absence would
+    otherwise read as "no cache there")."""
+    from gwtools import GatewayError, scan_cache
+
+    try:
+        with _incompleteness_said():  # a partial cache is said after the report, not here
+            scan_cache(source, "payments", account=account)
+    except (GatewayError, ValueError) as exc:
+        advice = source_advice(exc, source, "report", account)
+        if advice is not None:
+            raise click.ClickException(advice) from None
+        # anything else (no cache in that folder, say) is the report's own to say
 
 
 def _address(gw: Any) -> str | None:

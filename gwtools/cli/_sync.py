@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import click
 
+from gwtools.cli._dates import check_date, not_before
 from gwtools.cli._paths import out_file
+from gwtools.cli._source import check_source_folder, source_advice
 
 if TYPE_CHECKING:
     pass
@@ -366,9 +369,14 @@ def export(
         write_table,
     )
 
+    for option, value in (("--since", since), ("--until", until)):
+        if value is not None:  # named as typed, with the formats taken
+            check_date(value, option, option)
     try:  # the library's own check of --status/--since/--until, before anything starts
         where = check_filters(resource, since, until, list(status) or None)
     except ConfigurationError as exc:
+        if exc.param == "since" and since is not None and until is not None:
+            raise click.BadParameter(not_before(since, until), param_hint="--since") from None
         raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
@@ -387,10 +395,14 @@ def export(
             "--cache-dir (--account still chooses among the accounts it holds)",
             param_hint="--source",
         )
+    if source is not None:
+        check_source_folder(source, "or leave --source out to sync and export the gateway's own")
     problems: list[str] | None = None  # why the sync before the export was incomplete
     partial: list[str] = []  # why the cache read as it is is known partial
+    cache: tuple[str | Path, str | None]  # the cache read, and its account: said on no rows
     try:
         if source is not None:
+            cache = (source, account)
             with _incompleteness_said():  # said below (and by the exit status), not twice
                 table = scan_cache(source, kind, account=account, since=where[0],
                                    until=where[1], status=where[2])  # fmt: skip
@@ -404,14 +416,16 @@ def export(
                 if not result.complete:
                     problems = result.problems
                 table = gw.scan(kind, *where)  # (partial only when the sync was not complete)
+                cache = (gw.cache_path, None)
         else:
             folder = _cached_folder(kind, api_key_file, base_url, cache_dir, account)
+            cache = (folder, None)
             with _incompleteness_said():  # said below (and by the exit status), not twice
                 table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
             partial = partial_reasons({kind: cache_state(folder, kind)})
         if out == "-":
             try:
-                write_table(table, sys.stdout, "csv")
+                count = write_table(table, sys.stdout, "csv")
             except BrokenPipeError:
                 # The reader stopped early (`| head`): as other tools do, stop quietly.
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -419,12 +433,65 @@ def export(
         else:
             count = write_table(table, out, fmt)
             click.echo(f"wrote {count:,} {resource} to {out}", err=True)
+        if count == 0:  # not a silent failure: what was asked, and what there is
+            with _incompleteness_said():
+                said = _no_rows(kind, cache, (since, until, status), where)
+            output = "standard output holds" if out == "-" else f"{out} holds"
+            click.echo(f"gwtools export: {said}; {output} the column names only", err=True)
     except (GatewayError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        advice = source_advice(exc, source, "export", account) if source else None
+        raise click.ClickException(advice or str(exc)) from None
     if problems is not None:
         exit_incomplete("export", "it", "the file", problems)
     if partial:
         exit_partial("export", "standard output" if out == "-" else out, partial)
+
+
+def _no_rows(
+    resource: Resource,
+    cache: tuple[str | Path, str | None],
+    given: tuple[str | None, str | None, tuple[str, ...]],
+    where: Any,
+) -> str:
+    """Why an export holds no rows: the filters given (as typed, and as the UTC times they
+    are) and what the cache read holds, e.g. ``0 payments matched --since 2030-01-01 (created
+    at or after 2030-01-01 00:00:00 UTC) in data/cache; it holds 2,000 payments created
+    2026-08-22 00:01 to 2026-11-20 05:59 UTC``."""
+    import narwhals as nw
+    import pandas as pd
+
+    from gwtools import scan_cache
+
+    since, until, status = given
+    asked = []
+    if since is not None:
+        asked.append(f"--since {shlex.quote(since)} (created at or after {_utc(where[0])})")
+    if until is not None:
+        asked.append(f"--until {shlex.quote(until)} (created before {_utc(where[1])})")
+    if status:  # as the library reads them (FAILED: failed)
+        asked.append(" ".join(f"--status {shlex.quote(s)}" for s in where[2] or status))
+    location, account = cache
+    place = f"{location}" + (f" (--account {account})" if account else "")
+    if not asked:
+        return f"0 {resource} in {place}: it holds none"
+    lf = nw.from_native(scan_cache(location, resource, account=account))
+    if not isinstance(lf, nw.LazyFrame):
+        lf = lf.lazy()
+    col = nw.col("created_at")
+    span = lf.select(nw.len().alias("n"), col.min().alias("a"), col.max().alias("b")).collect()
+    n, first, last = int(span["n"].item()), span["a"].item(), span["b"].item()
+    if not n or first is None:
+        held = f"it holds no {resource} at all"
+    else:
+        a, b = (pd.Timestamp(t) for t in (first, last))
+        a, b = (t.tz_convert("UTC") if t.tzinfo else t for t in (a, b))
+        what = resource if n != 1 else resource[:-1]
+        held = f"it holds {n:,} {what} created {a:%Y-%m-%d %H:%M} to {b:%Y-%m-%d %H:%M} UTC"
+    return f"0 {resource} matched {', '.join(asked)} in {place}; {held}"
+
+
+def _utc(stamp: Any) -> str:
+    return f"{stamp:%Y-%m-%d %H:%M:%S} UTC"
 
 
 @contextlib.contextmanager

@@ -68,7 +68,8 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     #: The data is sandbox data: every page says so in a banner.
     sandbox_data: bool = False
-    #: What the payments span and how the cache's last sync went (a notebook's data line).
+    #: What the payments span (local days, their zone named) and how the cache's last sync
+    #: went: the index page's and ``gwtools report``'s data line.
     coverage: str = ""
     #: Why the sync this report ran was incomplete (None: it ran none, or it was complete):
     #: the pages say so, and ``gwtools report`` exits 3, as ``gwtools sync`` does.
@@ -306,7 +307,7 @@ def run_report(
         seconds=time.perf_counter() - start,
         timings=timings,
         sandbox_data=tables.sandbox_data,
-        coverage=tables.coverage(),
+        coverage=tables.coverage(zoned=True),
         sync_problems=sync_problems,
         states={name: dict(state) for name, state in (tables.states or {}).items()},
     )

@@ -92,13 +92,15 @@ class Tables:
         )
         return head + (f"\n{coverage}" if coverage else "")
 
-    def coverage(self) -> str:
+    def coverage(self, *, zoned: bool = False) -> str:
         """What the payments span (first and last local day) and how the cache's last sync
         went, e.g. ``payments created 2026-08-22 to 2026-11-20; last sync 2026-11-21 08:30
-        UTC, complete``; empty for no payments from no cache."""
-        return self._span()[1]
+        UTC, complete``; empty for no payments from no cache. ``zoned``: the days' zone is
+        named after them (``… to 2026-11-20 Asia/Kuala_Lumpur; …``), for a line read away
+        from the notebooks that say their zone."""
+        return self._span(zoned=zoned)[1]
 
-    def _span(self) -> tuple[int, str]:
+    def _span(self, *, zoned: bool = False) -> tuple[int, str]:
         # One query for the count and the span: what the figures cover, and how current.
         span = E.to_pandas(
             E.lazy(self.payments).select(
@@ -110,7 +112,8 @@ class Tables:
         facts = []
         if int(span["n"]) and pd.notna(span["first"]):
             first, last = (as_utc(span[k]).tz_convert(self.tz) for k in ("first", "last"))
-            facts.append(f"payments created {first:%Y-%m-%d} to {last:%Y-%m-%d}")
+            zone = f" {self.tz}" if zoned else ""
+            facts.append(f"payments created {first:%Y-%m-%d} to {last:%Y-%m-%d}{zone}")
         synced = sync_summary(self.states)
         if synced:
             facts.append(synced)

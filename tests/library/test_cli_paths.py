@@ -51,7 +51,7 @@ def test_a_writable_report_folder_is_checked_without_leaving_it_behind(tmp_path:
     # The check makes and removes the folders; a report whose source fails leaves none.
     out = tmp_path / "a" / "b"
     code, said = _run("report", "--out", str(out), "--source", str(tmp_path / "nothing"))
-    assert code == 1 and "no cache at" in said, said
+    assert code == 2 and "no cache at" in said, said
     assert not (tmp_path / "a").exists()
 
 
@@ -112,7 +112,7 @@ def test_report_reads_the_account_it_is_given_and_refuses_gateway_options(
                       "--currency", "ZZZ")  # fmt: skip
     assert code == 2 and "currency='ZZZ': the payments are in MYR" in said, said
     code, said = _run("report", "--out", str(out), "--source", str(root), "--currency", "ZZZ")
-    assert code == 1 and "pass account=" in said, said
+    assert code == 1 and "add --account NAME" in said, said
     for option in ("--base-url", "--cache-dir"):
         code, said = _run("report", "--out", str(out), "--source", str(root), option, "x")
         assert code == 2 and "leave out --api-key-file, --base-url and --cache-dir" in said, said

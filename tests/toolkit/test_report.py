@@ -275,7 +275,7 @@ def test_run_report_writes_html_and_tables_without_secrets(
     ("args", "message"),
     [
         (["--tz", "Mars/Base"], "unknown time zone 'Mars/Base'"),
-        (["--since", "yesterday"], "since='yesterday' is not a date or time"),
+        (["--since", "yesterday"], "--since=yesterday is not a date or time"),
         (["--spark-path", "/data/x"], "need --source spark"),
     ],
 )

@@ -1,0 +1,117 @@
+"""``--source`` of ``gwtools export`` and ``gwtools report``: a synced cache read as it is.
+
+The library finds the dataset in the folder (or URL) it is given, and says what is wrong in
+its own terms (``account=``, ``mode=``, ``gwtools.connect(cache_dir=…)``), with what it found
+on the error (:class:`DatasetChoiceError`, :class:`DatasetMissingError`). On the command line
+the same advice names the flags there are: ``--account NAME`` with the accounts found, and,
+as neither command has a ``--mode``, the mode's folder to give as ``--source``.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import click
+
+from gwtools.cache._dataset import DatasetChoiceError, DatasetMissingError, _labels
+
+#: Where the cache a sync filled is, in the words of the advice.
+_WHAT_TO_GIVE = (
+    "the folder `gwtools sync` filled (what it prints after `cache:`, or the --cache-dir or "
+    "GW_CACHE_DIR it was given), or a URL such as s3://bucket/gwtools"
+)
+
+
+def check_source_folder(source: str, instead: str) -> None:
+    """Refuse a ``--source`` path (or ``file://`` URL) that does not exist, as a usage error
+    (status 2) saying what to give instead; ``instead`` is the command's own other way (leave
+    ``--source`` out). Other URLs are left to the library, which reads them."""
+    if not source.strip():
+        return  # the library says what an empty string is not
+    parts = urlsplit(source)
+    if parts.scheme == "file":
+        path = url2pathname(parts.path)
+    elif "://" in source:
+        return
+    else:
+        path = os.path.expanduser(source)
+    if os.path.exists(path):
+        return
+    raise _NoSuchSource(
+        f"no cache at {source}: that folder does not exist; give --source {_WHAT_TO_GIVE}, "
+        f"{instead}"
+    )
+
+
+class _NoSuchSource(click.ClickException):
+    """A usage error (status 2) said in one line: the advice is the whole story, and click's
+    usage lines before it would only push it off a narrow terminal."""
+
+    exit_code = 2
+
+
+def source_advice(exc: BaseException, source: str, command: str, account: str | None) -> str | None:
+    """The library's error about the cache at ``source`` with the advice in the flags of
+    ``gwtools command``; None when it is not about which dataset the folder holds."""
+    if isinstance(exc, DatasetChoiceError):
+        return _several(exc, source, command, account)
+    if isinstance(exc, DatasetMissingError):
+        if exc.is_file:
+            return f"{exc.where} is a file, not a cache folder: give --source {_WHAT_TO_GIVE}"
+        if exc.held and account:
+            names = list(dict.fromkeys(a for a, _ in exc.held))
+            picks = " or ".join(f"--account {_arg(n)}" for n in names)
+            return (
+                f"no cached {exc.resource} under {exc.where} for --account {_arg(account)} "
+                f"(it holds {_labels(exc.held)}): give {picks}, or leave --account out"
+            )
+    return None
+
+
+def _several(found: DatasetChoiceError, source: str, command: str, account: str | None) -> str:
+    resource, where = found.resource, found.where
+    modes: dict[str, list[tuple[str, str]]] = {}
+    for (name, mode), folder in found.held.items():
+        # the mode's folder (the dataset's parent) is what --source takes
+        modes.setdefault(name, []).append((mode, _as_source(folder.rsplit("/", 1)[0], source)))
+    no_mode = f"as gwtools {command} has no --mode, give the mode's folder as --source"
+    if len(modes) > 1:
+        names = list(modes)
+        text = (
+            f"{where} holds the cached {resource} of {len(names)} accounts "
+            f"({', '.join(names)}): add --account NAME to pick one, e.g. --account "
+            f"{_arg(names[0])}"
+        )
+        both = [n for n, held in modes.items() if len(held) > 1]
+        if both:
+            example = modes[both[0]][0][1]
+            text += (
+                f"; {', '.join(both)} {'holds' if len(both) == 1 else 'hold'} both live and "
+                f"test data: {no_mode} instead of --account, e.g. --source {_arg(example)}"
+            )
+        return text
+    name, held = next(iter(modes.items()))
+    leave = " (and leave out --account)" if account else ""
+    choices = " or ".join(f"--source {_arg(folder)} ({mode})" for mode, folder in held)
+    return (
+        f"{where} holds both live and test {resource} of account {name}: {no_mode}{leave}: "
+        f"{choices}"
+    )
+
+
+def _as_source(folder: str, source: str) -> str:
+    """A folder the library names, as ``--source`` takes it: with the URL's scheme when the
+    source was a URL (the library names a folder on shared storage without it)."""
+    if "://" in source and "://" not in folder:
+        scheme = source.split("://", 1)[0]
+        return f"{scheme}://{folder}"
+    return folder
+
+
+def _arg(text: str) -> str:
+    """``text`` as a shell argument (quoted only when it has to be)."""
+    import shlex
+
+    return shlex.quote(text)

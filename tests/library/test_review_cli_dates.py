@@ -1,0 +1,113 @@
+"""Date options of every command that takes them (``export``, ``report``, ``monitor``): a bad
+value is one usage error (status 2) naming the option as typed and what it takes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from gwtools.cli import main
+from tests.library.test_cli import NO_KEY, SAMPLE
+
+
+def _command(name: str, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """The command line of ``name`` up to its date options, over a copy of the sample cache
+    (so that the data is there: a date refused is refused for itself)."""
+    cache = tmp_path / "cache"
+    if not cache.exists():
+        shutil.copytree(SAMPLE / "sandbox", cache / "sandbox")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(cache)}
+    if name == "export":
+        out = str(tmp_path / "out.csv")
+        return ["export", "payments", "--format", "csv", "--out", out, "--no-refresh"], env
+    if name == "report":
+        return ["report", "--out", str(tmp_path / "report"), "--source", str(cache)], env
+    return ["monitor"], env
+
+
+def _run(args: list[str], env: dict[str, str]) -> Result:
+    return CliRunner().invoke(main, args, env=env)
+
+
+COMMANDS = ["export", "report", "monitor"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("2026-13-01", "(month must be in 1..12)"),
+        ("2026-02-30", "(day is out of range for month)"),
+        ("2026-11-01T25:00", "(hour must be in 0..23)"),
+        ("last tuesday", ""),
+        ("NaT", ""),
+        ("", "is empty"),
+    ],
+)
+def test_a_bad_date_names_the_option_as_typed_and_the_format(
+    command: str, option: str, value: str, why: str, tmp_path: Path
+) -> None:
+    args, env = _command(command, tmp_path)
+    result = _run([*args, option, value], env)
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    typed = f"{option}={value}" if value and " " not in value else f"{option}='{value}'"
+    assert f"{typed} is " in result.output, result.output
+    assert why in result.output
+    assert "YYYY-MM-DD" in result.output and "2024-05-01T08:00:00+08:00" in result.output
+    # in the options' words, not the library's keywords or Python types
+    assert "datetime" not in result.output and f" {option[2:]}=" not in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_good_date_time_is_still_taken(command: str, tmp_path: Path) -> None:
+    """The check refuses what is not a date; a date-time with an offset passes it."""
+    args, env = _command(command, tmp_path)
+    # --currency ZZZ stops the report once the dates are taken (no notebook runs)
+    extra = ["--currency", "ZZZ"] if command == "report" else []
+    result = _run(
+        [*args, "--since", "2026-10-01T08:00:00+08:00", "--until", "2026-11-01", *extra], env
+    )
+    if command == "report":
+        assert result.exit_code == 2 and "--currency" in result.output, result.output
+    else:
+        assert result.exit_code in (0, 1), result.output  # monitor: 1 when an alert fires
+        assert "Invalid value" not in result.output
+
+
+def test_export_since_not_before_until_names_both_options(tmp_path: Path) -> None:
+    args, env = _command("export", tmp_path)
+    result = _run([*args, "--since", "2026-11-01", "--until", "2026-10-01T08:00+08:00"], env)
+    assert result.exit_code == 2, result.output
+    said = result.output
+    assert "--since=2026-11-01 is after --until=2026-10-01T08:00+08:00" in said
+    assert "(2026-11-01 00:00:00 and 2026-10-01 00:00:00 UTC)" in said
+    assert (
+        "move --until later" in said
+        and "since <=" not in said
+        and "until=" not in (said.replace("--until=", ""))
+    )
+    result = _run([*args, "--since", "2026-11-01", "--until", "2026-11-01T08:00+08:00"], env)
+    assert result.exit_code == 2 and "is the same time as --until=" in result.output
+
+
+def test_monitor_window_that_ends_before_it_starts_names_the_options(tmp_path: Path) -> None:
+    args, env = _command("monitor", tmp_path)
+    result = _run([*args, "--since", "2026-11-12", "--until", "2026-11-01"], env)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: --since=2026-11-12 is not before --until=2026-11-01"), (
+        result.output
+    )
+    # without --until the window ends at the newest cached row: named, with when it is
+    result = _run([*args, "--since", "2027-01-01"], env)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(
+        "Error: --since=2027-01-01 is not before the newest cached row (2026-11-20 11:59 UTC)"
+    ), result.output
+    assert "--until too" in result.output and "Traceback" not in result.output

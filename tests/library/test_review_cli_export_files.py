@@ -1,0 +1,169 @@
+"""``gwtools export``'s output file: an existing file keeps its permission bits, a symlink
+stays a link (its target is written), and an export no row matches is a valid file that says
+so on standard error."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner, Result
+
+import gwtools
+from gwtools.cli import main
+from tests.library._shop import Shop
+from tests.library.test_cli import NO_KEY, SAMPLE
+
+
+def _export(out: Path | str, *args: str, fmt: str = "csv", resource: str = "refunds") -> Result:
+    return CliRunner().invoke(
+        main,
+        ["export", resource, "--format", fmt, "--out", str(out), "--source", str(SAMPLE), *args],
+        env=NO_KEY,
+    )
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_an_existing_file_keeps_its_permission_bits(fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"refunds.{fmt}"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    result = _export(out, fmt=fmt)
+    assert result.exit_code == 0, result.output
+    assert _mode(out) == 0o640
+    read = pd.read_csv if fmt == "csv" else pd.read_parquet
+    assert len(read(out)) == len(gwtools.read_cache(SAMPLE, "refunds"))  # the new export
+    # another mode, to tell "kept" from a fixed 0640
+    out.chmod(0o600)
+    assert _export(out, fmt=fmt).exit_code == 0 and _mode(out) == 0o600
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
+    umask = os.umask(0o027)
+    try:
+        out = tmp_path / "new.csv"
+        result = _export(out)
+    finally:
+        os.umask(umask)
+    assert result.exit_code == 0, result.output
+    assert _mode(out) == 0o640
+
+
+def test_a_symlink_stays_a_link_and_its_target_is_written(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "data"
+    elsewhere.mkdir()
+    target = elsewhere / "refunds.csv"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link = tmp_path / "latest.csv"
+    link.symlink_to(target)
+    result = _export(link)
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert len(pd.read_csv(target)) == len(gwtools.read_cache(SAMPLE, "refunds"))
+    assert _mode(target) == 0o640
+    # the temporary file went beside the target, and nothing is left of it anywhere
+    assert not list(tmp_path.glob(".*.tmp")) and not list(elsewhere.glob(".*.tmp"))
+
+    # a relative link, and a chain of links, are followed to the end
+    (tmp_path / "rel.csv").symlink_to(Path("data") / "refunds.csv")
+    (tmp_path / "chain.csv").symlink_to(tmp_path / "rel.csv")
+    target.write_text("old\n")
+    assert _export(tmp_path / "chain.csv", "--status", "pending").exit_code == 0
+    assert (tmp_path / "chain.csv").is_symlink() and (tmp_path / "rel.csv").is_symlink()
+    assert set(pd.read_csv(target)["status"]) == {"pending"}
+
+
+def test_a_dangling_symlink_creates_its_target_or_says_why_not(tmp_path: Path) -> None:
+    link = tmp_path / "out.csv"
+    link.symlink_to(tmp_path / "made.csv")
+    assert _export(link).exit_code == 0
+    assert link.is_symlink() and (tmp_path / "made.csv").is_file()
+
+    broken = tmp_path / "broken.csv"
+    broken.symlink_to(tmp_path / "no" / "such" / "x.csv")
+    result = _export(broken)
+    assert result.exit_code == 2, result.output
+    assert f"it links to {tmp_path / 'no' / 'such' / 'x.csv'}" in result.output
+    assert "does not exist" in result.output and "Traceback" not in result.output
+    assert broken.is_symlink() and not (tmp_path / "no").exists()
+
+
+def test_the_library_writes_through_a_link_too(tmp_path: Path) -> None:
+    """write_table, which the notebooks and dashboards use as well, is where it is done."""
+    target = tmp_path / "t.parquet"
+    target.write_bytes(b"")
+    target.chmod(0o604)
+    link = tmp_path / "l.parquet"
+    link.symlink_to(target)
+    frame = gwtools.read_cache(SAMPLE, "refunds")
+    assert gwtools.write_table(frame, link, "parquet") == len(frame)
+    assert link.is_symlink() and _mode(target) == 0o604
+    pd.testing.assert_frame_equal(pd.read_parquet(target), frame)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_an_export_no_row_matches_is_a_valid_file_and_says_so(fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"payments.{fmt}"
+    result = _export(out, "--since", "2030-01-01", "--status", "FAILED", fmt=fmt,
+                     resource="payments")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    canonical = gwtools.read_cache(SAMPLE, "payments").iloc[:0]
+    if fmt == "csv":
+        assert out.read_text().strip() == ",".join(canonical.columns)
+    else:
+        pd.testing.assert_frame_equal(pd.read_parquet(out), canonical, check_index_type=False)
+    said = result.stderr
+    assert "wrote 0 payments to" in said
+    assert (
+        "0 payments matched --since 2030-01-01 (created at or after 2030-01-01 00:00:00 UTC)"
+        in (said)
+    )
+    assert "--status failed" in said  # as the library reads it
+    assert f"in {SAMPLE}; it holds 2,000 payments created 2026-08-22 " in said
+    assert f"{out} holds the column names only" in said
+    assert result.stdout == ""
+
+
+def test_an_export_with_rows_says_nothing_more(tmp_path: Path) -> None:
+    result = _export(tmp_path / "r.csv", "--until", "2026-10-01")
+    assert result.exit_code == 0, result.output
+    assert "matched" not in result.stderr and "column names only" not in result.stderr
+
+
+def test_no_rows_to_standard_output_keeps_the_data_clean(tmp_path: Path) -> None:
+    result = _export("-", "--until", "2001-01-01T08:00:00+08:00")
+    assert result.exit_code == 0, result.output
+    header = ",".join(gwtools.read_cache(SAMPLE, "refunds").columns)
+    assert result.stdout == header + "\n"  # the notice is not in the data
+    assert "0 refunds matched --until 2001-01-01T08:00:00+08:00 (created before 2001-01-01 " in (
+        result.stderr
+    )
+    assert "00:00:00 UTC)" in result.stderr and "standard output holds" in result.stderr
+
+
+def test_no_rows_after_a_sync_names_the_synced_cache(shop: Shop, tmp_path: Path) -> None:
+    shop.card()
+    env = {"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url,
+           "GW_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    out = tmp_path / "none.csv"
+    result = CliRunner().invoke(
+        main,
+        ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop",
+         "--status", "canceled"],
+        env=env,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "0 payments matched --status canceled in " in result.stderr
+    assert str(tmp_path / "cache" / "shop" / "test") in result.stderr
+    assert "it holds 1 payment created " in result.stderr
+    assert shop.key not in result.output
+    assert len(pd.read_csv(out)) == 0
