@@ -22,6 +22,7 @@ Everything gwtools raises derives from :class:`GatewayError`::
 
     GatewayError
     ├── ConfigurationError        bad arguments, GW_* variables or a missing extra; nothing sent
+    │   └── AmbiguousCacheError   a cache folder holds several accounts or modes: pick one
     ├── InvalidRecordError        objects given to normalize_* that cannot become rows
     ├── APIConnectionError        the gateway could not be reached, after retries
     ├── AuthenticationError       401: invalid, revoked or publishable key
@@ -38,6 +39,7 @@ Everything gwtools raises derives from :class:`GatewayError`::
 
 from gwtools._config import Filters, Settings, check_filters
 from gwtools._errors import (
+    AmbiguousCacheError,
     APIConnectionError,
     APIError,
     AuthenticationError,
@@ -65,6 +67,7 @@ from gwtools.sync._result import GatewayDataWarning, ResourceResult, SyncResult
 __all__ = [
     "APIConnectionError",
     "APIError",
+    "AmbiguousCacheError",
     "AuthenticationError",
     "CacheError",
     "CacheNotFoundError",

@@ -5,9 +5,11 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     GatewayError                    every gwtools error; .type .code .param .http_status
     │                               .request_id .decline_code .url .message
     ├── ConfigurationError          (also ValueError) a missing or unusable key / base URL,
-    │                               or any argument a gwtools function cannot use (a status,
-    │                               a date, a resource, a missing optional extra); raised
-    │                               before any request is sent
+    │   │                           or any argument a gwtools function cannot use (a status,
+    │   │                           a date, a resource, a missing optional extra); raised
+    │   │                           before any request is sent
+    │   └── AmbiguousCacheError     a cache folder holds several accounts or modes and the
+    │                               read named none (.datasets lists them)
     ├── InvalidRecordError          (also ValueError) objects given to normalize_payments/
     │                               normalize_refunds that cannot become rows
     ├── APIConnectionError          the gateway could not be reached (timeouts, refused or
@@ -28,6 +30,7 @@ The hierarchy (catch :class:`GatewayError` to handle everything)::
     │   │                           full disk, read-only folder, a path that is not a folder
     │   └── CacheNotFoundError      (also FileNotFoundError) nothing cached where a read
     │                               looked: sync first, or point at the cache folder
+    │                               (.datasets: what the folder does hold)
     └── ResultTooLargeError         (also MemoryError) a table asked for in memory outgrew
                                     what one result may take (``GW_MAX_RESULT_MEMORY``):
                                     filter it first, or keep it lazy
@@ -56,6 +59,7 @@ import orjson
 __all__ = [
     "APIConnectionError",
     "APIError",
+    "AmbiguousCacheError",
     "AuthenticationError",
     "CacheError",
     "CacheNotFoundError",
@@ -282,7 +286,39 @@ class CacheError(GatewayError, OSError):
 
 
 class CacheNotFoundError(CacheError, FileNotFoundError):
-    """Nothing is cached where a read looked: run a sync first, or pass the cache's folder."""
+    """Nothing is cached where a read looked: run a sync first, or pass the cache's folder.
+
+    Raised by a read of a cache folder (``read_cache``, ``scan_cache``), it says what it
+    found: ``resource`` and ``where`` (the folder, or URL) looked in, ``datasets`` the
+    ``(account, mode)`` pairs that folder does hold for that resource, each to its dataset
+    folder (empty when it holds none), and ``is_file`` when the path given is a file."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        resource: str | None = None,
+        where: str | None = None,
+        datasets: dict[tuple[str, str], str] | None = None,
+        is_file: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.resource, self.where = resource, where
+        self.datasets = datasets or {}
+        self.is_file = is_file
+
+
+class AmbiguousCacheError(ConfigurationError):
+    """A cache folder holds several datasets of the resource read (accounts, or test and live
+    mode) and the read named none: pass ``account=`` and ``mode=``, or one dataset's folder.
+    ``resource``, ``where`` and ``datasets`` (each matching ``(account, mode)`` to its dataset
+    folder) say what was found, so a caller can offer the choice in its own terms."""
+
+    def __init__(
+        self, message: str, *, resource: str, where: str, datasets: dict[tuple[str, str], str]
+    ) -> None:
+        super().__init__(message)
+        self.resource, self.where, self.datasets = resource, where, datasets
 
 
 class ResultTooLargeError(GatewayError, MemoryError):

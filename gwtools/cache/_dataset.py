@@ -59,7 +59,11 @@ from filelock import FileLock
 
 from gwtools import _schema
 from gwtools._config import Filters, cache_folder, check_filters
-from gwtools._errors import CacheError, CacheNotFoundError, ConfigurationError
+from gwtools._errors import (
+    AmbiguousCacheError,
+    CacheError,
+    CacheNotFoundError,
+)
 from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
 
@@ -1420,7 +1424,7 @@ def locate(
     protocol = fs.type_name.removeprefix("py::fsspec+")  # pyarrow's name of an fsspec one
     where = root if isinstance(fs, pafs.LocalFileSystem) else f"{root!r} on {protocol}"
     if fs.get_file_info(root).type == pafs.FileType.File:
-        raise DatasetMissingError(
+        raise CacheNotFoundError(
             f"{where} is a file, not a cache folder: pass the folder that holds the cache "
             "(the one given to gwtools.connect(cache_dir=…), or GW_CACHE_DIR)",
             resource=resource,
@@ -1428,7 +1432,7 @@ def locate(
             is_file=True,
         )
     if not _is_dir(fs, root):
-        raise DatasetMissingError(
+        raise CacheNotFoundError(
             f"no cache at {where}: run gwtools.connect().sync() (or `gwtools sync`) first, "
             "or pass the directory that holds the cache",
             resource=resource,
@@ -1457,54 +1461,24 @@ def locate(
         return found[0]
     if not found:
         there = f" (it holds {_labels(held)})" if held and (account or mode) else ""
-        raise DatasetMissingError(
+        raise CacheNotFoundError(
             f"no cached {resource} under {where}"
             f"{f' for account {account!r}' if account else ''}{f' in {mode} mode' if mode else ''}"
             f"{there}: run a sync first, or check the directory",
             resource=resource,
             where=where,
-            held=held,
+            datasets=held,
         )
     choices = _labels({k: f for k, f in held.items() if f in found})
     # The folders themselves serve both audiences: a source= here, a --source on the CLI.
     folders = ", ".join(f.rsplit("/", 1)[0] for f in found)
-    raise DatasetChoiceError(
+    raise AmbiguousCacheError(
         f"several cached {resource} datasets under {where} ({choices}); pass account= and "
         f"mode=, or give one of their folders as the source ({folders})",
         resource=resource,
         where=where,
-        held={k: f for k, f in held.items() if f in found},
+        datasets={k: f for k, f in held.items() if f in found},
     )
-
-
-class DatasetChoiceError(ConfigurationError):
-    """Several cached datasets match a read that named no account or mode: ``held`` maps each
-    matching ``(account, mode)`` to its dataset folder, so a caller (the CLI) can say how to
-    pick one in its own terms."""
-
-    def __init__(
-        self, message: str, *, resource: str, where: str, held: dict[tuple[str, str], str]
-    ) -> None:
-        super().__init__(message)
-        self.resource, self.where, self.held = resource, where, held
-
-
-class DatasetMissingError(CacheNotFoundError):
-    """No cached dataset where a read looked. ``held`` maps the ``(account, mode)`` pairs the
-    folder does hold to their dataset folders (none when it holds nothing); ``is_file``: the
-    path given is a file."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        resource: str,
-        where: str,
-        held: dict[tuple[str, str], str] | None = None,
-        is_file: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.resource, self.where, self.held, self.is_file = resource, where, held or {}, is_file
 
 
 def _labels(datasets: dict[tuple[str, str], str]) -> str:

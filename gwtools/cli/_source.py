@@ -2,7 +2,7 @@
 
 The library finds the dataset in the folder (or URL) it is given, and says what is wrong in
 its own terms (``account=``, ``mode=``, ``gwtools.connect(cache_dir=…)``), with what it found
-on the error (:class:`DatasetChoiceError`, :class:`DatasetMissingError`). On the command line
+on the error (:class:`AmbiguousCacheError`, :class:`CacheNotFoundError`). On the command line
 the same advice names the flags there are: ``--account NAME`` with the accounts found, and,
 as neither command has a ``--mode``, the mode's folder to give as ``--source``.
 """
@@ -15,7 +15,7 @@ from urllib.request import url2pathname
 
 import click
 
-from gwtools.cache._dataset import DatasetChoiceError, DatasetMissingError, _labels
+from gwtools import AmbiguousCacheError, CacheNotFoundError
 
 #: Where the cache a sync filled is, in the words of the advice.
 _WHAT_TO_GIVE = (
@@ -55,25 +55,25 @@ class _NoSuchSource(click.ClickException):
 def source_advice(exc: BaseException, source: str, command: str, account: str | None) -> str | None:
     """The library's error about the cache at ``source`` with the advice in the flags of
     ``gwtools command``; None when it is not about which dataset the folder holds."""
-    if isinstance(exc, DatasetChoiceError):
+    if isinstance(exc, AmbiguousCacheError):
         return _several(exc, source, command, account)
-    if isinstance(exc, DatasetMissingError):
+    if isinstance(exc, CacheNotFoundError):
         if exc.is_file:
             return f"{exc.where} is a file, not a cache folder: give --source {_WHAT_TO_GIVE}"
-        if exc.held and account:
-            names = list(dict.fromkeys(a for a, _ in exc.held))
+        if exc.datasets and account:
+            names = list(dict.fromkeys(a for a, _ in exc.datasets))
             picks = " or ".join(f"--account {_arg(n)}" for n in names)
             return (
                 f"no cached {exc.resource} under {exc.where} for --account {_arg(account)} "
-                f"(it holds {_labels(exc.held)}): give {picks}, or leave --account out"
+                f"(it holds {_labels(exc.datasets)}): give {picks}, or leave --account out"
             )
     return None
 
 
-def _several(found: DatasetChoiceError, source: str, command: str, account: str | None) -> str:
+def _several(found: AmbiguousCacheError, source: str, command: str, account: str | None) -> str:
     resource, where = found.resource, found.where
     modes: dict[str, list[tuple[str, str]]] = {}
-    for (name, mode), folder in found.held.items():
+    for (name, mode), folder in found.datasets.items():
         # the mode's folder (the dataset's parent) is what --source takes
         modes.setdefault(name, []).append((mode, _as_source(folder.rsplit("/", 1)[0], source)))
     no_mode = f"as gwtools {command} has no --mode, give the mode's folder as --source"
@@ -115,3 +115,7 @@ def _arg(text: str) -> str:
     import shlex
 
     return shlex.quote(text)
+
+
+def _labels(datasets: dict[tuple[str, str], str]) -> str:
+    return ", ".join(f"account={a!r} mode={m!r}" for a, m in datasets)
