@@ -298,7 +298,7 @@ def test_every_exported_error_is_a_gateway_error() -> None:
         and issubclass(getattr(gwtools, n), BaseException)
         and not issubclass(getattr(gwtools, n), Warning)
     ]
-    assert len(errors) == 14
+    assert len(errors) == 15
     assert all(issubclass(e, gwtools.GatewayError) for e in errors)
 
 
