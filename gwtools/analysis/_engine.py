@@ -500,12 +500,41 @@ def columns_of(lf: nw.LazyFrame[Any]) -> list[str]:
     return list(lf.columns)
 
 
-def require(lf: nw.LazyFrame[Any], names: Sequence[str], what: str = "the table") -> None:
-    """Raise a clear error when ``names`` are not columns of ``lf``."""
+def require(
+    lf: nw.LazyFrame[Any], names: Sequence[str], what: str = "the table", *, param: str = "by"
+) -> None:
+    """Raise a clear error when ``names`` (the keys of ``param``) are not columns of ``lf``."""
     present = columns_of(lf)
     missing = [n for n in names if n not in present]
     if missing:
-        raise ConfigurationError(f"cannot group by {missing}: not a column of {what}")
+        raise ConfigurationError(
+            f"cannot group by {missing}: not a column of {what}{did_you_mean(missing[0], present)}",
+            param=param,
+        )
+
+
+def did_you_mean(value: object, choices: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` for the choice closest to ``value``, or ``""``."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    if not close:
+        folded = {c.lower(): c for c in choices}
+        close = [folded[value.lower()]] if value.lower() in folded else []
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def whole_number(value: Any, name: str, *, minimum: int = 1) -> int:
+    """``value`` when it is a whole number of at least ``minimum`` (not a bool, a float or
+    text), else a :class:`ConfigurationError` naming ``name`` (an analysis's count setting:
+    ``top``, ``min_attempts``)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ConfigurationError(
+            f"{name} must be a whole number of at least {minimum}, got {value!r}", param=name
+        )
+    return int(value)
 
 
 def json_field(
@@ -714,22 +743,88 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             out = fn(*args, **kwargs)
-        except (nw.exceptions.ColumnNotFoundError, KeyError) as exc:
-            if isinstance(exc, KeyError) and not (exc.args and isinstance(exc.args[0], str)):
+        except Exception as exc:
+            if not _is_missing_column(exc):
                 raise
             said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            param, lacks = _lacking_argument(fn, args, kwargs)
+            end = " " if lacks.endswith("?") else ". "
             raise ConfigurationError(
-                f"{fn.__name__}() needs a column the table does not have ({said}). Pass a "
-                "canonical table (gwtools.read_cache/scan_cache, Gateway.payments/scan, or a "
-                "Spark DataFrame read from the cache); docs/tables.md lists its columns."
+                f"{fn.__name__}() needs a column the table does not have ({said}){lacks}{end}"
+                "Pass a canonical table (gwtools.read_cache/scan_cache, Gateway.payments/scan, "
+                "or a Spark DataFrame read from the cache); docs/tables.md lists its columns.",
+                param=param,
             ) from None
         if isinstance(out, pd.DataFrame) and out.columns.has_duplicates:
             # A group key named like one of the result's own columns (by="refunded_amount").
             twice = sorted({str(c) for c in out.columns[out.columns.duplicated()]})
             raise ConfigurationError(
                 f"{fn.__name__}() would give two columns named {twice}: a by= key has the "
-                "name of a column it computes; group by another column"
+                "name of a column it computes; group by another column",
+                param="by",
             )
         return out
 
     return wrapper
+
+
+def _is_missing_column(exc: BaseException) -> bool:
+    """Whether ``exc`` is an engine's "no such column": Narwhals', a pandas ``KeyError`` of a
+    name, DuckDB's binder error, Spark's unresolved column."""
+    if isinstance(exc, nw.exceptions.ColumnNotFoundError):
+        return True
+    if isinstance(exc, KeyError):
+        return bool(exc.args) and isinstance(exc.args[0], str)
+    kind, text = type(exc).__name__, str(exc)
+    if kind == "BinderException":  # duckdb
+        return "not found" in text
+    if kind == "AnalysisException":  # pyspark
+        return "UNRESOLVED_COLUMN" in text or "cannot be resolved" in text
+    return False
+
+
+#: The canonical columns of each table argument of the analyses, by parameter name.
+_TABLE_ARGUMENTS: Final = {
+    "payments": ("payments", _schema.PAYMENT_COLUMNS, "refunds"),
+    "refunds": ("refunds", _schema.REFUND_COLUMNS, "payments"),
+}
+
+
+def _lacking_argument(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str | None, str]:
+    """The parameter whose table lacks canonical columns, and a clause naming them (and
+    saying when the table looks like the other resource's: the two passed the wrong way)."""
+    import inspect
+
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None, ""
+    for name, value in bound.items():
+        if name not in _TABLE_ARGUMENTS or value is None:
+            continue
+        what, canonical, other = _TABLE_ARGUMENTS[name]
+        try:
+            present = set(columns_of(lazy(value)))
+        except Exception:  # only a better message is at stake
+            continue
+        missing = [c for c in canonical if c not in present]
+        if not missing:
+            continue
+        shown = ", ".join(missing[:6]) + (", ..." if len(missing) > 6 else "")
+        other_cols = _TABLE_ARGUMENTS[other][1]
+        looks = {c for c in other_cols if c not in canonical} <= present
+        hint = (
+            f": it looks like a {other} table (pass the {what} table as {name}=)" if looks else ""
+        )
+        return name, f"; {name}= lacks the {what} columns {shown}{hint}"
+    column, first = bound.get("column"), next(iter(bound.values()), None)
+    if isinstance(column, str):
+        try:
+            names = columns_of(lazy(first))
+        except Exception:  # only a better message is at stake
+            return None, ""
+        if column not in names:
+            return "column", f"; column={column!r} is not one{did_you_mean(column, names)}"
+    return None, ""

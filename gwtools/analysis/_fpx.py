@@ -110,6 +110,7 @@ def bank_table(
     """:func:`fpx_banks`; ``medians=False`` leaves ``median_minutes`` empty (NaN) and reads
     no times: a median keeps every value it is taken of, the costliest part at scale, and
     the overview's worst bank does not show it."""
+    E.whole_number(min_attempts, "min_attempts")
     columns = ["fpx_bank_code", "fpx_bank", "period"] if freq else ["fpx_bank_code", "fpx_bank"]
     if medians:
         fpx, keys = lazy_keys(fpx_only(payments), "fpx_bank_code", freq, tz)

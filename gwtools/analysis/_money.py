@@ -28,7 +28,8 @@ def resolve_locale(locale: str | None = None) -> str:
     if not _known_locale(name):
         source = "locale=" if locale else "GW_LOCALE="
         raise ConfigurationError(
-            f"unknown locale {source}{name!r}: use a name such as 'en_MY', 'ms_MY' or 'en_US'"
+            f"unknown locale {source}{name!r}: use a name such as 'en_MY', 'ms_MY' or 'en_US'",
+            param="locale",
         )
     return name
 
@@ -90,7 +91,7 @@ def totals_by_currency(
     """
     import narwhals as nw
 
-    from gwtools.analysis._engine import columns_of, lazy, to_pandas
+    from gwtools.analysis._engine import columns_of, did_you_mean, lazy, to_pandas
 
     keys = [keys] if isinstance(keys, str) else list(keys)
     lf = lazy(frame)
@@ -100,6 +101,8 @@ def totals_by_currency(
             f"totals_by_currency needs group keys and the table's columns: {missing or keys} "
             f"{'are not columns of the table' if missing else 'names no key'}; e.g. "
             "totals_by_currency(payments, ['method_type'])"
+            f"{did_you_mean(missing[0], columns_of(lf)) if missing else ''}",
+            param="keys",
         )
     lf = lf.with_columns(_cur=nw.col(currency).str.to_uppercase())
     sums = to_pandas(lf.group_by([*keys, "_cur"]).agg(nw.col(minor).sum()))

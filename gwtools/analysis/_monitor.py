@@ -235,7 +235,8 @@ def _window(
         first = since if since is not None else f"{start} ({days:g} days before until)"
         last = until if until is not None else f"{end} (the newest row)"
         raise ConfigurationError(
-            f"since ({first}) must come before until ({last}): swap them, or move one"
+            f"since ({first}) must come before until ({last}): swap them, or move one",
+            param="since",
         )
     return _Window(start, end, _days_before(start, baseline_days, tz), tz, included)
 
@@ -714,9 +715,14 @@ def monitor(
     Example: ``monitor(payments, refunds, tz="Asia/Kuala_Lumpur")``.
     """
     zone = resolve_tz(tz)
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)  # one kind may come bare
     unknown = [k for k in kinds if k not in MONITOR_KINDS]
     if unknown:
-        raise ConfigurationError(f"unknown monitor kinds {unknown}: use {', '.join(MONITOR_KINDS)}")
+        raise ConfigurationError(
+            f"unknown monitor kinds {unknown}: use {', '.join(MONITOR_KINDS)}"
+            f"{E.did_you_mean(unknown[0], MONITOR_KINDS)}",
+            param="kinds",
+        )
     s = check_monitor_args(days, baseline_days, settings)
     first, last = _bounds(payments)
     w = _window([last, _bounds(refunds)[1]], since, until, days, baseline_days, zone)

@@ -64,6 +64,7 @@ def overview(
     and the worst FPX bank: the first ranked row of :func:`fpx_banks` (by the upper end of
     its interval, so it is worst even at its best, among banks with at least
     ``min_attempts`` finished payments; test banks never)."""
+    E.whole_number(top, "top")
     lp, lr = E.lazy_pair(payments, refunds)
     # One scan for the success rate and the decline reasons: payments per outcome and the raw
     # codes, finished in pandas as success_rate and a group-by of classified() would (the

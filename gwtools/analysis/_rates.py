@@ -129,13 +129,18 @@ def as_list(by: By) -> list[str]:
     keys: list[Any] = [by] if isinstance(by, str) or not isinstance(by, Iterable) else list(by)
     wrong = [k for k in keys if not isinstance(k, str)]
     if wrong:
-        raise ConfigurationError(f"by={by!r}: name columns as strings, e.g. by='method_type'")
+        raise ConfigurationError(
+            f"by={by!r}: name columns as strings, e.g. by='method_type'", param="by"
+        )
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
-        raise ConfigurationError(f"by={by!r} names {twice} more than once: name each once")
+        raise ConfigurationError(
+            f"by={by!r} names {twice} more than once: name each once", param="by"
+        )
     if "period" in keys:
         raise ConfigurationError(
-            "by='period': periods come from freq= ('day', 'week' or 'month'), not from by="
+            "by='period': periods come from freq= ('day', 'week' or 'month'), not from by=",
+            param="by",
         )
     return keys
 
@@ -147,7 +152,8 @@ def band_labels(edges: Sequence[float] = AMOUNT_BANDS) -> list[str]:
     if not values or not numeric or any(a >= b for a, b in itertools.pairwise(values)):
         raise ConfigurationError(
             f"edges={edges!r}: give amount band edges as increasing numbers in major units, "
-            "e.g. (0, 10, 50, 100)"
+            "e.g. (0, 10, 50, 100)",
+            param="edges",
         )
     shown = [f"{e:,.0f}" if float(e).is_integer() else f"{e:,}" for e in values]
     labels = [f"{a}–{b}" for a, b in itertools.pairwise(shown)]
@@ -238,9 +244,15 @@ def lazy_keys(
         period_code(freq)
         check_aware(lf, time_column)
         keys.append("period")
+    elif tz is not None:
+        resolve_tz(tz)  # a misspelt zone is refused before it is first used (with freq=)
     missing = [k for k in keys if k not in names and k not in extra and k != "period"]
     if missing:
-        raise ConfigurationError(f"cannot group by {missing}: not a column of the table")
+        raise ConfigurationError(
+            f"cannot group by {missing}: not a column of the table"
+            f"{E.did_you_mean(missing[0], names)}",
+            param="by",
+        )
     if extra:
         lf = lf.with_columns(**extra)
     if freq is not None and zone is not None:

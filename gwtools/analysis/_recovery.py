@@ -90,7 +90,8 @@ def _gap_seconds(window: pd.Timedelta | str) -> float:
     if pd.isna(gap) or gap <= pd.Timedelta(0):
         raise ConfigurationError(
             f"window={window!r} is not a positive duration: use e.g. '24h', '30min' or a "
-            "pandas Timedelta"
+            "pandas Timedelta",
+            param="window",
         )
     return float(gap.total_seconds())
 
@@ -309,6 +310,8 @@ def recovery(
         raise ConfigurationError(
             f"cannot group recovery by {missing}: use decline_reason, decline_type or a column "
             "of the first attempt (method_type, card_brand, fpx_bank_code, currency)"
+            f"{E.did_you_mean(missing[0], sorted(allowed))}",
+            param="by",
         )
     # An order whose first attempt failed holds a failed payment: only those orders' payments
     # go to the per-order group-by (a tenth of the table). A semi join on the order id against

@@ -45,7 +45,12 @@ def live_expr() -> nw.Expr:
 def effective_refunds(refunds: E.Table) -> Any:
     """Refunds that move money: every status but ``failed``. Returns the kind of table it is
     given (a lazy table stays lazy)."""
-    return E.native_like(E.lazy(refunds).filter(live_expr()), refunds)
+    lf = E.lazy(refunds)
+    if "payment_id" not in E.columns_of(lf):  # a payments table has a status column too
+        raise nw.exceptions.ColumnNotFoundError(
+            "The following columns were not found: ['payment_id']"
+        )
+    return E.native_like(lf.filter(live_expr()), refunds)
 
 
 def _per_payment(refunds: nw.LazyFrame[Any], *also: nw.Expr) -> nw.LazyFrame[Any]:
@@ -127,7 +132,9 @@ def refund_rate(
     Example: ``refund_rate(payments, refunds, freq="week", cohort="refund")``.
     """
     if cohort not in ("payment", "refund"):
-        raise ConfigurationError(f"cohort must be 'payment' or 'refund', got {cohort!r}")
+        raise ConfigurationError(
+            f"cohort must be 'payment' or 'refund', got {cohort!r}", param="cohort"
+        )
     lp, lr = E.lazy_pair(payments, refunds)
     by_keys = [k for k in as_list(by) if k != "currency"]
     succeeded = lp.filter(E.truthy(nw.col("outcome") == "succeeded"))

@@ -9,6 +9,7 @@ Asia/Kuala_Lumpur, as it should.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import zoneinfo
 from typing import Any, Final
@@ -40,10 +41,21 @@ def resolve_tz(tz: str | None = None) -> str:
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        from gwtools.analysis._engine import did_you_mean
+
+        where = "given as tz=" if tz else "in GW_TIMEZONE"
         raise ConfigurationError(
-            f"unknown time zone {name!r}: use an IANA name such as 'Asia/Kuala_Lumpur' or 'UTC'"
+            f"unknown time zone {name!r} {where}: use an IANA name such as "
+            f"'Asia/Kuala_Lumpur' or 'UTC'{did_you_mean(name, _zone_names())}",
+            param="tz",
         ) from None
     return name
+
+
+@functools.cache
+def _zone_names() -> tuple[str, ...]:
+    """The IANA zone names (for a did-you-mean), read once."""
+    return tuple(sorted(zoneinfo.available_timezones()))
 
 
 def _aware(ts: pd.Series) -> pd.Series:
@@ -87,7 +99,13 @@ def period_code(freq: str) -> str:
     try:
         return FREQS[freq]
     except KeyError:
-        raise ConfigurationError(f"unknown freq {freq!r}: use 'day', 'week' or 'month'") from None
+        from gwtools.analysis._engine import did_you_mean
+
+        raise ConfigurationError(
+            f"unknown freq {freq!r}: use 'day', 'week' or 'month'"
+            f"{did_you_mean(freq, ['day', 'week', 'month'])}",
+            param="freq",
+        ) from None
 
 
 def bucket(ts: pd.Series, freq: str, tz: str | None = None) -> pd.Series:
