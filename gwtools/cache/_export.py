@@ -16,11 +16,18 @@ column holds a null is known only at the end).
 UTC times are spelled for CSV in one vectorised pass, as pandas spells them; pandas goes value
 by value, which was half of a canonical CSV export's time. ``gwtools export``, the notebooks'
 ``save_tables`` and the dashboards' export buttons use it.
+
+CSV only: a text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+(a payment's description, metadata, e-mail, failure message: text customers typed) is written
+with a leading ``'``, so that a spreadsheet shows it as text instead of running it as a formula
+(OWASP "CSV Injection"); see :func:`write_table`'s ``formula_guard``. Numbers, flags and times
+are never touched, nor is Parquet.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 import uuid
@@ -32,6 +39,7 @@ import narwhals as nw
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gwtools import _schema
@@ -41,6 +49,8 @@ __all__ = ["BATCH_ROWS", "batches", "write_table"]
 
 #: Rows per batch: a few tens of MB of canonical payments at most.
 BATCH_ROWS = 100_000
+
+log = logging.getLogger("gwtools")
 
 
 def canonical_resource(columns: list[str]) -> _schema.Resource | None:
@@ -249,13 +259,68 @@ def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _write(table: Any, fmt: str, target: IO[str] | IO[bytes] | str, rows: int) -> int:
+#: What a spreadsheet runs as a formula when a cell starts with it (OWASP "CSV Injection").
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _guard_column(col: pd.Series) -> tuple[pd.Series | None, int]:
+    """A text column's cells that start a formula with ``'`` before them, and how many there
+    were; ``(None, 0)`` when none does or ``col`` is not text (numbers, flags, times)."""
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        _, found = _guard_column(pd.Series(dtype.categories))
+        return _guard_column(col.astype(object)) if found else (None, 0)
+    if isinstance(dtype, pd.ArrowDtype):
+        if not _is_text(dtype.pyarrow_dtype):
+            return None, 0
+    elif not isinstance(dtype, pd.StringDtype) and not pd.api.types.is_object_dtype(dtype):
+        return None, 0
+    # (an object column mixing text with other values never gets here: see _pieces)
+    values = pa.array(col, from_pandas=True)
+    if not _is_text(values.type):
+        return None, 0
+    hit = pc.match_substring_regex(values, _FORMULA_START)
+    found = pc.sum(hit).as_py() or 0
+    if not found:
+        return None, 0
+    quoted = pc.if_else(hit, pc.utf8_replace_slice(values, 0, 0, "'"), values)  # null stays null
+    return quoted.to_pandas().set_axis(col.index), found
+
+
+def _guard_formulas(frame: pd.DataFrame, guarded: dict[str, int]) -> pd.DataFrame:
+    """``frame`` with its text cells that start a formula quoted (see :func:`_guard_column`),
+    adding their count per column to ``guarded``; the caller's frame stays as it was."""
+    out = frame
+    for i, (name, col) in enumerate(frame.items()):
+        quoted, found = _guard_column(col)
+        if quoted is not None:
+            if out is frame:
+                out = frame.copy(deep=False)
+            out.isetitem(i, quoted.array)
+            guarded[str(name)] = guarded.get(str(name), 0) + found
+    return out
+
+
+def _write(
+    table: Any,
+    fmt: str,
+    target: IO[str] | IO[bytes] | str,
+    rows: int,
+    guarded: dict[str, int] | None,
+) -> int:
     written = 0
     schema, pieces = _pieces(table, rows)
     if fmt == "csv":
         for i, piece in enumerate(pieces):
             frame = piece if isinstance(piece, pd.DataFrame) else _to_frame(piece, None)
             written += len(frame)
+            if guarded is not None:
+                frame = _guard_formulas(frame, guarded)
             _csv_ready(frame).to_csv(target, index=False, header=i == 0)
         return written
     writer: pq.ParquetWriter | None = None
@@ -319,6 +384,8 @@ def write_table(
     fmt: str,
     *,
     rows: int | None = None,
+    formula_guard: bool = True,
+    guarded: dict[str, int] | None = None,
 ) -> int:
     """Write ``table`` to ``out`` as ``"csv"`` or ``"parquet"`` one batch at a time; return the
     number of rows written.
@@ -332,23 +399,53 @@ def write_table(
     table as its ``.df()``; CSV times: each batch's, see the module). Example::
 
         write_table(gwtools.scan_cache(cache, "payments"), "payments.parquet", "parquet")
+
+    CSV is for spreadsheets: with ``formula_guard`` (the default) a text cell starting with
+    ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written with a ``'`` before it
+    (``-50% off`` as ``'-50% off``), so that Excel, LibreOffice or Google Sheets shows it
+    instead of running it as a formula; numbers (``-1500``), flags, times and empty cells are
+    written as they are, and Parquet always holds the exact text. ``formula_guard=False``
+    writes the exact text, for CSV read by programs. When cells were quoted, one ``INFO`` line
+    on the ``gwtools`` logger says how many and in which columns, and ``guarded``, if given a
+    dict, receives ``{column: cells quoted}``.
     """
     if fmt not in ("csv", "parquet"):
         raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
     rows = rows or BATCH_ROWS
+    found: dict[str, int] | None = {} if formula_guard and fmt == "csv" else None
+    count = _write_to(table, out, fmt, rows, found)
+    if found:
+        if guarded is not None:
+            guarded.update(found)
+        log.info(
+            "write_table: %s cells starting a spreadsheet formula written with a leading ' (%s); "
+            "formula_guard=False writes them as they are",
+            f"{sum(found.values()):,}",
+            ", ".join(f"{c}: {n:,}" for c, n in found.items()),
+        )
+    return count
+
+
+def _write_to(
+    table: Any,
+    out: str | os.PathLike[str] | IO[str],
+    fmt: str,
+    rows: int,
+    guarded: dict[str, int] | None,
+) -> int:
     if not isinstance(out, str | os.PathLike):
         if fmt != "csv":
             raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
-        return _write(table, fmt, out, rows)
+        return _write(table, fmt, out, rows, guarded)
     target = _destination(Path(out))
     _check_path(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         if fmt == "csv":
             with open(tmp, "w", encoding="utf-8", newline="") as handle:
-                count = _write(table, fmt, handle, rows)
+                count = _write(table, fmt, handle, rows, guarded)
         else:
-            count = _write(table, fmt, str(tmp), rows)
+            count = _write(table, fmt, str(tmp), rows, guarded)
         _keep_mode(target, tmp)
         os.replace(tmp, target)
     finally:

@@ -303,6 +303,16 @@ def partial_reasons(states: dict[str, dict[str, Any]]) -> list[str]:
     return reasons
 
 
+def _guarded_note(guarded: dict[str, int]) -> str:
+    cells = sum(guarded.values())
+    columns = ", ".join(f"{c} ({n:,})" for c, n in guarded.items())
+    return (
+        f"gwtools export: {cells:,} text {'cell' if cells == 1 else 'cells'} starting with "
+        f"= + - @ or a tab/CR written with a leading ' so that spreadsheets do not run them as "
+        f"formulas, in {columns}; --no-formula-guard writes the exact text"
+    )
+
+
 def exit_partial(command: str, output: str, reasons: list[str]) -> NoReturn:
     """Say why the data ``command`` read is partial and exit 3, as after an incomplete sync:
     ``output`` is written, but a job must not take it for the whole."""
@@ -338,6 +348,13 @@ def exit_partial(command: str, output: str, reasons: list[str]) -> NoReturn:
     help="Export from this synced cache instead, read as it is with nothing synced: a folder "
     "(the cache, an account's or the dataset's) or a URL (s3://…, any fsspec protocol).",
 )
+@click.option(
+    "--formula-guard/--no-formula-guard",
+    default=True,
+    help="CSV: write a text cell starting with = + - @ or a tab/CR with a leading ' so that "
+    "spreadsheets do not run it as a formula (default), or write the exact text (CSV for "
+    "programs). Parquet always holds the exact text.",
+)
 @connection_options
 def export(
     resource: str,
@@ -348,6 +365,7 @@ def export(
     status: tuple[str, ...],
     refresh: bool,
     source: str | None,
+    formula_guard: bool,
     api_key_file: str | None,
     base_url: str | None,
     cache_dir: str | None,
@@ -423,16 +441,21 @@ def export(
             with _incompleteness_said():  # said below (and by the exit status), not twice
                 table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
             partial = partial_reasons({kind: cache_state(folder, kind)})
+        guarded: dict[str, int] = {}  # cells quoted against spreadsheet formulas, per column
         if out == "-":
             try:
-                count = write_table(table, sys.stdout, "csv")
+                count = write_table(
+                    table, sys.stdout, "csv", formula_guard=formula_guard, guarded=guarded
+                )
             except BrokenPipeError:
                 # The reader stopped early (`| head`): as other tools do, stop quietly.
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 raise SystemExit(1) from None
         else:
-            count = write_table(table, out, fmt)
+            count = write_table(table, out, fmt, formula_guard=formula_guard, guarded=guarded)
             click.echo(f"wrote {count:,} {resource} to {out}", err=True)
+        if guarded:  # the text was changed: never silently
+            click.echo(_guarded_note(guarded), err=True)
         if count == 0:  # not a silent failure: what was asked, and what there is
             with _incompleteness_said():
                 said = _no_rows(kind, cache, (since, until, status), where)
