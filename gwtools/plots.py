@@ -886,6 +886,9 @@ def quality_rules(rules: pd.DataFrame, *, origin: Any = None) -> Figure:
         ax.set_title("Data-quality rules")
     elif failing:
         ax.set_title(f"Data-quality rules: {failing} of {len(rules)} failing")
+    elif not rules["checked"].astype("int64").any():
+        # Rules over no rows hold vacuously: "all hold" would read as checked and clean.
+        ax.set_title(f"Data-quality rules: no rows to check, none of the {len(rules)} was tested")
     else:
         ax.set_title(f"Data-quality rules: all {len(rules)} hold")
     if rules.empty:

@@ -738,4 +738,16 @@ def test_empty_tables_of_the_right_analysis_still_draw_a_message(
     ]
     for fig in figures:
         assert "in this selection" in _texts(fig)
-    assert "all 9 hold" in plots.quality_rules(a.quality(p, r)).axes[0].get_title()
+    # no rows: the rules were not tested, which "all hold" would hide
+    title = plots.quality_rules(a.quality(p, r)).axes[0].get_title()
+    assert "no rows to check" in title and "hold" not in title
+
+
+def test_the_quality_title_says_all_hold_only_when_rows_were_checked(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    paid = {"status": "succeeded", "amount": 1000, "captured": True}
+    p, r = make_payments([paid]), make_refunds([])
+    rules = a.quality(p, r)
+    assert rules["ok"].all() and rules["checked"].gt(0).any()
+    assert plots.quality_rules(rules).axes[0].get_title().endswith(f"all {len(rules)} hold")
