@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterator
@@ -261,7 +262,7 @@ def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
 
 #: What a spreadsheet runs as a formula when a cell starts with it (OWASP "CSV Injection").
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_START = r"^[=+\-@\t\r]"
+_FORMULA_START = "^[" + re.escape("".join(FORMULA_LEADS)) + "]"
 
 
 def _is_text(kind: pa.DataType) -> bool:

@@ -107,3 +107,19 @@ def day(moment: dt.datetime) -> str:
 def minute(moment: dt.datetime) -> str:
     """``YYYY-MM-DD HH:MM``, as :func:`day` writes the date."""
     return f"{day(moment)} {moment:%H:%M}"
+
+
+def created_span(table: Any, *where: Any) -> tuple[int, Any, Any]:
+    """How many rows a cached table (pandas or lazy) holds, with ``where`` (Narwhals
+    expressions) if given, and its first and last ``created_at`` (None when it holds none):
+    one query, for the commands that say what a cache holds when nothing matched."""
+    import narwhals as nw
+
+    lf = nw.from_native(table)
+    if not isinstance(lf, nw.LazyFrame):
+        lf = lf.lazy()
+    if where:
+        lf = lf.filter(*where)
+    col = nw.col("created_at")
+    span = lf.select(nw.len().alias("n"), col.min().alias("a"), col.max().alias("b")).collect()
+    return int(span["n"].item()), span["a"].item(), span["b"].item()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gwtools.cli import error_line
-from gwtools.cli._dates import check_date, check_room, minute
+from gwtools.cli._dates import check_date, check_room, created_span, minute
 from gwtools.cli._sync import (
     _cached_folder,
     _incompleteness_said,
@@ -136,7 +136,7 @@ def monitor(
                     tz=tz,
                 )  # fmt: skip
             except ConfigurationError as exc:
-                if "must come before until" not in str(exc) or since is None:
+                if exc.param != "since" or since is None:  # the window's bounds: said below
                     raise
                 raise CannotCheck(_not_before(since, until, payments, refunds)) from None
         partial = partial_reasons(_states(api_key_file, base_url, cache_dir, account))
@@ -183,22 +183,13 @@ def _not_before(since: str, until: str | None, payments: Any, refunds: Any) -> s
             f"--since={shlex.quote(since)} is not before --until={shlex.quote(until)} (a date "
             "as --until takes that whole day, in --tz's time): swap them, or move one"
         )
-    newest = [m for m in (_newest(payments), _newest(refunds)) if m is not None]
+    newest = [created_span(t)[2] for t in (payments, refunds)]
+    newest = [m for m in newest if m is not None]
     last = f" ({minute(max(newest))} UTC)" if newest else ""
     return (
         f"--since={shlex.quote(since)} is not before the newest cached row{last}, where the "
         "window ends without --until: give an earlier --since, or --until too"
     )
-
-
-def _newest(table: Any) -> Any:
-    """The newest ``created_at`` of a lazy table (UTC), None when it holds no row."""
-    import narwhals as nw
-
-    lf = nw.from_native(table)
-    if not isinstance(lf, nw.LazyFrame):
-        lf = lf.lazy()
-    return lf.select(nw.col("created_at").max()).collect().item()
 
 
 def _refuse_an_empty_window(payments: Any, window: dict[str, Any]) -> None:
@@ -209,14 +200,9 @@ def _refuse_an_empty_window(payments: Any, window: dict[str, Any]) -> None:
     if not window:  # nothing cached at all
         raise CannotCheck("no payments cached: nothing to monitor; run gwtools sync first")
     col = nw.col("created_at")
-    lf = nw.from_native(payments)
-    if not isinstance(lf, nw.LazyFrame):
-        lf = lf.lazy()
-    inside = lf.filter(col >= window["since"], col <= window["until"]).select(nw.len())
-    if int(inside.collect().item()) > 0:
+    if created_span(payments, col >= window["since"], col <= window["until"])[0] > 0:
         return
-    span = lf.select(col.min().alias("first"), col.max().alias("last")).collect()
-    first, last = span["first"].item(), span["last"].item()
+    _, first, last = created_span(payments)
     held = (
         f"the cache holds payments from {minute(first)} to {minute(last)} UTC"
         if first is not None

@@ -10,6 +10,7 @@ as neither command has a ``--mode``, the mode's folder to give as ``--source``.
 from __future__ import annotations
 
 import os
+import shlex
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -62,9 +63,9 @@ def source_advice(exc: BaseException, source: str, command: str, account: str | 
             return f"{exc.where} is a file, not a cache folder: give --source {_WHAT_TO_GIVE}"
         if exc.datasets and account:
             names = list(dict.fromkeys(a for a, _ in exc.datasets))
-            picks = " or ".join(f"--account {_arg(n)}" for n in names)
+            picks = " or ".join(f"--account {shlex.quote(n)}" for n in names)
             return (
-                f"no cached {exc.resource} under {exc.where} for --account {_arg(account)} "
+                f"no cached {exc.resource} under {exc.where} for --account {shlex.quote(account)} "
                 f"(it holds {_labels(exc.datasets)}): give {picks}, or leave --account out"
             )
     return None
@@ -82,19 +83,19 @@ def _several(found: AmbiguousCacheError, source: str, command: str, account: str
         text = (
             f"{where} holds the cached {resource} of {len(names)} accounts "
             f"({', '.join(names)}): add --account NAME to pick one, e.g. --account "
-            f"{_arg(names[0])}"
+            f"{shlex.quote(names[0])}"
         )
         both = [n for n, held in modes.items() if len(held) > 1]
         if both:
             example = modes[both[0]][0][1]
             text += (
                 f"; {', '.join(both)} {'holds' if len(both) == 1 else 'hold'} both live and "
-                f"test data: {no_mode} instead of --account, e.g. --source {_arg(example)}"
+                f"test data: {no_mode} instead of --account, e.g. --source {shlex.quote(example)}"
             )
         return text
     name, held = next(iter(modes.items()))
     leave = " (and leave out --account)" if account else ""
-    choices = " or ".join(f"--source {_arg(folder)} ({mode})" for mode, folder in held)
+    choices = " or ".join(f"--source {shlex.quote(folder)} ({mode})" for mode, folder in held)
     return (
         f"{where} holds both live and test {resource} of account {name}: {no_mode}{leave}: "
         f"{choices}"
@@ -108,13 +109,6 @@ def _as_source(folder: str, source: str) -> str:
         scheme = source.split("://", 1)[0]
         return f"{scheme}://{folder}"
     return folder
-
-
-def _arg(text: str) -> str:
-    """``text`` as a shell argument (quoted only when it has to be)."""
-    import shlex
-
-    return shlex.quote(text)
 
 
 def _labels(datasets: dict[tuple[str, str], str]) -> str:

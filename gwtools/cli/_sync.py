@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import click
 
-from gwtools.cli._dates import check_date, not_before
+from gwtools.cli._dates import check_date, created_span, not_before
 from gwtools.cli._paths import out_file
 from gwtools.cli._source import check_source_folder, source_advice
 
@@ -480,7 +480,6 @@ def _no_rows(
     are) and what the cache read holds, e.g. ``0 payments matched --since 2030-01-01 (created
     at or after 2030-01-01 00:00:00 UTC) in data/cache; it holds 2,000 payments created
     2026-08-22 00:01 to 2026-11-20 05:59 UTC``."""
-    import narwhals as nw
     import pandas as pd
 
     from gwtools import scan_cache
@@ -497,12 +496,7 @@ def _no_rows(
     place = f"{location}" + (f" (--account {account})" if account else "")
     if not asked:
         return f"0 {resource} in {place}: it holds none"
-    lf = nw.from_native(scan_cache(location, resource, account=account))
-    if not isinstance(lf, nw.LazyFrame):
-        lf = lf.lazy()
-    col = nw.col("created_at")
-    span = lf.select(nw.len().alias("n"), col.min().alias("a"), col.max().alias("b")).collect()
-    n, first, last = int(span["n"].item()), span["a"].item(), span["b"].item()
+    n, first, last = created_span(scan_cache(location, resource, account=account))
     if not n or first is None:
         held = f"it holds no {resource} at all"
     else:

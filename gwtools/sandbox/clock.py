@@ -12,6 +12,9 @@ import time
 from datetime import UTC, datetime
 from typing import Final
 
+#: Seconds in a day of the sandbox clock (UTC: no clock changes).
+DAY: Final = 86_400
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The instants the sandbox clock may show. Everything the sandbox computes from its clock
 #: (card expiry years, business days, retry schedules, ISO timestamps) works well inside this

@@ -31,12 +31,10 @@ import orjson
 
 from gwtools.sandbox import domain, errors, params, render
 from gwtools.sandbox.cards import BRAND_DECLINE_PREFIXES, TEST_CARDS, brand
-from gwtools.sandbox.clock import iso
+from gwtools.sandbox.clock import DAY, iso
 from gwtools.sandbox.domain import Event, Ids, Method, Record
 from gwtools.sandbox.errors import SandboxConfigError
 from gwtools.sandbox.gateway import API_VERSION, Gateway
-
-DAY: Final = 86_400
 
 
 @dataclass(frozen=True, slots=True)

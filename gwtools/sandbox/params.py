@@ -12,12 +12,11 @@ import orjson
 
 from gwtools.sandbox import errors
 from gwtools.sandbox.cards import TEST_CARDS, TOKENS, brand, luhn_ok
-from gwtools.sandbox.clock import parse_instant
+from gwtools.sandbox.clock import DAY, parse_instant
 from gwtools.sandbox.domain import Method
 from gwtools.sandbox.fpx import BANKS, TEST_BANKS
 
 MAX_BODY: Final = 64 * 1024
-DAY: Final = 86_400
 MAX_AMOUNT: Final = 99_999_999
 MAX_DESCRIPTION: Final = 255
 METADATA_KEYS: Final = {"A": 10, "B": 50}
