@@ -529,7 +529,7 @@ class Gateway:
         p = params.refund_params(params.parse_json(raw), self.variant)
         now = self.clock.now()
         with self.store.tx():
-            prow = self._load("payments", auth, p["payment_id"], "payment_id")
+            prow = self._load("payments", auth, p["payment_id"], p["payment_param"])
             payment = prow.rec
             assert payment is not None
             if payment["status"] != "succeeded":

@@ -539,11 +539,15 @@ def refund_params(body: Mapping[str, Any], variant: str) -> dict[str, Any]:
         raise errors.invalid(
             "payment", "payment_id and payment name different payments; give one of them."
         )
+    # the name the caller used, for errors about the payment (a 404 on a field not sent
+    # would point at nothing)
+    param = "payment" if not pid and alias else "payment_id"
     pid = pid or alias
     if pid is None:
         raise errors.missing("payment_id")
     return {
         "payment_id": pid,
+        "payment_param": param,
         "amount": integer(body, "amount"),
         "reason": text(body, "reason", choices=REASONS),
         "metadata": metadata(body, 50),

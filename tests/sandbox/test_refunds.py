@@ -149,3 +149,14 @@ def test_refunding_a_fully_refunded_payment_says_nothing_is_left(payer: Payer) -
     assert over["message"] == (
         f"Refund amount 700 exceeds what is left to refund on {q['id']} (600 of 1000 captured)."
     )
+
+
+def test_unknown_payment_given_as_the_alias_is_blamed_on_the_alias(payer: Payer) -> None:
+    """A refund naming its payment by the alias ``payment`` gets its 404 on ``payment``: the
+    caller never sent ``payment_id``, so an error on it points at a field they cannot find."""
+    unknown = payer.http.post("/v1/refunds", json={"payment": "pay_" + "0" * 24})
+    assert unknown.status_code == 404 and error_of(unknown)["param"] == "payment"
+    both = payer.http.post(
+        "/v1/refunds", json={"payment_id": "pay_" + "0" * 24, "payment": "pay_" + "0" * 24}
+    )
+    assert both.status_code == 404 and error_of(both)["param"] == "payment_id"
