@@ -212,12 +212,14 @@ class Gateway:
                 prows = s.due("payments", now)
                 for row in prows:
                     assert row.rec is not None
+                    when = row.rec["due_at"]
                     events = domain.due_transition(row.rec, now)
                     self._save("payments", row.rid, row.rec)
-                    self._emit(events)
+                    self._emit(events, at=when)
                 rrows = s.due("refunds", now)
                 for row in rrows:
                     assert row.rec is not None
+                    when = row.rec["due_at"]
                     prow = s.get(
                         "payments", row.rec["account"], row.rec["livemode"], row.rec["payment_id"]
                     )
@@ -225,14 +227,16 @@ class Gateway:
                     self._save("refunds", row.rid, row.rec)
                     if prow is not None and prow.rec is not None:
                         self._save("payments", prow.rid, prow.rec)
-                    self._emit(events)
+                    self._emit(events, at=when)
                 if not prows and not rrows:
                     break
             s.recompute_due()
         self.webhooks.kick()
 
     # -- events and webhooks --------------------------------------------------------------------
-    def _emit(self, events: list[Event], *, deliver: bool = True) -> None:
+    def _emit(self, events: list[Event], *, deliver: bool = True, at: float | None = None) -> None:
+        """Store (and deliver) ``events``; ``at`` dates them when it is not now: a due
+        transition happened at its due time, however late the clock reached it."""
         now = self.clock.now()
         for type_, rec in events:
             self.emit_object(
@@ -241,12 +245,23 @@ class Gateway:
                 render.object_json(rec, self.variant, self.base_url),
                 now,
                 deliver=deliver,
+                created=at,
             )
 
     def emit_object(
-        self, type_: str, rec: Mapping[str, Any], obj: bytes, now: float, *, deliver: bool = True
+        self,
+        type_: str,
+        rec: Mapping[str, Any],
+        obj: bytes,
+        now: float,
+        *,
+        deliver: bool = True,
+        created: float | None = None,
     ) -> None:
-        evrec, body = render.event_row(self.ids.new("evt"), type_, rec, obj, now, API_VERSION)
+        """Store an event about ``rec`` (``obj``: its JSON) dated ``created`` (default
+        ``now``), and queue its deliveries, first attempted ``now``."""
+        when = now if created is None else created
+        evrec, body = render.event_row(self.ids.new("evt"), type_, rec, obj, when, API_VERSION)
         eid = evrec["id"]
         self.store.insert("events", evrec, body, status=type_)
         if not deliver:

@@ -187,3 +187,31 @@ def test_retrieve_event_refuses_query_parameters(payer: Payer) -> None:
     err = error_of(r)
     assert (err["code"], err["param"]) == ("parameter_invalid", "expand")
     assert "takes no query parameters" in err["message"]
+
+
+def test_events_of_due_transitions_are_dated_when_the_transition_happened(payer: Payer) -> None:
+    """A processing card settles 30 s after creation and a refund of the refund-failing card
+    fails a day after it was made: their events carry those times, as the payment's
+    ``captured_at`` and the history generator's events do, not the time the clock was next
+    moved (here a day and a half later)."""
+    start = payer.http.get("/_sandbox/clock").json()["unix"]
+    processing = payer.pay(card="4000000000001018")
+    failing = payer.pay(card="4000000000005126")
+    refund = payer.http.post("/v1/refunds", json={"payment_id": failing["id"]})
+    assert refund.status_code == 201, refund.text
+    payer.advance(36 * 3600)
+    events = payer.http.get("/v1/events", params={"limit": 100}).json()["data"]
+    succeeded = [
+        e
+        for e in events
+        if e["type"] == "payment.succeeded" and e["data"]["object"]["id"] == processing["id"]
+    ]
+    assert [e["created"] for e in succeeded] == [start + 30]
+    captured_at = payer.get(processing["id"])["captured_at"]
+    if payer.variant == "B":
+        assert captured_at == start + 30
+    failed = [e for e in events if e["type"] == "refund.failed"]
+    assert [e["created"] for e in failed] == [start + 86_400]
+    # the list stays newest first by creation time
+    created = [e["created"] for e in events]
+    assert created == sorted(created, reverse=True)
