@@ -119,37 +119,49 @@ def parse_json(raw: bytes, *, allow_empty: bool = False) -> dict[str, Any]:
     return body
 
 
-class _Duplicate(Exception):
-    def __init__(self, name: str) -> None:
-        self.name = name
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as all its (name, value) pairs, repeated names included."""
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in seen:
-            raise _Duplicate(name)
-        seen[name] = value
-    return seen
+def _duplicate(node: Any, path: str = "") -> tuple[str, str] | None:
+    """The first name given twice in one object of ``node``, and its parameter path as the
+    other errors name nested fields (``metadata[a]``, ``payment_method_data[card][cvc]``)."""
+    if isinstance(node, _Pairs):
+        seen: set[str] = set()
+        for name, _ in node:
+            if name in seen:
+                return name, f"{path}[{name}]" if path else name
+            seen.add(name)
+        children: Iterable[tuple[str, Any]] = node
+    elif isinstance(node, list):
+        children = ((str(i), item) for i, item in enumerate(node))
+    else:
+        return None
+    for name, value in children:
+        found = _duplicate(value, f"{path}[{name}]" if path else name)
+        if found is not None:
+            return found
+    return None
 
 
 def _reject_duplicates(raw: bytes) -> None:
     """Refuse a name given twice in one JSON object: orjson keeps the last value, so
     ``{"amount": 1000, "amount": 5}`` would charge 5 and drop 1000 unseen. orjson cannot
-    tell, so the stdlib parser reads the body (orjson accepted it) again with a hook that
-    sees every name."""
+    tell, so the stdlib parser reads the body (orjson accepted it) again keeping every pair,
+    and the 400 names the repeated field as ``param``."""
     if raw.count(b'"') < 4:  # fewer than two names: nothing can repeat
         return
     try:
-        json.loads(raw, object_pairs_hook=_unique_pairs)
+        found = _duplicate(json.loads(raw, object_pairs_hook=_Pairs))
     except (RecursionError, ValueError):  # deeper than the stdlib goes; orjson took it
         return
-    except _Duplicate as dup:
+    if found is not None:
+        name, param = found
         raise errors.invalid(
-            None,
-            f"The request body names {dup.name!r} more than once in one JSON object; give "
+            param,
+            f"The request body names {name!r} more than once in one JSON object; give "
             "each field once.",
-        ) from None
+        )
 
 
 def reject_unknown(body: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:

@@ -227,12 +227,14 @@ def test_duplicate_json_names_are_refused(payer: Payer) -> None:
     err = error_of(r)
     assert err["code"] == "parameter_invalid"
     assert "'amount' more than once" in err["message"] and "give each field once" in err["message"]
+    assert err["param"] == "amount"  # the name given twice is the offending parameter
     nested = orjson.dumps({**_valid(payer.variant), "metadata": {"a": "1"}})
     nested = nested.replace(b'{"a":"1"}', b'{"a":"1","a":"2"}')
     r = payer.http.post(
         "/v1/payments", content=nested, headers={"Content-Type": "application/json"}
     )
     assert r.status_code == 400 and "'a' more than once" in error_of(r)["message"]
+    assert error_of(r)["param"] == "metadata[a]"  # named as the other nested errors are
     assert payer.http.get("/v1/payments").json()["data"] == []
 
 
