@@ -95,7 +95,9 @@ class Webhooks:
         try:
             response = await client.post(url, content=body, headers=headers)
             status = response.status_code
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # every failure to deliver is a failed attempt
+            # not only httpx.HTTPError: an InvalidURL, or an IDNA error on an xn-- host,
+            # uncaught, left the delivery 'sending' for ever and failed the whole batch
             error = f"{type(exc).__name__}: {exc}"
         ok = status is not None and 200 <= status < 300
         if not ok:

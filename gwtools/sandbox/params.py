@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
+import httpx
 import orjson
 
 from gwtools.sandbox import errors
@@ -264,6 +265,20 @@ def url(body: Mapping[str, Any], name: str, *, required: bool = False) -> str | 
     value = text(body, name, required=required, max_len=2048)
     if value is not None and not _URL.match(value):
         raise errors.invalid(name, f"Invalid {name}: {value!r} is not an absolute http(s) URL.")
+    if value is not None:
+        # what no HTTP client can request (a port that is no number, a broken IPv6 host):
+        # webhooks are sent to these URLs, and customers redirected to them
+        try:
+            port = httpx.URL(value).port
+        except httpx.InvalidURL as exc:
+            raise errors.invalid(
+                name,
+                f"Invalid {name}: {value!r} is not a usable URL ({exc}); fix its host or port.",
+            ) from None
+        if port is not None and not 0 < port <= 65535:
+            raise errors.invalid(
+                name, f"Invalid {name}: {value!r} has port {port}; ports go from 1 to 65535."
+            )
     return value
 
 

@@ -215,3 +215,46 @@ def test_events_of_due_transitions_are_dated_when_the_transition_happened(payer:
     # the list stays newest first by creation time
     created = [e["created"] for e in events]
     assert created == sorted(created, reverse=True)
+
+
+def test_webhook_urls_no_client_can_request_are_refused(payer_a: Payer) -> None:
+    """A URL with a port that is no number (a typo such as :80a) or a broken IPv6 host passed
+    the http(s) check, and then every delivery to it failed before it was sent: the
+    delivery stayed 'sending' with no attempt, never retried nor failed."""
+    for url in ("http://shop.example:80a/hook", "http://[::1/hook", "http://shop.example:70000/"):
+        endpoint = payer_a.http.post("/_sandbox/webhook_endpoints", json={"url": url})
+        assert endpoint.status_code == 400, endpoint.text
+        err = error_of(endpoint)
+        assert err["param"] == "url" and url in err["message"], err
+        created = payer_a.http.post(
+            "/v1/payments",
+            json={
+                "amount": 700,
+                "success_url": SUCCESS_URL,
+                "cancel_url": CANCEL_URL,
+                "callback_url": url,
+            },
+        )
+        assert created.status_code == 400 and error_of(created)["param"] == "callback_url"
+
+
+def test_a_delivery_to_an_unusable_url_is_retried_not_stuck(payer_b: Payer) -> None:
+    """An endpoint stored before URLs were checked (here added behind the API's back) gets
+    failed attempts with the reason, retried as any failed delivery, instead of a delivery
+    left 'sending' for ever."""
+    gateway = payer_b.sb.gateway
+    auth = gateway.keys.lookup(payer_b.account["secret_key"])
+    assert auth is not None
+    gateway.add_endpoint(auth, "http://shop.example:80a/hook")
+    payer_b.pay()
+    payer_b.advance(0)  # waits for the deliveries due now
+    [delivery] = payer_b.http.get("/_sandbox/webhook_deliveries").json()["data"]
+    assert delivery["attempts"] == 1 and delivery["state"] == "retrying", delivery
+    assert "InvalidURL" in delivery["last_error"]
+    # a host the URL check lets through but the client cannot encode (IDNA) fails the same way
+    endpoint = payer_b.http.post("/_sandbox/webhook_endpoints", json={"url": "http://xn--a.com/"})
+    assert endpoint.status_code == 201
+    payer_b.pay()
+    payer_b.advance(0)
+    deliveries = payer_b.http.get("/_sandbox/webhook_deliveries").json()["data"]
+    assert [d["state"] for d in deliveries if d["url"] == "http://xn--a.com/"] == ["retrying"]
