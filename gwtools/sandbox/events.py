@@ -73,6 +73,9 @@ class Webhooks:
                 # a client per batch: the loop may differ between calls (in-process transports)
                 async with httpx.AsyncClient(timeout=10.0, follow_redirects=False) as client:
                     await asyncio.gather(*(self._send(client, *d) for d in due))
+                # a batch is limited in size: more may be due (an attempt is never due again
+                # at once, its retry waits a minute at least, so this ends)
+                self._again = True
 
     async def flush(self) -> None:
         """Wait until every delivery due now has been attempted."""

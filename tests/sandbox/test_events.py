@@ -258,3 +258,46 @@ def test_a_delivery_to_an_unusable_url_is_retried_not_stuck(payer_b: Payer) -> N
     payer_b.advance(0)
     deliveries = payer_b.http.get("/_sandbox/webhook_deliveries").json()["data"]
     assert [d["state"] for d in deliveries if d["url"] == "http://xn--a.com/"] == ["retrying"]
+
+
+def test_clock_advance_waits_for_every_delivery_due_not_two_batches() -> None:
+    """Deliveries are sent 200 at a time; clock/advance ran at most two batches and answered,
+    leaving the other due deliveries to the ticker (here none: an in-process app without its
+    lifespan), though it promises to wait for every delivery that became due."""
+    import asyncio
+    import socket
+    from datetime import UTC, datetime
+
+    from gwtools.sandbox import create_app
+
+    with socket.socket() as s:  # a loopback port nothing listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/hook"
+    app = create_app("B", now=datetime(2026, 3, 2, 9, tzinfo=UTC), rate_limits=False)
+    key = app.state.gateway.default_account["secret_key"]
+
+    async def main() -> list[dict[str, object]]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://sb", headers={"Authorization": f"Bearer {key}"}
+        ) as client:
+            for _ in range(450):
+                r = await client.post("/_sandbox/webhook_endpoints", json={"url": url})
+                assert r.status_code == 201
+            card = {"type": "card", "card": {"token": "tok_visa"}}
+            r = await client.post(
+                "/v1/payments",
+                json={"amount": 100, "currency": "myr", "payment_method_data": card},
+            )
+            assert r.status_code == 201
+            for seconds in (0, 60):  # the first attempts, then every retry is due
+                r = await client.post("/_sandbox/clock/advance", json={"seconds": seconds})
+                assert r.status_code == 200
+            found: list[dict[str, object]] = (
+                await client.get("/_sandbox/webhook_deliveries")
+            ).json()["data"]
+            return found
+
+    deliveries = asyncio.run(main())
+    assert len(deliveries) == 450
+    assert {d["attempts"] for d in deliveries} == {2}
