@@ -30,6 +30,7 @@ _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _CURRENCY = re.compile(r"^[A-Za-z]{3}$")
 _QUERY_INT = re.compile(r"-?[0-9]+")
+_DIGITS = re.compile(r"[0-9]+")
 #: digits beyond which a query integer is out of every range (and not worth converting)
 _QUERY_INT_DIGITS: Final = 12
 #: an ISO time whose "+hh:mm" offset lost its "+" to form decoding ("...T00:00:00 08:00")
@@ -449,7 +450,8 @@ def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
         exp_month, exp_year = month, year
         cvc = text(card, "cvc", required=True, max_len=10, param=f"{param}[cvc]")
         assert exp_month is not None and exp_year is not None and cvc is not None
-        if not number.isdigit() or not 12 <= len(number) <= 19 or not luhn_ok(number):
+        # ASCII digits only: str.isdigit() also passes other scripts' digits ("４２４２")
+        if not _DIGITS.fullmatch(number) or not 12 <= len(number) <= 19 or not luhn_ok(number):
             raise errors.card_error(
                 "invalid_number",
                 "The card number is not a valid card number.",
@@ -473,7 +475,7 @@ def card_method(card: Any, livemode: bool, param: str, now: float) -> Method:
                 param=f"{param}[exp_year]",
             )
         digits = 4 if brand(number) == "amex" else 3
-        if not cvc.isdigit() or len(cvc) != digits:
+        if not _DIGITS.fullmatch(cvc) or len(cvc) != digits:
             raise errors.card_error(
                 "incorrect_cvc",
                 f"The card's security code must have {digits} digits.",

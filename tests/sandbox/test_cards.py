@@ -102,6 +102,12 @@ def test_declining_cards_of_other_brands(payer_b: Payer, brand: str, prefix: str
         ({"exp_month": 13}, "invalid_expiry_month", "exp_month"),
         ({"exp_year": 2020}, "invalid_expiry_year", "exp_year"),
         ({"cvc": "12"}, "incorrect_cvc", "cvc"),
+        # digits of other scripts are digits to str.isdigit(), and these two pass the Luhn
+        # check read code point by code point: they were charged (live mode) as real cards
+        # with last4 "４２４２" and brand "unknown"
+        ({"number": "\uff14\uff12" * 8}, "invalid_number", "number"),
+        ({"number": "\u0664" + "\u0661" * 14 + "\u0667"}, "invalid_number", "number"),
+        ({"cvc": "\uff11\uff12\uff13"}, "incorrect_cvc", "cvc"),
     ],
 )
 def test_unusable_card_details(
