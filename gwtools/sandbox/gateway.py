@@ -348,6 +348,10 @@ class Gateway:
             ident, auth.account, auth.livemode, p, now, client_secret=secret, expiry_seconds=None
         )
         events = domain.attempt(rec, method, now)
+        if rec["status"] == "failed" and save is not None and save["customer"] is not None:
+            # A declined card is not kept for the customer to charge again: a new one is stored
+            # unattached (the payment still names it); a saved one stays as it was.
+            save = None if p["payment_method"] is not None else {**save, "customer": None}
         with self.store.tx():
             if save is not None:
                 self.store.put_simple(
@@ -356,9 +360,9 @@ class Gateway:
                     auth.account,
                     auth.livemode,
                     orjson.dumps(save),
-                    customer=p["customer"],
+                    customer=save["customer"],
                 )
-                if p["save_payment_method"]:
+                if save["customer"] is not None:
                     self.emit_object("payment_method.attached", rec, self._pm_body(save), now)
             body = self._insert("payments", rec)
             self._emit(events)

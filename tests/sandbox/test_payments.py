@@ -217,3 +217,28 @@ def test_variant_b_customer_save_and_expand(sandbox_b: Sandbox) -> None:
         assert "customer.created" in types and "payment_method.attached" in types
         without = payer.create(save_payment_method=True)
         assert without.status_code == 400 and error_of(without)["param"] == "customer"
+
+
+def test_variant_b_a_declined_card_is_not_saved_to_the_customer(sandbox_b: Sandbox) -> None:
+    acct = LOOPBACK.post(f"{sandbox_b.base_url}/_sandbox/accounts").json()
+    auth = {"Authorization": f"Bearer {acct['secret_key']}"}
+    with httpx.Client(verify=False, base_url=sandbox_b.base_url, headers=auth) as http:
+        cus = http.post("/_sandbox/customers", json={"email": "d@x.example"}).json()["id"]
+        payer = Payer(sandbox_b, http)
+        declined = payer.create(
+            card="4000000000009995", customer=cus, save_payment_method=True, expect=402
+        )
+        failed = error_of(declined)["payment"]
+        assert failed["status"] == "failed" and failed["customer"] == cus
+        seen = http.get(
+            f"/v1/payments/{failed['id']}", params=[("expand[]", "payment_method")]
+        ).json()
+        assert seen["payment_method"]["id"] == failed["payment_method"]
+        assert seen["payment_method"]["customer"] is None
+        ok = payer.create(customer=cus, save_payment_method=True, expect=201).json()
+        attached = [
+            e["data"]["object"]["id"]
+            for e in http.get("/v1/events").json()["data"]
+            if e["type"] == "payment_method.attached"
+        ]
+        assert attached == [ok["payment_method"]]
