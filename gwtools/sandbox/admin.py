@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 from typing import Any
 
 import orjson
@@ -75,7 +76,8 @@ async def roll_key(request: Request) -> Response:
     await _body(request, ())
     new, old_expires = gw.roll_key(auth)
     name = "secret_key" if auth.kind == "secret" else "publishable_key"
-    return _json({name: new, "old_key_expires_at": old_expires})
+    # Unix seconds are whole elsewhere; rounded up so the old key is past its grace at that second
+    return _json({name: new, "old_key_expires_at": math.ceil(old_expires)})
 
 
 @router.put("/keys/allowlist")

@@ -199,7 +199,8 @@ class GatewayMiddleware:
                     409,
                     "invalid_request_error",
                     "idempotency_key_in_use",
-                    "A request with this Idempotency-Key is still running.",
+                    "A request with this Idempotency-Key is still running; retry this one "
+                    "with the same key once it has answered, to get its result.",
                 )
                 await _respond(send, 409, err.body(), [])
                 return

@@ -71,6 +71,7 @@ def test_a_rolled_key_cannot_be_rolled_again(payer: Payer, account: dict[str, An
     first = payer.http.post("/_sandbox/keys/roll", headers=_bearer(old))
     assert first.status_code == 200
     new, expires = first.json()["secret_key"], first.json()["old_key_expires_at"]
+    assert type(expires) is int  # Unix seconds, as every other time of the sandbox
     payer.advance(3600)
     again = payer.http.post("/_sandbox/keys/roll", headers=_bearer(old))
     assert again.status_code == 409, again.text
