@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import narwhals as nw
+import numpy as np
 import pandas as pd
 
 from gwtools import ConfigurationError, open_source, write_table
@@ -182,10 +183,15 @@ def _money(value: Any, digits: int | None) -> Any:
 
 def _percent(value: Any) -> Any:
     """A fraction as a percentage, ``0.625`` -> ``62.5%``; one that one decimal would show as
-    0.0% keeps two significant digits (``0.04%``); a missing value stays missing."""
+    0.0% keeps two significant digits (``0.04%``), and one it would show as 100.0% without
+    being 1 as many decimals as two significant digits of its gap to 100% need (``0.9996``
+    -> ``99.96%``, not all of them); a missing value stays missing."""
     if pd.isna(value):
         return value
     pct = float(value) * 100
+    if pct != 100 and f"{pct:.1f}" == "100.0":
+        gap = np.format_float_positional(abs(100 - pct), precision=2, fractional=False)
+        return f"{pct:.{len(gap.partition('.')[2])}f}%"
     return f"{pct:.1f}%" if pct == 0 or abs(pct) >= 0.05 else f"{pct:.2g}%"
 
 

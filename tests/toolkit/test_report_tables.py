@@ -165,3 +165,13 @@ def test_report_lists_the_tables_written_this_run(
     assert "tables/funnel.csv" in index and "tables/payments.parquet" in index
     assert "old." not in index
     assert (tables / "old.csv").exists()  # not the report's to remove
+
+
+def test_a_rate_near_all_is_not_shown_as_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 decline in 2,500 decided payments is a success rate of 0.9996: one decimal would show
+    "100.0%", read as no decline at all. Like a rate near 0 (0.04%), the digits go on until
+    the gap shows (two significant digits of it): 99.96%. A ratio above 1 (refunds dated by
+    refund) likewise: 1.0004 is 100.04%. Exactly 0 and 1 keep one decimal."""
+    rates = pd.DataFrame({"rate": [2499 / 2500, 1.0004, 0.99955, 1.0, 0.0, 0.9994]})
+    rows, _ = _shown(rates, monkeypatch)
+    assert [r[0] for r in rows] == ["99.96%", "100.04%", "99.955%", "100.0%", "0.0%", "99.9%"]
