@@ -192,7 +192,10 @@ def _percent(value: Any) -> Any:
     if pct != 100 and f"{pct:.1f}" == "100.0":
         gap = np.format_float_positional(abs(100 - pct), precision=2, fractional=False)
         return f"{pct:.{len(gap.partition('.')[2])}f}%"
-    return f"{pct:.1f}%" if pct == 0 or abs(pct) >= 0.05 else f"{pct:.2g}%"
+    if pct == 0 or abs(pct) >= 0.05:
+        return f"{pct:.1f}%"
+    # Written out: "g" turns 0.0000018 into 1.8e-06, which reads as 1.8%.
+    return f"{np.format_float_positional(pct, precision=2, fractional=False, trim='-')}%"
 
 
 def _money_view(frame: pd.DataFrame) -> pd.DataFrame:

@@ -175,3 +175,12 @@ def test_a_rate_near_all_is_not_shown_as_all(monkeypatch: pytest.MonkeyPatch) ->
     rates = pd.DataFrame({"rate": [2499 / 2500, 1.0004, 0.99955, 1.0, 0.0, 0.9994]})
     rows, _ = _shown(rates, monkeypatch)
     assert [r[0] for r in rows] == ["99.96%", "100.04%", "99.955%", "100.0%", "0.0%", "99.9%"]
+
+
+def test_a_tiny_rate_is_not_shown_in_scientific_notation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Wilson interval of 1 success in 10M starts near 1.8e-8: two significant digits of
+    its percentage are 0.0000018%, where Python's "g" format wrote "1.8e-06%", which reads as
+    1.8%. The digits are written out, as for 0.04%."""
+    rates = pd.DataFrame({"ci_low": [1.8e-8, 1e-7, 4.5e-6, 0.0004]})
+    rows, _ = _shown(rates, monkeypatch)
+    assert [r[0] for r in rows] == ["0.0000018%", "0.00001%", "0.00045%", "0.04%"]
