@@ -205,3 +205,27 @@ def test_no_payment_left_after_a_filter(make_tables: Callable[..., Tables], case
     tables = make_tables(CLOCKS[:2], [{"payment_id": "pay_1", "amount": 50}])
     table = _on_every_engine(tables, lambda p, r: call(a.between(p, "2030-01-01"), r))
     assert len(table) == rows
+
+
+#: Refunds in another currency than their payment's, or in none (hand-computed below).
+OTHER_CURRENCY: tuple[Rows, Rows] = (
+    [
+        {"status": "succeeded", "amount": 1000},  # pay_1 RM10.00
+        {"status": "succeeded", "amount": 800},  # pay_2 RM8.00
+        {"status": "succeeded", "amount": 300, "currency": None},  # pay_3, in no currency
+    ],
+    [
+        {"payment_id": "pay_1", "amount": 1000},  # RM10.00: full
+        {"payment_id": "pay_2", "amount": 800, "currency": "JPY"},  # ¥800, not RM8.00
+        {"payment_id": "pay_3", "amount": 300, "currency": None},
+    ],
+)
+
+
+def test_refunds_in_another_currency_or_none(make_tables: Callable[..., Tables]) -> None:
+    tables = make_tables(*OTHER_CURRENCY)
+    rate = _on_every_engine(tables, lambda p, r: a.refund_rate(p, r))
+    myr = rate[rate["currency"].eq("MYR").fillna(False).astype(bool)].iloc[0]
+    assert (myr["payments"], myr["refunded_payments"], myr["refunded_amount"]) == (2, 1, 10.0)
+    split = _on_every_engine(tables, lambda p, r: a.partial_vs_full(p, r))
+    assert split["kind"].tolist() == ["full"] and split["amount_MYR"].tolist() == [10.0]

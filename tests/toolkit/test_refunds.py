@@ -209,3 +209,44 @@ def test_a_payment_of_no_currency_has_no_major_amounts(
     none = table[table["currency"].isna()].iloc[0]
     assert (none["payments"], none[count]) == (1, 0)  # counted, with no amount in major units
     assert none[["captured_amount", "refunded_amount", "amount_rate"]].isna().all()
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_a_refund_in_another_currency_is_not_added_to_its_payments(
+    make_payments: Build, make_refunds: Build, engine: str
+) -> None:
+    """A refund whose currency is not its payment's, or that has none (data problems
+    `quality` reports), is never added to, or compared with, the payment's amount: ¥800 is
+    not RM8.00. The payment cohort counts a payment's refunds in its own currency."""
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 1000},  # pay_1 RM10.00
+            {"status": "succeeded", "amount": 800},  # pay_2 RM8.00
+            {"status": "succeeded", "amount": 300},  # pay_3 RM3.00
+            {"status": "succeeded", "amount": 500},  # pay_4 RM5.00
+        ]
+    )
+    refunds = make_refunds(
+        [
+            {"payment_id": "pay_1", "amount": 250},  # RM2.50: partial
+            {"payment_id": "pay_2", "amount": 800, "currency": "JPY"},  # ¥800
+            {"payment_id": "pay_3", "amount": 300, "currency": None},  # in no currency
+            {"payment_id": "pay_4", "amount": 500},  # RM5.00: full
+            {"payment_id": "pay_4", "amount": 100, "currency": "JPY"},  # and ¥100
+        ]
+    )
+    if engine == "duckdb":
+        payments, refunds = connection().from_df(payments), connection().from_df(refunds)
+    rate = a.refund_rate(payments, refunds)
+    assert rate["currency"].tolist() == ["MYR"]
+    row = rate.iloc[0]
+    # refunded in ringgit: pay_1 (RM2.50) and pay_4 (RM5.00); the ¥100 is not RM1.00
+    assert (row["payments"], row["refunded_payments"]) == (4, 2)
+    assert (row["captured_amount"], row["refunded_amount"]) == (26.0, 7.5)
+    assert row["amount_rate"] == pytest.approx(7.5 / 26)
+    split = a.partial_vs_full(payments, refunds)  # only pay_1's refunds are all in ringgit
+    assert split["kind"].tolist() == ["partial"] and split["payments"].tolist() == [1]
+    assert split["amount_MYR"].tolist() == [2.5] and "amount_JPY" not in split
+    kinds = a.refund_details(payments, refunds).set_index("id")["kind"]
+    assert kinds["rfnd_1"] == "partial" and kinds[["rfnd_2", "rfnd_3", "rfnd_4"]].isna().all()
+    assert a.overview(payments, refunds).refund_amount_rate == {"MYR": pytest.approx(7.5 / 26)}
