@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
+import re
 import zoneinfo
 from typing import Any, Final
 
@@ -141,18 +142,30 @@ def _is_date(value: DateLike) -> bool:
     return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
 
 
+#: A year or a month alone (``2026``, ``2026-10``): pandas reads it as its first day.
+_YEAR_OR_MONTH = re.compile(r"\s*\d{4}(-\d{1,2})?\s*")
+
+
 def to_timestamp(
-    value: DateLike, tz: str | None = None, *, end: bool = False
+    value: DateLike, tz: str | None = None, *, end: bool = False, param: str | None = None
 ) -> pd.Timestamp | None:
     """A date filter bound as an aware UTC timestamp.
 
     A date (or a ``YYYY-MM-DD`` string) means that whole local day: as an ``end``
     bound it becomes the start of the next local day, to be used exclusively.
-    A naive date-time is read as local time in ``tz``.
+    A naive date-time is read as local time in ``tz``. A year or month alone is refused
+    (``param`` names the argument): read as its first day, ``"2026-10"`` to ``"2026-10"``
+    would be 1 October, not October.
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     zone = resolve_tz(tz)
+    if isinstance(value, str) and _YEAR_OR_MONTH.fullmatch(value):
+        raise ConfigurationError(
+            f"{value!r} is a year or month, not a day: give days, e.g. since='2026-10-01', "
+            "until='2026-10-31' for October (both whole local days)",
+            param=param,
+        )
     try:
         if not isinstance(value, str | dt.date):
             raise TypeError  # a number would pass as nanoseconds since 1970
@@ -204,8 +217,8 @@ def between(
     check_aware(frame, column)
     lf = lazy(frame)
     ts = nw.col(column)
-    lo = to_timestamp(since, tz)
-    hi = to_timestamp(until, tz, end=True)
+    lo = to_timestamp(since, tz, param="since")
+    hi = to_timestamp(until, tz, end=True, param="until")
     # A date ``until`` ends where its next day starts (exclusive); a time is kept itself.
     if lo is not None and hi is not None and (lo >= hi if _is_date(until) else lo > hi):
         raise ConfigurationError(

@@ -91,6 +91,22 @@ def test_dates_that_cannot_bound_a_range_are_refused(make_payments: Build, engin
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_month_or_a_year_is_not_read_as_its_first_day(make_payments: Build, engine: str) -> None:
+    """``between(p, "2026-10", "2026-10")`` kept 1 October alone (pandas reads "2026-10" as
+    that day), and ``"2026"`` to ``"2026"`` 1 January alone: an analyst asking for October's
+    rate got one day's, silently. A year or month is refused with the days to write instead."""
+    p = _on(engine, _at(make_payments, "2026-10-01T04:00:00Z", "2026-10-15T04:00:00Z"))
+    for since, until in (("2026-10", "2026-10"), ("2026-10-01", "2026-10"), ("2026", "2026")):
+        with pytest.raises(ConfigurationError, match=r"not a day.*'2026-10-01'.*'2026-10-31'") as e:
+            a.between(p, since, until)
+        assert e.value.param == ("since" if len(since) < 10 else "until")
+    with pytest.raises(ConfigurationError, match="not a day"):
+        a.monitor(p, until="2026-10")
+    assert _ids(a.between(p, "2026-10-01", "2026-10-31")) == ["pay_1", "pay_2"]
+    assert _ids(a.between(p, "2026-10-1", "2026-10-1")) == ["pay_1"]  # a day, unpadded
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_acceptance_groups_an_order_by_its_first_attempts_amount_band(
     make_payments: Build, engine: str
 ) -> None:
