@@ -25,17 +25,29 @@ ACCEPTED = (
 )
 
 
-def check_date(value: str, option: str, param_hint: str | None = None) -> None:
+def check_date(
+    value: str, option: str, param_hint: str | None = None, *, whole_days: bool = False
+) -> None:
     """Refuse ``value`` of ``option`` (``--since``, ``--until``) when it is not a date or
     date-time, as a usage error that names the option as it was typed (``--since=2026-13-01``)
     and says what is accepted; the library reads every value this lets through.
-    ``param_hint``: click's (None: the option of the callback it is raised in)."""
+    ``param_hint``: click's (None: the option of the callback it is raised in).
+    ``whole_days``: the option is a first or last day (the analyses' windows), so a year or
+    month alone is refused, as the analyses refuse it, before any sync."""
     import pandas as pd
+
+    from gwtools.analysis._time import is_year_or_month
 
     typed = f"{option}={shlex.quote(value)}"
     if not value.strip():
         raise click.BadParameter(
             f"{typed} is empty: {ACCEPTED}, or leave {option} out", param_hint=param_hint
+        )
+    if whole_days and is_year_or_month(value):
+        raise click.BadParameter(
+            f"{typed} is a year or month, not a day: give days, e.g. --since 2026-10-01 "
+            "--until 2026-10-31 for October (both whole local days)",
+            param_hint=param_hint,
         )
     try:
         stamp = pd.Timestamp(value)

@@ -126,7 +126,7 @@ def monitor(
         default_days = 0 if since is not None else _WINDOW_DAYS
         for option, value, before in (("--since", since, 0), ("--until", until, default_days)):
             if value is not None:
-                check_date(value, option, option)  # named as typed, with the formats taken
+                check_date(value, option, option, whole_days=True)  # named as typed
                 check_room(value, option, before=before + baseline_days, after=1)
         with _incompleteness_said():  # said below (and by the exit status), not twice
             payments, refunds = _tables(api_key_file, base_url, cache_dir, account)

@@ -44,7 +44,7 @@ def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
     if value is None:
         return None
-    check_date(value, "--until" if param.name == "until" else "--since")  # named as typed
+    check_date(value, "--until" if param.name == "until" else "--since", whole_days=True)
     try:
         bound = "until" if param.name == "until" else "since"
         check_filters("payments", **{bound: value})  # the library's one check of a date

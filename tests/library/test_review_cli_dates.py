@@ -81,6 +81,31 @@ def test_a_good_date_time_is_still_taken(command: str, tmp_path: Path) -> None:
         assert "Invalid value" not in result.output
 
 
+@pytest.mark.parametrize("command", ["report", "monitor"])
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize("value", ["2026-10", "2026"])
+def test_a_year_or_month_alone_is_refused_where_days_are_taken(
+    command: str, option: str, value: str, tmp_path: Path
+) -> None:
+    """The report's and monitor's windows are whole days; pandas would read 2026-10 as 1
+    October, so --until 2026-10 would be one day of October. Refused before any sync."""
+    args, env = _command(command, tmp_path)
+    result = _run([*args, option, value], env)
+    assert result.exit_code == 2, result.output
+    assert f"{option}={value} is a year or month, not a day" in result.output
+    assert "--since 2026-10-01 --until 2026-10-31" in result.output
+    assert not (tmp_path / "report").exists()
+
+
+def test_export_takes_a_month_as_its_first_instant(tmp_path: Path) -> None:
+    """export's --until is exclusive: --until 2026-11 stops where November starts, which is
+    what it says, so a month is taken there."""
+    args, env = _command("export", tmp_path)
+    result = _run([*args, "--since", "2026-10", "--until", "2026-11"], env)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out.csv").exists()
+
+
 def test_export_since_not_before_until_names_both_options(tmp_path: Path) -> None:
     args, env = _command("export", tmp_path)
     result = _run([*args, "--since", "2026-11-01", "--until", "2026-10-01T08:00+08:00"], env)
