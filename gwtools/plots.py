@@ -42,6 +42,7 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter
 from gwtools import ConfigurationError, Gateway
 from gwtools._gateway import SANDBOX_DATA
 from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate, resolve_tz
+from gwtools.analysis._declines import NO_CODE
 from gwtools.analysis._fpx import TEST_BANKS
 from gwtools.analysis._rates import OUTCOMES
 
@@ -294,7 +295,7 @@ def _decline_label(row: pd.Series) -> str:
         return str(decline)
     if failure is not None and pd.notna(failure):
         return f"{failure}\n(no decline code)"
-    return "(no code)"
+    return NO_CODE
 
 
 def _dates(ax: Axes, periods: pd.Series) -> None:

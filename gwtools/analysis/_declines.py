@@ -29,6 +29,9 @@ RETRY_ADVICE: Final[dict[str, str]] = {
     "payment_method_not_available": "the bank or method was unavailable: offer another bank or retry later",
 }
 UNCLASSIFIED_ADVICE: Final = "unclassified code: look it up before retrying"
+#: How a failed payment with neither a decline code nor a failure code is named, wherever
+#: reasons are listed ("(none)" read as "no declines").
+NO_CODE: Final = "(no code)"
 
 
 def reason_expr() -> nw.Expr:

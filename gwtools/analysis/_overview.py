@@ -8,7 +8,7 @@ import narwhals as nw
 import pandas as pd
 
 from gwtools.analysis import _engine as E
-from gwtools.analysis._declines import codes_per_reason, pareto_sort, reason_expr
+from gwtools.analysis._declines import NO_CODE, codes_per_reason, pareto_sort, reason_expr
 from gwtools.analysis._fpx import bank_table
 from gwtools.analysis._rates import OUTCOMES, add_rate
 from gwtools.analysis._refunds import refund_rate
@@ -95,7 +95,7 @@ def overview(
     reasons = pareto_sort(reasons, "n", ["decline_reason"])
     total = max(int(reasons["n"].sum()), 1)
     top_declines = [
-        ("(none)" if pd.isna(c) else str(c), int(n), int(n) / total)
+        (NO_CODE if pd.isna(c) else str(c), int(n), int(n) / total)
         for c, n in zip(reasons["decline_reason"].head(top), reasons["n"].head(top), strict=True)
     ]
     # The success rate's totals already counted the payments: one scan less.

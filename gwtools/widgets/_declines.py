@@ -12,12 +12,8 @@ import pandas as pd
 from gwtools import plots
 from gwtools.analysis import _engine as E
 from gwtools.analysis import decline_breakdown, decline_rate
-from gwtools.analysis._declines import classified
+from gwtools.analysis._declines import NO_CODE, classified
 from gwtools.widgets._dashboard import Dashboard, View, _newest_first
-
-#: The drill-down choice of failed payments with neither a decline nor a failure code (the
-#: table's row with no reason), named as the Pareto chart names its bar.
-NO_CODE = "(no code)"
 
 
 class DeclinesDashboard(Dashboard):

@@ -228,9 +228,9 @@ def test_overview_top_declines_use_the_reason_rule(
         ]
     )  # fmt: skip
     o = a.overview(p, make_refunds([]))
-    # 4 declines: do_not_honor 2, then card_declined 1 and (none) 1 (ties: by code, none last)
+    # 4 declines: do_not_honor 2, then card_declined 1 and (no code) 1 (ties: by code, no code last)
     assert o.top_declines == [
-        ("do_not_honor", 2, 0.5), ("card_declined", 1, 0.25), ("(none)", 1, 0.25),
+        ("do_not_honor", 2, 0.5), ("card_declined", 1, 0.25), ("(no code)", 1, 0.25),
     ]  # fmt: skip
 
 
