@@ -383,9 +383,11 @@ class PageNumbers:
                 self.run.outcome.listed += newest
                 self.run.outcome.expected = (self.run.outcome.expected or 0) + newest
             return
-        if total_pages > 1 and first is not None and last is not None:
+        if total_pages > 1 and first is not None and first == last:
             # Page 1 lies within one second: freeze one second past it (rows added in that
-            # second would shift pages; the totals check below notices).
+            # second would shift pages; the totals check below notices). Not a page 1 that
+            # runs oldest first (the spec fixes no order for page numbers): its first row is
+            # the oldest, and a bound past it would leave out every later row.
             params["to"] = _iso(first + _SECOND)
             await self._listing(params, total_pages, {})
             return

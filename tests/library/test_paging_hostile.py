@@ -275,3 +275,37 @@ def test_b_pages_cut_below_the_gateways_page_size_are_still_caught(
     words = "stayed short" if cut == "cursor" else "taken as the gateway's page size"
     assert any(words in p for p in result.problems), result.problems
     assert _state(gw).get("high_water") is None
+
+
+# --------------------------------------------------------------------- oldest first
+
+
+class _OldestFirst(_Proxy):
+    """A variant A gateway whose lists run oldest first (the spec fixes no order for page
+    numbers; the sandbox serves newest first): every page is cut from the whole filtered list
+    as the sandbox serves it, reversed. ``meta`` stays as it is."""
+
+    async def answer(self, params: httpx.QueryParams, body: dict[str, Any]) -> bool:
+        query = params.remove("page").set("limit", "100")
+        first = await self.fetch(query.set("page", "1"))
+        rows = list(first["data"])
+        for n in range(2, first["meta"]["totalPages"] + 1):
+            rows += (await self.fetch(query.set("page", str(n))))["data"]
+        rows.reverse()
+        limit, page = int(params.get("limit", "20")), int(params.get("page", "1"))
+        body["data"] = rows[(page - 1) * limit : page * limit]
+        return True
+
+
+@A_ONLY
+def test_a_gateway_listing_oldest_first_is_listed_whole(shop: Shop, tmp_path: Path) -> None:
+    """Page 1 of an oldest-first list starts with the oldest row. The freeze meant for a page
+    1 within one second took it for one and listed only up to a second past the oldest row:
+    a full sync of 250 payments called itself complete with 1 row and replaced the cache with
+    it. Now only a page 1 within one second is frozen one second past it."""
+    shop.history(250, days=20, seed=4)
+    expected = fresh(shop, tmp_path)["payments"]
+    with shop.connect(tmp_path / "cache", transport=_OldestFirst()) as gw:
+        result = gw.sync(["payments"], full=True)
+        assert result.complete, result.problems
+        assert_same(gw.payments(refresh=False), expected)
