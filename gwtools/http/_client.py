@@ -7,8 +7,9 @@ HTTP/1.1 keep-alive pool). Every request:
   documented 100 requests/s, starting with a small burst, and slows down to what the
   ``X-RateLimit-Limit`` header announces; when ``X-RateLimit-Remaining`` runs out, every
   request pauses until ``X-RateLimit-Reset``, and when a 429 arrives, for as long as it asks;
-- is retried by tenacity with jittered exponential back-off on 5xx, timeouts, dropped
-  connections and bodies that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
+- is retried by tenacity with jittered exponential back-off on 5xx (after ``Retry-After``
+  instead, when a 5xx gives one within ``max_wait``), timeouts, dropped connections and bodies
+  that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
   or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s, and
   is retried; a wait longer than ``max_wait`` (60 s; ``connect(max_wait=...)``) is not waited
   out but raised as a :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are
@@ -433,7 +434,11 @@ class Client:
             self._pacer.pause(wait)
             raise _Retry(error, retry_after=wait)
         if status >= 500:
-            raise _Retry(error_from_response(response))
+            # A gateway down for a while (503) may say when to come back (RFC 9110): waited
+            # out as asked when within max_wait, else the usual back-off.
+            error = error_from_response(response, now=self._clock.time())
+            asked = error.retry_after
+            raise _Retry(error, retry_after=asked if asked and asked <= self.max_wait else None)
         if not 200 <= status < 300:
             # A redirect too: not followed (the key must not go to another host) nor retried.
             raise error_from_response(response, listing=is_list_path(path))

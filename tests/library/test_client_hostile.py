@@ -197,6 +197,27 @@ def test_a_429_with_only_a_reset_header_waits_until_then(shop: Shop, tmp_path: P
     assert 19 <= proxy.sent_at[1] - proxy.sent_at[0] <= 21, clock.waits
 
 
+def test_a_503_with_retry_after_is_waited_out(shop: Shop, tmp_path: Path) -> None:
+    """A gateway down for maintenance answers 503 with ``Retry-After`` (RFC 9110) for as long
+    as it is down. The client used to ignore it and back off for about 11 s over its 8
+    attempts, then fail the sync while the gateway had said when to come back; now it waits
+    as asked (within ``max_wait``), as for a 429."""
+    clock = _FakeClock()
+    until = clock.time() + 40
+    down = {"error": {"type": "api_error", "code": "processing_error", "message": "maintenance"}}
+
+    def answer(request: httpx.Request, n: int) -> httpx.Response | None:
+        if clock.time() < until:
+            return httpx.Response(503, json=down, headers={"Retry-After": "20"}, request=request)
+        return None
+
+    proxy = _Proxy(clock, answer=answer)
+    body = _run(Client(_settings(shop, tmp_path), transport=proxy, clock=clock), _get)
+    assert isinstance(body, dict) and "data" in body
+    assert len(proxy.sent_at) == 3, clock.waits  # down, down, served: waited 20 s twice
+    assert all(20 <= w <= 20.1 for w in clock.waits), clock.waits
+
+
 # -- 2. A wait too long to wait out ----------------------------------------------------------
 
 
