@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gwtools._schema import Resource
-from gwtools.cache._dataset import Dataset
+from gwtools.cache._dataset import CLOCK_SKEW, Dataset
 from gwtools.http._wire import PageInfo, Variant
 from gwtools.normalize._normalize import Reject, normalize_bodies
 from gwtools.sync._result import GatewayDataWarning
@@ -149,7 +149,12 @@ def write_batch(
     if len(batch.frame):
         table = pa.Table.from_pandas(batch.frame, schema=ds.schema, preserve_index=False)
         out.months = ds.stage_batch(table)  # merged into the dataset by compact() at the end
-        out.max_created = pc.max(table.column("created_at")).as_py()
+        # The high-water mark's candidate: rows dated past what a state may hold (a gateway's
+        # bad data, e.g. 2099) would make the mark one the next sync ignores, and every sync
+        # a full one. They are left out of it; the next sync lists them again (they are new).
+        created = table.column("created_at")
+        bound = pa.scalar(dt.datetime.now(dt.UTC) + CLOCK_SKEW, created.type)
+        out.max_created = pc.max(created.filter(pc.less_equal(created, bound))).as_py()
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,30 @@ def test_incremental_sync_never_costs_more_than_a_full_fetch(shop: Shop, tmp_pat
             assert incremental.requests <= full.resources[resource].requests, (result, full)
             assert_same(gw._dataset(resource).read(), other._dataset(resource).read())
         assert result.resources["refunds"].updated > 0  # the pending refunds settled
+
+
+def test_a_record_dated_in_the_future_does_not_make_every_sync_a_full_one(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """The high-water mark came from the newest creation time listed, whatever it was. One
+    record dated 2099 (a gateway's bad data, usable as a time) made it 2099; the next read of
+    the state ignores a mark that far ahead of the clock (rightly: it would stop fetching), so
+    every later sync was a full one, with a warning. Now the mark stops at this machine's
+    clock plus the skew allowed: later syncs are incremental and still list the record."""
+    shop.card()
+    base = {"object": "payment", "amount": 500, "currency": "myr", "captured": False}
+    future = (
+        {"created": 4102444800} if shop.variant == "B" else {"created_at": "2100-01-01T00:00:00Z"}
+    )
+    status = "succeeded" if shop.variant == "B" else "captured"
+    shop.raw("payments", {**base, **future, "id": "pay_fromthefuture", "status": status})
+    with shop.connect(tmp_path) as gw:
+        assert gw.sync().complete
+        shop.advance(60)
+        new = shop.card()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", GatewayDataWarning)
+            again = gw.sync()
+        assert again.complete and again.resources["payments"].mode == "incremental"
+        ids = set(gw.payments(refresh=False)["id"])
+        assert {new, "pay_fromthefuture"} <= ids
