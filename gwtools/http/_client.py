@@ -354,10 +354,21 @@ class Client:
         then :class:`MalformedBodyError` is raised.
         """
         group = path.strip("/").split("/", 1)[0]
+        # Failed attempts of each kind (429s, other failures) of this request: each kind has
+        # its own allowance, so a 5xx after many 429s is still retried, and the reverse.
+        failures = {True: 0, False: 0}
+
+        def stop(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            rate_limited = isinstance(exc, _Retry) and isinstance(exc.final, RateLimitError)
+            failures[rate_limited] += 1
+            limit = self.max_429_attempts if rate_limited else self.max_attempts
+            return failures[rate_limited] >= limit
+
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(_Retry),
             wait=self._wait,
-            stop=self._stop,
+            stop=stop,
             before_sleep=self._before_sleep,
             sleep=self._clock.sleep,
             reraise=True,
@@ -509,12 +520,6 @@ class Client:
         if isinstance(exc, _Retry) and exc.retry_after is not None:
             return exc.retry_after + random.uniform(0, 0.05)
         return float(self._backoff(state))
-
-    def _stop(self, state: RetryCallState) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
-        rate_limited = isinstance(exc, _Retry) and isinstance(exc.final, RateLimitError)
-        limit = self.max_429_attempts if rate_limited else self.max_attempts
-        return state.attempt_number >= limit
 
     def _before_sleep(self, state: RetryCallState) -> None:
         self.stats.retries += 1

@@ -218,6 +218,27 @@ def test_a_503_with_retry_after_is_waited_out(shop: Shop, tmp_path: Path) -> Non
     assert all(20 <= w <= 20.1 for w in clock.waits), clock.waits
 
 
+def test_a_5xx_after_many_429s_is_still_retried(shop: Shop, tmp_path: Path) -> None:
+    """429s have their own allowance (``max_429_attempts``, 30) and 5xx theirs
+    (``max_attempts``, 8), but both were counted against one attempt number: after 8 429s
+    (another program on the key) a single 500 was not retried at all and failed the sync."""
+    clock = _FakeClock()
+    failed = {"error": {"type": "api_error", "code": "processing_error", "message": "oops"}}
+
+    def answer(request: httpx.Request, n: int) -> httpx.Response | None:
+        if n < 9:
+            return _429(request, RATE_LIMITED, **{"Retry-After": "1"})
+        if n == 9:
+            return httpx.Response(500, json=failed, request=request)
+        return None
+
+    proxy = _Proxy(clock, answer=answer)
+    client = Client(_settings(shop, tmp_path), transport=proxy, clock=clock)
+    body = _run(client, _get)
+    assert isinstance(body, dict) and "data" in body
+    assert len(proxy.sent_at) == 11 and client.stats.rate_limited == 9
+
+
 # -- 2. A wait too long to wait out ----------------------------------------------------------
 
 
