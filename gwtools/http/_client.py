@@ -34,6 +34,7 @@ line and in httpx's log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import math
@@ -546,7 +547,9 @@ class Client:
         raw = redact(response.headers.get("Deprecation", ""), self.settings.api_key)[:80]
         since = ""
         if raw.startswith("@") and raw[1:].isdigit():  # RFC 9745: @<Unix seconds>
-            since = f" since {dt.datetime.fromtimestamp(int(raw[1:]), dt.UTC):%Y-%m-%d}"
+            # A date Python cannot hold is shown only as sent: a notice must not fail a sync.
+            with contextlib.suppress(ValueError, OverflowError, OSError):
+                since = f" since {dt.datetime.fromtimestamp(int(raw[1:]), dt.UTC):%Y-%m-%d}"
         sunset = response.headers.get("Sunset")
         ends = (
             f"; it stops answering it on {redact(sunset, self.settings.api_key)[:80]}"

@@ -359,6 +359,24 @@ def test_a_deprecated_version_warns_once_per_gateway(shop: Shop, tmp_path: Path)
     assert not [w for w in seen if "deprecated" in str(w.message)]
 
 
+def test_a_deprecation_date_out_of_range_still_warns(shop: Shop, tmp_path: Path) -> None:
+    """``Deprecation: @<Unix seconds>`` (RFC 9745) beyond the years Python can hold raised
+    ValueError out of the request: the sync failed on a header meant as a notice. It is
+    warned about, the date shown as sent."""
+    clock = _FakeClock()
+    value = "@99999999999999"
+
+    def change(request: httpx.Request, response: httpx.Response, n: int) -> httpx.Response:
+        response.headers["Deprecation"] = value
+        return response
+
+    client = Client(_settings(shop, tmp_path), transport=_Proxy(clock, change=change), clock=clock)
+    with pytest.warns(GatewayDataWarning, match="deprecated") as said:
+        body = _run(client, _get)
+    assert isinstance(body, dict) and "data" in body
+    assert f"(Deprecation: {value})" in str(said[0].message)
+
+
 # -- 6. Messages -----------------------------------------------------------------------------
 
 
