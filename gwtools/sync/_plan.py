@@ -346,7 +346,7 @@ def survey(
     status and those of ``extra_ids``, which is what a sync reads of a large cache.
     """
     default = default_cutoff(high_water, overlap)
-    raw = columns(resource)[2]
+    raw = "status_raw" if resource == "payments" else "status"  # the gateway's word
     is_open = pc.is_in(
         cached.column("status"), value_set=pa.array(open_statuses(resource), pa.large_string())
     )

@@ -179,6 +179,28 @@ def test_a_survey_of_the_rows_to_reread_plans_what_one_of_every_row_plans() -> N
     assert a.leftover({"pay_wait"}) == b.leftover({"pay_wait"})
 
 
+def test_pending_refunds_are_grouped_by_their_status() -> None:
+    """Refunds have no status_raw column, so the survey's raw status column was taken by
+    position from the columns it reads, which for refunds is ``created_at``: old pending
+    refunds were grouped by creation time, their "status" lists asked for
+    ``status=<a time>`` (refused, so every pending refund was retrieved by id or its range
+    listed again). They are grouped under ``pending``, the refund list's filter value."""
+    schema = arrow_schema("refunds")
+    names = columns("refunds")
+    at = [T0, T0, T0 + dt.timedelta(minutes=1), HIGH_WATER]
+    rows = {
+        "id": ["rfnd_a", "rfnd_b", "rfnd_c", "rfnd_new"],
+        "status": ["pending", "pending", "pending", "succeeded"],
+        "created_at": at,
+    }
+    table = pa.table({n: pa.array(rows[n], schema.field(n).type) for n in names})
+    draft = survey(
+        table, "refunds", high_water=HIGH_WATER.isoformat(), overlap=OVERLAP, variant="B"
+    )
+    assert [s.status for s in draft.statuses] == ["pending"]
+    assert draft.statuses[0].rows == {i: us(t) for i, t in zip(rows["id"][:3], at[:3], strict=True)}
+
+
 def test_choose_cutoff_minimises_requests() -> None:
     cached = np.arange(1000)  # one row per time unit
     # Two open rows long ago, three recent ones; listing from 900 costs 1 page + 2 by id.

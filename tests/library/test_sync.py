@@ -6,6 +6,7 @@ import json
 import warnings
 from pathlib import Path
 
+import httpx
 import pytest
 
 from gwtools import GatewayDataWarning
@@ -195,3 +196,41 @@ def test_a_record_dated_in_the_future_does_not_make_every_sync_a_full_one(
         assert again.complete and again.resources["payments"].mode == "incremental"
         ids = set(gw.payments(refresh=False)["id"])
         assert {new, "pay_fromthefuture"} <= ids
+
+
+class _Recorder(httpx.AsyncBaseTransport):
+    """In front of the sandbox: lets every request through and keeps its query."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[httpx.URL] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request.url)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("sandbox", ["B"], indirect=True)
+def test_old_pending_refunds_are_reread_through_the_pending_list(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """Pending refunds (FPX, days to settle) older than the overlap are re-read by the
+    ``status=pending`` refund list, as open payments are by theirs. The plan grouped them
+    by creation time instead (the wrong column), so that list was never asked for: each
+    such refund was retrieved by id, or the whole range since the oldest listed again."""
+    summary = shop.history(20000, days=30, seed=2)
+    assert summary["refund_statuses"]["pending"] > 10
+    recorder = _Recorder()
+    with shop.connect(tmp_path / "cache", transport=recorder) as gw:
+        assert gw.sync().complete
+        shop.advance(3600)
+        recorder.sent.clear()
+        result = gw.sync()
+        assert result.complete and result.resources["refunds"].mode == "incremental"
+        expected = fresh(shop, tmp_path)
+        assert_same(gw.refunds(refresh=False), expected["refunds"])
+    lists = [u.params for u in recorder.sent if u.path == "/v1/refunds"]
+    assert {p.get("status") for p in lists} == {None, "pending"}, lists
