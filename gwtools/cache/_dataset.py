@@ -684,18 +684,10 @@ class Dataset:
         next incremental sync fetches it again."""
         if not damaged:
             return []
-        months = sorted(f.parent.name.split("=", 1)[1] for f, _ in damaged)
-        state = self.state()
-        if lower and state.get("high_water"):
-            starts = [_month_start(m) for m in months]
-            # An unknown month (no creation time) can be anywhere: list everything.
-            lowest = None if None in starts else min(s for s in starts if s is not None)
-            high = _parse_time(state["high_water"])
-            if lowest is None or high is None or lowest < high:
-                state["high_water"] = None if lowest is None else lowest.isoformat()
-                # First the state, then the move: killed in between, the file is still there
-                # and the next sync quarantines it again.
-                self.write_state(state)
+        if lower:
+            # First the state, then the move: killed in between, the file is still there and
+            # the next sync quarantines it again.
+            self._lower_mark(f.parent.name.split("=", 1)[1] for f, _ in damaged)
         moved = []
         for f, why in damaged:
             partition = f.parent
@@ -713,6 +705,20 @@ class Dataset:
                 "delete the quarantined file when you no longer need it"
             )
         return moved
+
+    def _lower_mark(self, months: Iterable[str]) -> None:
+        """Lower the high-water mark to the start of the earliest of ``months``, so the next
+        incremental sync fetches them (and every later one) again."""
+        state = self.state()
+        if not state.get("high_water"):
+            return
+        starts = [_month_start(m) for m in months]
+        # An unknown month (no creation time) can be anywhere: list everything.
+        lowest = None if None in starts else min(s for s in starts if s is not None)
+        high = _parse_time(state["high_water"])
+        if lowest is None or high is None or lowest < high:
+            state["high_water"] = None if lowest is None else lowest.isoformat()
+            self.write_state(state)
 
     # -- writing -------------------------------------------------------------------------
     def stage_batch(self, frame: pd.DataFrame | pa.Table) -> set[str]:
@@ -808,7 +814,8 @@ class Dataset:
         sync's first step did not see it) is moved to quarantine and the month merged without
         it. Unless this is a full sync's replace (which fetched the month again), the
         high-water mark is lowered to the month's start, so the next sync fetches it again. A
-        damaged staged batch is deleted (:attr:`MergeStats.dropped`: the sync is incomplete)."""
+        damaged staged batch is deleted (:attr:`MergeStats.dropped`: the sync is incomplete),
+        and its month merged without replacing (its cached rows kept) and fetched again."""
         try:
             return self._compact_month(month, since_seq, replace, collect)
         except (pa.ArrowException, OSError) as exc:
@@ -817,11 +824,16 @@ class Dataset:
             ):
                 raise  # a write that failed: no file to look for
             staged = [f for f in self._staged_files(month) if _damaged(f)]
-            for f in staged:  # never part of the dataset: listed again by an incomplete sync
-                f.unlink(missing_ok=True)
             damaged = [(f, why) for f in self._files(month) if (why := _damaged(f))]
             if not damaged and not staged:
                 raise  # not a damaged file: a full disk, a read-only folder, ...
+            if staged:
+                # Their rows are gone: a full sync's replace would drop the month's cached
+                # versions of them too. Keep the month's rows instead, and fetch it again.
+                replace = False
+                self._lower_mark([month])  # first the mark: killed after, it is still owed
+            for f in staged:  # never part of the dataset: listed again by an incomplete sync
+                f.unlink(missing_ok=True)
             then = (
                 "This full sync fetched"
                 if replace

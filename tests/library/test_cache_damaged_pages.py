@@ -115,3 +115,32 @@ def test_a_merge_that_meets_damaged_pages_moves_the_file_aside_and_lowers_the_ma
         back = ds.read()  # partial until a sync has fetched the month again
     assert back[["id", "status"]].values.tolist() == [["pay_0001", "succeeded"]]
     assert engine_counts(ds.path) == (1, 1)
+
+
+def test_a_full_syncs_damaged_staged_batch_keeps_the_months_rows_and_lowers_the_mark(
+    tmp_path: Path,
+) -> None:
+    """A full sync's merge replaces a month by the rows it fetched. When one of its staged
+    batches is found damaged (deleted: its rows are gone), the month's cached rows that batch
+    held must not go with it: the month is merged without replacing, and the mark lowered to
+    its start, so the next (incremental) sync fetches it again."""
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    cached = [(f"pay_{i:04d}", "pending", "2024-05-02") for i in range(2000)]
+    with ds.lock():
+        ds.write_batch(frame(cached))
+        ds.write_state({"high_water": "2024-06-10T00:00:00+00:00"})
+    with ds.lock():
+        since = _next_seq()
+        ds.stage_batch(frame([(f"pay_{i:04d}", "succeeded", "2024-05-02") for i in range(1000)]))
+        months = ds.stage_batch(frame(cached[1000:]))
+        lost = max(ds._staged_files("2024-05"), key=ds._file_seq)  # the second batch
+        damage_pages(lost)
+        stats = ds.compact(months, since_seq=since, replace=True)
+    assert [p.name for p in stats.dropped] == [lost.name]
+    assert ds.state()["high_water"] == "2024-05-01T00:00:00+00:00"
+    back = ds.read()  # (the sync that merged says it is incomplete, in the state it writes)
+    assert set(back["id"]) == {i for i, _, _ in cached}  # none of the month's rows lost
+    assert set(back.loc[back["status"] == "succeeded", "id"]) == {
+        f"pay_{i:04d}" for i in range(1000)
+    }
+    assert engine_counts(ds.path) == (2000, 2000)
