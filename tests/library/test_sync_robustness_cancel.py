@@ -180,6 +180,8 @@ def test_a_failing_retrieve_by_id_stops_the_other_retrieves(shop: Shop, tmp_path
     with shop.connect(cache) as gw:
         assert gw.sync().complete
         succeeded = gw.payments(status="succeeded", refresh=False).sort_values("created_at")
+        # Ones with something left to refund (the shop's history and earlier tests refund some)
+        succeeded = succeeded[succeeded["refunded_amount"].fillna(0).eq(0)]
     # Refunds of payments days apart: the next sync retrieves those payments by id (listing
     # the days between them again would cost more requests), all at once.
     for at in (0, 800, 1600):
