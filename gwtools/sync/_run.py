@@ -462,7 +462,9 @@ async def _reread_open(
         await writer.add_page(body, info)
 
     for s in plan.statuses:
-        if s.status in probes:  # current rows, whatever is decided: keep them
+        # Current rows, whatever is decided: keep them. A status listed below gets its
+        # probed page as its first page, handed over by the list (not twice).
+        if s.status in probes and not s.by_list:
             await sink(*probes[s.status])
 
     async def one(status: str, since: dt.datetime) -> ListOutcome:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import warnings
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from gwtools import GatewayDataWarning
@@ -204,10 +206,22 @@ class _Recorder(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.AsyncHTTPTransport()
         self.sent: list[httpx.URL] = []
+        #: rows the gateway answered with, by path (a list's rows, or 1 for a retrieve)
+        self.rows: collections.Counter[str] = collections.Counter()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.sent.append(request.url)
-        return await self.inner.handle_async_request(request)
+        response = await self.inner.handle_async_request(request)
+        body = await response.aread()
+        if response.status_code == 200:
+            _, _, kind, *one = request.url.path.split("/")  # /v1/refunds[/rfnd_…]
+            self.rows[f"/v1/{kind}"] += 1 if one else len(orjson.loads(body)["data"])
+        decoded = ("content-encoding", "content-length")  # the body is read, and decoded
+        return httpx.Response(
+            response.status_code,
+            headers=[(k, v) for k, v in response.headers.items() if k.lower() not in decoded],
+            content=body,
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -228,9 +242,14 @@ def test_old_pending_refunds_are_reread_through_the_pending_list(
         assert gw.sync().complete
         shop.advance(3600)
         recorder.sent.clear()
+        recorder.rows.clear()
         result = gw.sync()
         assert result.complete and result.resources["refunds"].mode == "incremental"
         expected = fresh(shop, tmp_path)
         assert_same(gw.refunds(refresh=False), expected["refunds"])
     lists = [u.params for u in recorder.sent if u.path == "/v1/refunds"]
     assert {p.get("status") for p in lists} == {None, "pending"}, lists
+    # Each row the gateway sent is counted once: a status list's first page, read for the
+    # plan, was handed to the cache again when that status was listed (counted twice).
+    for kind in ("payments", "refunds"):
+        assert result.resources[kind].fetched == recorder.rows[f"/v1/{kind}"], kind
