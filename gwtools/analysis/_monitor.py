@@ -31,6 +31,7 @@ from gwtools.analysis import _engine as E
 from gwtools.analysis._fpx import TEST_BANKS, outcome_expr
 from gwtools.analysis._rates import wilson_interval
 from gwtools.analysis._recovery import ORDER_COLUMNS
+from gwtools.analysis._refunds import live_expr
 from gwtools.analysis._time import DateLike, next_day, resolve_tz, to_timestamp
 
 #: Monitor kinds, in the order alerts of one start time are listed.
@@ -615,7 +616,7 @@ def _refund_spikes(
     starts ``refund_warmup_days`` after the first cached payment at the earliest."""
     if refunds is None:
         return []
-    live = refunds.filter(w.span() & ~E.truthy(nw.col("status") == "failed"))
+    live = refunds.filter(w.span() & live_expr())
     live_first, _ = _min_max(live)
     if live_first is None:
         return []

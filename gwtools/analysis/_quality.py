@@ -15,6 +15,7 @@ import pandas as pd
 
 from gwtools.analysis import _engine as E
 from gwtools.analysis._monitor import REFUND_COLUMNS
+from gwtools.analysis._refunds import live_expr
 from gwtools.analysis._time import resolve_tz
 
 #: rule -> what it checks (the ``description`` column of :func:`quality`).
@@ -41,7 +42,6 @@ EXAMPLES: Final = 5
 #: < 1e-6 even on a weekend at 70% of the usual traffic).
 HOLE_EXPECTED: Final = 20.0
 
-_LIVE_REFUND: Final = ("succeeded", "pending")
 _PAYMENT_COLUMNS: Final = (
     "id",
     "status",
@@ -158,7 +158,7 @@ def _flagged(pay: nw.LazyFrame[Any], ref: nw.LazyFrame[Any]) -> nw.LazyFrame[Any
     refunds whose payment is missing get a row of their own (``_pay`` 0)."""
     # Each payment's refunds in one row: how many, the live ones' count and sum, and the
     # range of their currencies (all equal to the payment's exactly when min and max are).
-    live = E.truthy(nw.col("status").is_in(list(_LIVE_REFUND)))
+    live = live_expr()
     per_payment = ref.with_columns(
         _live=E.flag(live),
         _lamt=nw.when(live).then(nw.col("amount")),

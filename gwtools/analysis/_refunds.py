@@ -8,7 +8,7 @@ nothing. Amount rates are per currency: a MYR and a JPY amount do not add up.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import narwhals as nw
 import numpy as np
@@ -37,14 +37,20 @@ FPX_REFUND_BUSINESS_DAYS = 5
 _PAYMENT_FIELDS = ["method_type", "fpx_bank_code", "fpx_bank", "card_brand"]
 
 
+#: Refund statuses that move money: ``pending`` too (the gateway counts a refund as soon as it
+#: is created). Not ``failed``, nor a status gwtools does not know (``unknown``, the raw one in
+#: ``extra``: a gateway's ``canceled`` refund returned nothing).
+LIVE_REFUND_STATUSES: Final = ("succeeded", "pending")
+
+
 def live_expr() -> nw.Expr:
-    """True for refunds that move money (every status but ``failed``, null status included)."""
-    return (nw.col("status") != "failed").fill_null(True)
+    """True for refunds that move money (:data:`LIVE_REFUND_STATUSES`)."""
+    return E.truthy(nw.col("status").is_in(list(LIVE_REFUND_STATUSES)))
 
 
 def effective_refunds(refunds: E.Table) -> Any:
-    """Refunds that move money: every status but ``failed``. Returns the kind of table it is
-    given (a lazy table stays lazy)."""
+    """Refunds that move money: succeeded and pending ones (not failed ones, nor a status
+    gwtools does not know). Returns the kind of table it is given (a lazy table stays lazy)."""
     lf = E.lazy(refunds)
     if "payment_id" not in E.columns_of(lf):  # a payments table has a status column too
         raise nw.exceptions.ColumnNotFoundError(

@@ -250,3 +250,35 @@ def test_a_refund_in_another_currency_is_not_added_to_its_payments(
     kinds = a.refund_details(payments, refunds).set_index("id")["kind"]
     assert kinds["rfnd_1"] == "partial" and kinds[["rfnd_2", "rfnd_3", "rfnd_4"]].isna().all()
     assert a.overview(payments, refunds).refund_amount_rate == {"MYR": pytest.approx(7.5 / 26)}
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_a_refund_of_an_unknown_status_moves_no_money(
+    make_payments: Build, make_refunds: Build, engine: str
+) -> None:
+    """Only succeeded and pending refunds move money. A status gwtools does not know (kept
+    as ``unknown``, e.g. a gateway's canceled refund) is not counted by the refund analyses,
+    as the quality rules do not count it against the refunded amount."""
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 1000},  # pay_1 RM10.00
+            {"status": "succeeded", "amount": 3000},  # pay_2 RM30.00
+        ]
+    )
+    refunds = make_refunds(
+        [
+            {"payment_id": "pay_1", "amount": 1000, "status": "unknown"},  # canceled: nothing
+            {"payment_id": "pay_2", "amount": 600, "status": "pending"},  # RM6.00
+            {"payment_id": "pay_2", "amount": 400, "status": "succeeded"},  # RM4.00
+        ]
+    )
+    if engine == "duckdb":
+        payments, refunds = connection().from_df(payments), connection().from_df(refunds)
+    row = a.refund_rate(payments, refunds).iloc[0]
+    assert (row["payments"], row["refunded_payments"]) == (2, 1)  # pay_2 only
+    assert (row["captured_amount"], row["refunded_amount"]) == (40.0, 10.0)
+    live = a.effective_refunds(refunds)
+    ids = live["id"] if isinstance(live, pd.DataFrame) else live.df()["id"]
+    assert sorted(ids) == ["rfnd_2", "rfnd_3"]
+    split = a.partial_vs_full(payments, refunds)  # pay_2: RM10 of RM30; pay_1 not refunded
+    assert split["kind"].tolist() == ["partial"] and split["payments"].tolist() == [1]
