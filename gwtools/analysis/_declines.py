@@ -27,6 +27,11 @@ RETRY_ADVICE: Final[dict[str, str]] = {
     "card_declined": "declined without a reason (variant A gives none): retry once later, then ask for another card",
     "authentication_failed": "3-D Secure failed: let the customer try again and complete it",
     "payment_method_not_available": "the bank or method was unavailable: offer another bank or retry later",
+    # Card details refused before the issuer saw them: the customer's typing, not the card.
+    "invalid_number": "the card number was mistyped: ask the customer to re-enter it",
+    "invalid_expiry_month": "the expiry month was mistyped: ask the customer to re-enter it",
+    "invalid_expiry_year": "the expiry year was mistyped or has passed: ask the customer to re-enter it or use another card",
+    "live_mode_test_card": "a test card was used with a live key: it never charges; nothing to retry",
 }
 UNCLASSIFIED_ADVICE: Final = "unclassified code: look it up before retrying"
 #: How a failed payment with neither a decline code nor a failure code is named, wherever

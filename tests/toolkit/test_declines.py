@@ -111,6 +111,26 @@ def test_unclassified_code_gets_no_retry_verdict(make_payments: Build) -> None:
     assert a.decline_types(p)["retry"].tolist() == ["check the code"]
 
 
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        ("invalid_number", "card number was mistyped"),
+        ("invalid_expiry_month", "expiry month was mistyped"),
+        ("invalid_expiry_year", "expiry year was mistyped or has passed"),
+        ("live_mode_test_card", "test card was used with a live key"),
+    ],
+)
+def test_card_details_refused_get_their_own_advice(
+    make_payments: Build, code: str, says: str
+) -> None:
+    """Codes of card details refused before the issuer (a gateway may store such payments as
+    failed) are neither soft nor hard declines, but say what to do."""
+    p = make_payments([{"status": "failed", "amount": 1, "failure_code": code}])
+    row = a.decline_breakdown(p).iloc[0]
+    assert row["decline_reason"] == code and row["decline_type"] == "unclassified"
+    assert says in row["advice"]
+
+
 def test_decline_rate_counts_only_decided_payments(declines_frame: pd.DataFrame) -> None:
     total = a.decline_rate(declines_frame).iloc[0]
     # decided = 3 succeeded + 5 failed = 8 (canceled and requires_action left out) -> 5/8
