@@ -235,10 +235,11 @@ def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
     try:
         secs = pa.array(values)
     except (OverflowError, pa.ArrowInvalid):
-        # An int beyond int64 (OverflowError; ArrowInvalid when floats are in the column
-        # too), so far out of range: bad like the others.
+        # An int beyond int64 (OverflowError), or beside floats one a double cannot hold
+        # exactly (ArrowInvalid: from 2**53, e.g. nanoseconds): far out of range, bad like
+        # the others. (Every int in range is far below 2**53.)
         huge = [i for i, v in enumerate(values)
-                if v.__class__ is int and not INT64_MIN <= v <= INT64_MAX]  # fmt: skip
+                if v.__class__ is int and not _MIN_UNIX <= v <= _MAX_UNIX]  # fmt: skip
         if not huge:
             raise
         kept = list(values)

@@ -159,3 +159,37 @@ def test_eight_digits_that_are_no_date_are_bad_not_seconds_of_1970() -> None:
     arr, bad = to_timestamps(["12345678", "20261301", " 20260315 ", "2024-03-01T10:00:01Z"])
     assert bad == [0, 1, 2]
     assert arr.to_pylist()[:3] == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # nanoseconds (a common mistake) beside Unix seconds with a fraction: an int of int64
+        # that a double cannot hold exactly is refused by Arrow beside a float (ArrowInvalid)
+        [1767225600000000000, 1709287201.5],
+        [1709287201.5, 2**53 + 1, None],
+        [-(2**62), 1709287201.5],
+    ],
+)
+def test_big_int64_times_beside_floats_are_bad_not_an_error(values: list[object]) -> None:
+    from gwtools.http._wire import to_timestamps
+
+    arr, bad = to_timestamps(values)
+    big = [i for i, v in enumerate(values) if isinstance(v, int)]
+    assert bad == big
+    good = pd.Timestamp("2024-03-01T10:00:01.5", tz=UTC)
+    expected = [None if i in big or v is None else good for i, v in enumerate(values)]
+    assert [None if v is None else pd.Timestamp(v) for v in arr.to_pylist()] == expected
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_creation_time_in_nanoseconds_beside_fractional_seconds_is_rejected(fast: bool) -> None:
+    from gwtools.normalize._normalize import _normalize_bodies
+
+    page = b_page([pay_b(id="pay_1", created=1767225600 * 10**9),
+                   pay_b(id="pay_2", created=1767225600.5, captured_at=1767225600 * 10**9)])  # fmt: skip
+    batch = _normalize_bodies("payments", [page], False, fast=fast)
+    assert batch.frame["id"].tolist() == ["pay_2"]
+    assert batch.frame["created_at"].tolist() == [pd.Timestamp("2026-01-01T00:00:00.5", tz=UTC)]
+    assert json.loads(batch.frame["extra"][0]) == {"captured_at": 1767225600 * 10**9}
+    assert len(batch.rejects) == 1 and "`created` = 1767225600000000000" in batch.rejects[0].reason
