@@ -927,9 +927,8 @@ def _without_card_data(extra: pa.Array) -> pa.Array:
         return extra
     texts = extra.to_pylist()
     for i in np.flatnonzero(suspect.to_numpy(zero_copy_only=False)):
-        texts[i] = orjson.dumps(
-            _masked_card(orjson.loads(texts[i])), option=orjson.OPT_SORT_KEYS
-        ).decode()
+        # msgspec, as extra was written: orjson reads an int beyond 64 bits as a float
+        texts[i] = _json_text(_masked_card(decode_value(texts[i])))
     return pa.array(texts, extra.type)
 
 

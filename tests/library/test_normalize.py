@@ -383,7 +383,7 @@ def test_amount_of_the_wrong_type_is_null_and_kept_in_extra() -> None:
 @pytest.mark.parametrize("field", ["amount", "refunded_amount", "captured_at"])
 @pytest.mark.parametrize("fast", [True, False])
 def test_integers_too_big_for_int64_are_null_and_kept_in_extra(field: str, fast: bool) -> None:
-    huge = 2**70
+    huge = 2**70 + 1  # (not a double: a float of it would not compare equal)
     batch = _normalize_bodies("payments", [b_page([pay_b(**{field: huge}), pay_b(id="pay_c")])],
                               False, fast=fast)  # fmt: skip
     assert not batch.rejects
@@ -535,6 +535,26 @@ def test_card_numbers_and_cvcs_never_reach_extra() -> None:
         "shipping": {"address": {"number": "12"}},
     }  # fmt: skip
     assert frames[0].iloc[0]["method_type"] == "card"
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_masking_card_data_keeps_the_rest_of_extra_exactly(fast: bool) -> None:
+    """Rows whose extra may hold card data are parsed and re-encoded: the other values must
+    come out as they went in (an int beyond 64 bits became a float: 2**70 + 1 -> 1.18e+21)."""
+    huge = 2**70 + 1  # (not a double: a float of it would not compare equal)
+    records = [
+        pay_b(id="pay_1", amount=huge, shipping={"address": {"number": "12"}}),
+        pay_b(id="pay_2", invoice={"number": "INV-1", "total": -huge}),
+        pay_b(id="pay_3", amount=huge),  # no "number": never re-encoded
+    ]
+    frame = _normalize_bodies("payments", [b_page(records)], None, fast=fast).frame
+    assert [json.loads(e) for e in frame["extra"]] == [
+        {"amount": huge, "shipping": {"address": {"number": "12"}}},
+        {"invoice": {"number": "INV-1", "total": -huge}},
+        {"amount": huge},
+    ]
+    assert frame["extra"][0] == f'{{"amount":{huge},"shipping":{{"address":{{"number":"12"}}}}}}'
+    pd.testing.assert_frame_equal(normalize_payments(records), frame)
 
 
 def test_the_object_of_an_expanded_object_is_kept_in_extra() -> None:
