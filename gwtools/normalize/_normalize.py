@@ -497,6 +497,8 @@ def _method(f: _Fields) -> tuple[str | None, ...]:
         src.put_back("fpx", fpx)
         f.put_back(key, src)
         brand, bank_code, bank = brand or s_brand, bank_code or s_code, bank or s_bank
+    if found_type is not None and method_type not in (None, found_type):
+        f.rest["payment_method"] = pm_str  # a kind the details contradict: kept in extra
     method_type = found_type or method_type
     data = f.obj("payment_method_data")
     if data is not None:
@@ -820,10 +822,12 @@ def _fast_table(
                 pc.or_(pc.is_valid(brand), col[d + "card?"]), _lit("card"), pa.scalar(None, _STR)
             ),
         )
+        found_type = pc.coalesce(pc.utf8_lower(text(d + "type")), inferred)
+        # A kind the details contradict stays in extra: the tolerant path puts it there.
+        flag(pc.fill_null(pc.not_equal(pm_type, found_type), False))
         cols.update(
             method_type=pc.coalesce(
-                pc.utf8_lower(text(d + "type")),
-                inferred,
+                found_type,
                 pm_type,
                 pc.utf8_lower(text("payment_method_data.type")),  # the creation data's
             ),

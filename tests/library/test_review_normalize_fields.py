@@ -172,6 +172,32 @@ def test_variant_a_method_kind_is_lower_cased() -> None:
     )  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("record", "method_type", "kept"),
+    [
+        # the details' type (given, or told by their fields) wins; the kind that differs
+        # stays in extra rather than being dropped
+        (pay_a(payment_method="card", payment_method_details={"type": "fpx", "bank_code": "X"}),
+         "fpx", {"payment_method": "card"}),
+        (pay_a(payment_method="card", payment_method_details={"bank_code": "X"}),
+         "fpx", {"payment_method": "card"}),
+        (pay_a(payment_method="fpx", payment_method_details={"brand": "visa"}),
+         "card", {"payment_method": "fpx"}),
+        (pay_b(payment_method="fpx", payment_method_details={"card": {"brand": "visa"}}),
+         "card", {"payment_method": "fpx"}),
+        # the same kind says nothing more, whatever its case
+        (pay_a(payment_method="FPX", payment_method_details={"type": "fpx", "bank_code": "X"}),
+         "fpx", None),
+    ],
+)  # fmt: skip
+def test_a_method_kind_the_details_contradict_stays_in_extra(
+    record: dict[str, Any], method_type: str, kept: Any
+) -> None:
+    r = row(record)
+    assert r["method_type"] == method_type
+    assert extra(r) == kept
+
+
 def test_a_method_field_of_the_wrong_type_is_null_and_kept_in_extra() -> None:
     r = row(pay_b(payment_method_details={"type": "card", "brand": 5}))
     assert r["method_type"] == "card" and pd.isna(r["card_brand"])
