@@ -262,15 +262,34 @@ def _ts_from_seconds(values: Sequence[Any]) -> tuple[pa.Array, list[int]]:
     return micros.cast(_TS), bad
 
 
+def _in_range(stamps: pa.Array) -> pa.Array:
+    """``stamps`` with the times outside the years 1 to 9999 (UTC) as nulls: an offset can
+    carry ISO 8601 text of those years out of them (.NET's ``0001-01-01T00:00:00+08:00``),
+    and a signed year is outside; neither fits a timestamp column or a Python datetime."""
+    micros = stamps.cast(pa.int64())
+    in_range = pc.and_(
+        pc.greater_equal(micros, _MIN_UNIX * 1_000_000),
+        pc.less_equal(micros, _MAX_UNIX * 1_000_000 + 999_999),
+    )
+    if pc.all(in_range).as_py():
+        return stamps
+    return pc.if_else(in_range, stamps, pa.scalar(None, _TS))
+
+
 def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
     """ISO 8601 strings (any offset; naive = UTC; Unix seconds as digits, except eight
     digits, which are a basic-format date) -> timestamps."""
     arr = pa.array(values, _STR)
     try:
         # Arrow's parser is fast but needs an offset on every value.
-        return arr.cast(_TS), []
+        cast = arr.cast(_TS)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    else:
+        kept = _in_range(cast)
+        if kept is cast:
+            return cast, []
+        return kept, pc.indices_nonzero(pc.and_(pc.is_valid(arr), pc.is_null(kept))).to_pylist()
     # RFC 3339 allows a lower-case "t" and "z", ISO 8601 a comma before the fraction; both
     # parsers below want "T", "Z" and ".". Nothing else in a timestamp has a case or a comma.
     arr = pc.replace_substring(pc.utf8_upper(arr), ",", ".")
@@ -281,7 +300,7 @@ def _ts_from_strings(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]
     digits = pc.and_(digits, pc.invert(basic_date))
     series = pd.Series(pc.if_else(digits, pa.scalar(None, _STR), arr).to_pylist(), dtype=object)
     parsed = pd.to_datetime(series, format="ISO8601", utc=True, errors="coerce")
-    out = pa.array(parsed.astype(_schema.TIMESTAMP), _TS)
+    out = _in_range(pa.array(parsed.astype(_schema.TIMESTAMP), _TS))
     if pc.any(digits).as_py():
         as_secs = pc.cast(pc.utf8_trim_whitespace(pc.if_else(digits, arr, None)), pa.float64())
         secs, _ = _ts_from_seconds(as_secs.to_pylist())

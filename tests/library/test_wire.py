@@ -193,3 +193,43 @@ def test_a_creation_time_in_nanoseconds_beside_fractional_seconds_is_rejected(fa
     assert batch.frame["created_at"].tolist() == [pd.Timestamp("2026-01-01T00:00:00.5", tz=UTC)]
     assert json.loads(batch.frame["extra"][0]) == {"captured_at": 1767225600 * 10**9}
     assert len(batch.rejects) == 1 and "`created` = 1767225600000000000" in batch.rejects[0].reason
+
+
+# .NET's DateTime.MinValue/MaxValue written with a local offset, and signed years: ISO 8601 text
+# whose UTC time falls outside the years 1 to 9999, the range of a timestamp column (and of
+# Python's datetime), as Unix seconds outside it are already.
+OUT_OF_RANGE = [
+    "0001-01-01T00:00:00+08:00",
+    "9999-12-31T23:59:59-05:00",
+    "-0001-01-01T00:00:00Z",
+]
+
+
+@pytest.mark.parametrize("text", OUT_OF_RANGE)
+def test_iso_times_outside_the_years_1_to_9999_in_utc_are_bad(text: str) -> None:
+    from gwtools.http._wire import to_timestamps
+
+    for values in ([text], [text, "2026-01-01T00:00:00"], [text, 1767225600]):
+        arr, bad = to_timestamps(values)
+        assert bad == [0]
+        assert arr[0].as_py() is None
+    # the edges themselves, in UTC, are in range
+    arr, bad = to_timestamps(["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"])
+    assert bad == [] and arr.to_pylist()[1] == pd.Timestamp("9999-12-31T23:59:59.999999", tz=UTC)
+
+
+@pytest.mark.parametrize("text", OUT_OF_RANGE)
+def test_a_page_with_an_out_of_range_iso_time_is_read_not_raised_on(text: str) -> None:
+    from gwtools.normalize._normalize import _normalize_bodies
+
+    page = b_page([pay_b(id="pay_1", created=text), pay_b(id="pay_2", captured_at=text)])
+    info = page_info(page)
+    assert (info.first_created, info.last_created) == (
+        pd.Timestamp(1767225600, unit="s", tz=UTC),
+    ) * 2
+    for fast in (True, False):
+        batch = _normalize_bodies("payments", [page], False, fast=fast)
+        assert batch.frame["id"].tolist() == ["pay_2"]
+        assert pd.isna(batch.frame["captured_at"][0])
+        assert json.loads(batch.frame["extra"][0]) == {"captured_at": text}
+        assert len(batch.rejects) == 1 and f"`created` = '{text}'" in batch.rejects[0].reason
