@@ -174,7 +174,8 @@ def conform(frame: pd.DataFrame, resource: Resource) -> pd.DataFrame:
     """Coerce ``frame`` to the canonical columns, order and dtypes.
 
     Missing columns are added as nulls; columns outside the contract raise, so
-    nothing is dropped silently. Use it for frames built by hand, e.g. in tests::
+    nothing is dropped silently. A time column of numbers is read as Unix seconds.
+    Use it for frames built by hand, e.g. in tests::
 
         conform(pd.DataFrame({"id": ["pay_1"], "status": ["failed"]}), "payments")
     """
@@ -191,7 +192,13 @@ def conform(frame: pd.DataFrame, resource: Resource) -> pd.DataFrame:
         if name in frame.columns:
             col = frame[name]
             if dtype is TIMESTAMP:
-                col = pd.to_datetime(col, utc=True).astype(TIMESTAMP)
+                # A number is Unix seconds, as everywhere in gwtools (pandas: nanoseconds).
+                numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+                col = (
+                    pd.to_datetime(col, utc=True, unit="s")
+                    if numeric
+                    else pd.to_datetime(col, utc=True)
+                ).astype(TIMESTAMP)
             else:
                 col = col.astype(dtype)  # type: ignore[call-overload]
             out[name] = col.reset_index(drop=True)

@@ -753,6 +753,22 @@ def test_empty_input_gives_empty_typed_tables() -> None:
         assert len(normalize_bodies("payments", [a_page([])]).frame) == 0
 
 
+def test_conform_reads_numeric_times_as_unix_seconds() -> None:
+    """conform (hand-made frames) reads a number as the library reads one everywhere: Unix
+    seconds; pandas alone reads it as nanoseconds, so 1767225600 became 1970-01-01 00:00:01."""
+    frame = _schema.conform(
+        pd.DataFrame({"id": ["pay_1", "pay_2"], "created_at": [1767225600, 1767225600.5],
+                      "captured_at": pd.array([1767225660, None], dtype="Int64")}),
+        "payments",
+    )  # fmt: skip
+    assert_schema(frame, "payments")
+    assert frame["created_at"].tolist() == [
+        pd.Timestamp("2026-01-01", tz=UTC), pd.Timestamp("2026-01-01T00:00:00.5", tz=UTC)
+    ]  # fmt: skip
+    assert frame["captured_at"][0] == pd.Timestamp("2026-01-01T00:01:00", tz=UTC)
+    assert pd.isna(frame["captured_at"][1])
+
+
 # --------------------------------------------------------------------------- bodies that are not envelopes
 
 
