@@ -63,7 +63,7 @@ import itertools
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import babel.numbers
@@ -445,9 +445,26 @@ def _no_creation_reason(obj: Mapping[str, Any], variant: Variant) -> str:
     return f"record has no usable creation time {_NO_CREATION}"
 
 
+def _outside_years(text: str) -> str | None:
+    """Why an ISO 8601 time with an offset was refused when its UTC time is outside the years
+    a timestamp holds (``0001-01-01T00:00:00+08:00``); None for any other text."""
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+        if parsed.tzinfo is None:
+            return None
+        parsed.astimezone(UTC)
+    except ValueError:
+        return None
+    except OverflowError:
+        return "falls outside the years 1 to 9999 in UTC"
+    return None
+
+
 def _bad_creation_reason(key: str | None, value: Any) -> str:
     """Why a creation time that looked like one was refused; a number is out of range."""
     reason = f"creation time `{key}` = {value!r} is not an ISO 8601 timestamp or Unix seconds"
+    if isinstance(value, str) and (outside := _outside_years(value)):
+        return f"creation time `{key}` = {value!r} {outside}"
     try:
         seconds = float(value) if isinstance(value, int | float | str) else None
     except (ValueError, OverflowError):
