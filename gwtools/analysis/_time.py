@@ -146,12 +146,6 @@ def _is_date(value: DateLike) -> bool:
 _YEAR_OR_MONTH = re.compile(r"\s*\d{4}(-\d{1,2})?\s*")
 
 
-def is_year_or_month(value: str) -> bool:
-    """Whether ``value`` names a year or a month alone (``2026``, ``2026-10``), which the
-    analyses refuse where they take days: pandas would read it as its first day."""
-    return _YEAR_OR_MONTH.fullmatch(value) is not None
-
-
 def to_timestamp(
     value: DateLike, tz: str | None = None, *, end: bool = False, param: str | None = None
 ) -> pd.Timestamp | None:
@@ -166,7 +160,7 @@ def to_timestamp(
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     zone = resolve_tz(tz)
-    if isinstance(value, str) and is_year_or_month(value):
+    if isinstance(value, str) and _YEAR_OR_MONTH.fullmatch(value):
         raise ConfigurationError(
             f"{value!r} is a year or month, not a day: give days, e.g. since='2026-10-01', "
             "until='2026-10-31' for October (both whole local days)",

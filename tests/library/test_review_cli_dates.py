@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 
@@ -136,3 +137,26 @@ def test_monitor_window_that_ends_before_it_starts_names_the_options(tmp_path: P
         "Error: --since=2027-01-01 is not before the newest cached row (2026-11-20 11:59 UTC)"
     ), result.output
     assert "--until too" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("value", ["2026", "2026-10", " 2026-1 ", "2026-10-01", "2026-10-01T08:00"])
+def test_the_cli_refuses_a_year_or_month_exactly_as_the_analyses_do(value: str) -> None:
+    """The CLI's pattern (it keeps to the public API) and the analyses' refuse the same."""
+    import click
+
+    from gwtools import ConfigurationError
+    from gwtools.analysis import between
+    from gwtools.cli._dates import check_date
+
+    frame = pd.DataFrame({"created_at": pd.Series([], dtype="datetime64[us, UTC]")})
+    try:
+        between(frame, since=value)
+        library = False
+    except ConfigurationError:
+        library = True
+    try:
+        check_date(value, "--since", whole_days=True)
+        cli = False
+    except click.BadParameter:
+        cli = True
+    assert cli == library == (len(value.strip()) <= 7)
