@@ -667,6 +667,18 @@ def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
     are all there is."""
     data = banks.dropna(subset=["rate"])
     data, note = _without_test_banks(data, _is_test_bank(data))
+    # A bank with no finished attempt has no rate to draw: named, not silently missing. Test
+    # banks are named only where they are drawn.
+    unfinished = banks[banks["rate"].isna()]
+    if not data.empty and not _is_test_bank(data).any():
+        unfinished = unfinished[~_is_test_bank(unfinished)]
+    if not data.empty and not unfinished.empty:
+        names = [
+            f"{name if pd.notna(name) else 'unnamed'} ({code})"
+            for name, code in zip(unfinished["fpx_bank"], unfinished["fpx_bank_code"], strict=True)
+        ]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        note = "\n".join(n for n in (note, f"no finished attempts (not shown): {shown}") if n)
     data = data.iloc[::-1]  # y grows upwards: the first-ranked (worst) bank is drawn on top
     height = max(3.0, 0.4 * len(data) + 1.6)
     fig, ax = _figure((9.0, height))

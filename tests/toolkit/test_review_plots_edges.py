@@ -136,3 +136,24 @@ def test_a_timeline_without_alerts_keeps_the_zone_the_monitor_ran_in(
     assert ax.get_title().endswith("(Asia/Kuala_Lumpur)")
     assert "no alerts in this selection" in [t.get_text() for t in ax.texts]
     assert plots.monitor_timeline(alerts, tz="UTC").axes[0].get_title().endswith("(UTC)")
+
+
+def test_banks_with_no_finished_attempt_are_named_not_dropped(make_payments: Build) -> None:
+    pending = {"method_type": "fpx", "amount": 100, "status": "processing"}
+    payments = make_payments(
+        [
+            *_fpx("MB2U0227", 3, 1),
+            {**pending, "fpx_bank_code": "BCBB0235", "fpx_bank": "CIMB Clicks"},
+            {**pending, "fpx_bank_code": "TEST0004", "fpx_bank": "SBI Bank A"},  # a test bank
+        ]
+    )
+    banks = a.fpx_banks(payments)
+    assert banks["rate"].isna().sum() == 2  # in the table, with nothing to draw
+    ax = plots.fpx_success_rates(banks).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Bank MB2U0227 (MB2U0227)  n=4"]
+    # Once left out without a word: the figure did not show that CIMB Clicks was selected.
+    assert ax.get_title().splitlines()[-1] == (
+        "no finished attempts (not shown): CIMB Clicks (BCBB0235)"
+    )
+    only = plots.fpx_success_rates(a.fpx_banks(make_payments(_fpx("MB2U0227", 3, 1))))
+    assert "no finished attempts" not in only.axes[0].get_title()
