@@ -287,14 +287,35 @@ def _percent(share: float) -> str:
     return text
 
 
+#: The longest category name a figure draws in full: a longer one (a merchant's free text as
+#: by=, a gateway's odd code or bank name) took the whole figure, and matplotlib gave up
+#: laying it out.
+LABEL_CHARS = 40
+
+
+def _short(text: str, most: int = LABEL_CHARS) -> str:
+    """``text``, or its start and end around an ellipsis when longer than ``most``
+    characters (the end kept: it tells apart names that start alike, and holds a bank's
+    code)."""
+    if len(text) <= most:
+        return text
+    tail = most // 3
+    return f"{text[: most - tail - 1]}\u2026{text[-tail:]}"
+
+
+def _bank_name(name: Any, code: Any) -> str:
+    """``Maybank2u (MB2U0227)``; ``unnamed (…)`` for a bank the gateway gave no name."""
+    return f"{name if pd.notna(name) else 'unnamed'} ({code})"
+
+
 def _decline_label(row: pd.Series) -> str:
     # The most specific code names a bar; a failure without a decline code (e.g. an FPX
     # processing_error) must not look like the card decline of the same name.
     decline, failure = row.get("decline_code"), row.get("failure_code")
     if decline is not None and pd.notna(decline):
-        return str(decline)
+        return _short(str(decline))
     if failure is not None and pd.notna(failure):
-        return f"{failure}\n(no decline code)"
+        return f"{_short(str(failure))}\n(no decline code)"
     return NO_CODE
 
 
@@ -354,7 +375,8 @@ def _top_groups(
         return series, ""
     others = table[keys.isin(rest)]
     if ratio is None:
-        shown = ", ".join(rest[:5]) + (f" and {len(rest) - 5} more" if len(rest) > 5 else "")
+        shown = ", ".join(_short(r) for r in rest[:5])
+        shown += f" and {len(rest) - 5} more" if len(rest) > 5 else ""
         return series, f"not shown (smaller): {shown}"
     num, den = ratio
     summed = others.groupby("period", sort=True)[[num, den]].sum().reset_index()
@@ -405,7 +427,7 @@ def _rate_over_time(
         if single:  # one period: the series side by side at its tick, not drawn over each other
             x = x + pd.Timedelta(hours=3 * (i - (len(groups) - 1) / 2))
         colour = OTHER_COLOUR if name.startswith("other (") else PALETTE[i]
-        ax.plot(x, part[rate], marker="o", markersize=3, label=name or None, color=colour)
+        ax.plot(x, part[rate], marker="o", markersize=3, label=_short(name) or None, color=colour)
         lo, hi = f"{rate}_ci_low".removeprefix("rate_"), f"{rate}_ci_high".removeprefix("rate_")
         if bands and lo in part and part[lo].notna().any():
             if len(part) == 1:  # a band over one period has no width: drawn upright
@@ -625,7 +647,8 @@ def fpx_outcome_heatmap(shares: pd.DataFrame, *, origin: Any = None) -> Figure:
         range(len(outcomes)), [o.replace("_", " ") for o in outcomes], rotation=30, ha="right"
     )
     rows = [
-        f"{bank}  n={int(n):,}" for bank, n in zip(shares.index, shares["attempts"], strict=True)
+        f"{_short(str(bank))}  n={int(n):,}"
+        for bank, n in zip(shares.index, shares["attempts"], strict=True)
     ]
     ax.set_yticks(range(len(shares)), rows)
     for (i, j), v in np.ndenumerate(values):
@@ -674,7 +697,7 @@ def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
         unfinished = unfinished[~_is_test_bank(unfinished)]
     if not data.empty and not unfinished.empty:
         names = [
-            f"{name if pd.notna(name) else 'unnamed'} ({code})"
+            _short(_bank_name(name, code))
             for name, code in zip(unfinished["fpx_bank"], unfinished["fpx_bank_code"], strict=True)
         ]
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
@@ -716,7 +739,7 @@ def fpx_success_rates(banks: pd.DataFrame, *, origin: Any = None) -> Figure:
         ]  # fmt: skip
         fig.legend(handles=handles[0 if ranked.any() else 1 :], loc="outside lower center")
     labels = [
-        f"{name if pd.notna(name) else 'unnamed'} ({code})  n={int(n):,}"
+        f"{_short(_bank_name(name, code))}  n={int(n):,}"
         for name, code, n in zip(data["fpx_bank"], data["fpx_bank_code"], data["n"], strict=True)
     ]
     ax.set_yticks(y, labels)

@@ -3,6 +3,8 @@ more decline codes than bars. What is drawn and said (not pixels)."""
 
 from __future__ import annotations
 
+import io
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -157,3 +159,57 @@ def test_banks_with_no_finished_attempt_are_named_not_dropped(make_payments: Bui
     )
     only = plots.fpx_success_rates(a.fpx_banks(make_payments(_fpx("MB2U0227", 3, 1))))
     assert "no finished attempts" not in only.axes[0].get_title()
+
+
+def _long_label_figures(build: Build) -> dict[str, Figure]:
+    """Each figure whose labels are the data's own text, that text 300 characters long."""
+    long = "x" * 300
+    codes = build(
+        [{"status": "failed", "amount": 100, "decline_code": f"{long}{i}"} for i in (1, 2)]
+    )
+    fpx = [
+        {"status": "failed", "amount": 100, "method_type": "fpx", "fpx_bank_code": f"AB{i}",
+         "fpx_bank": f"{long} {i}", "created_at": f"2026-11-0{day}T02:00:00Z"}
+        for i in (1, 2) for day in (1, 2)
+    ]  # fmt: skip
+    banks = build(fpx)
+    described = build(
+        [
+            {"status": "failed", "amount": 100, "description": f"{long}{i}",
+             "created_at": f"2026-11-0{day}T02:00:00Z"}
+            for i in (1, 2) for day in (1, 2)
+        ]
+    )  # fmt: skip
+    return {
+        "decline_pareto": plots.decline_pareto(a.decline_breakdown(codes)),
+        "fpx_success_rates": plots.fpx_success_rates(a.fpx_banks(banks)),
+        "fpx_outcome_heatmap": plots.fpx_outcome_heatmap(a.fpx_outcome_shares(banks)),
+        "fpx_rate_over_time": plots.fpx_rate_over_time(a.fpx_banks(banks, freq="day")),
+        "decline_rate_over_time": plots.decline_rate_over_time(
+            a.decline_rate(described, by="description", freq="day")
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "decline_pareto",
+        "fpx_success_rates",
+        "fpx_outcome_heatmap",
+        "fpx_rate_over_time",
+        "decline_rate_over_time",
+    ],
+)
+def test_a_very_long_label_is_shortened_and_the_figure_still_laid_out(
+    make_payments: Build, name: str
+) -> None:
+    fig = _long_label_figures(make_payments)[name]
+    with warnings.catch_warnings():
+        # Once "constrained_layout not applied because axes sizes collapsed to zero": the
+        # labels took the figure, and the chart was drawn squeezed out of sight.
+        warnings.simplefilter("error")
+        fig.savefig(io.BytesIO(), format="png")
+    shortened = {t for t in _texts(fig) if "\u2026" in t}
+    assert len(shortened) == 2  # each of the two long names, told apart by its end
+    assert all(len(line) <= 60 for t in _texts(fig) for line in t.splitlines())
