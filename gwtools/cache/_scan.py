@@ -103,6 +103,22 @@ def connection() -> duckdb.DuckDBPyConnection:
         return _connection()
 
 
+def files_gone(exc: BaseException, again: str) -> CacheError | None:
+    """The :class:`gwtools.CacheError` to raise instead of ``exc`` when it is DuckDB's for a
+    part file a lazy table was made on and that is gone: a sync since then merged its month
+    into a new file (None for any other error). ``again``: how to see the cache as it is
+    now, e.g. "scan it again"."""
+    text = str(exc)
+    if not isinstance(exc, duckdb.IOException) or "No files found that match" not in text:
+        return None
+    name = text.partition('pattern "')[2].partition('"')[0]
+    return CacheError(
+        f"the cache changed since this lazy table was made: {name or 'a file it reads'} is "
+        f"gone (a sync merged its month into a new file). {again[:1].upper()}{again[1:]} "
+        "to read the cache as it is now"
+    )
+
+
 def _needs_dedup(files: Sequence[str]) -> bool:
     """Several files in one month: an interrupted sync; the newest version of an id must win."""
     months = [os.path.basename(os.path.dirname(f)) for f in files]

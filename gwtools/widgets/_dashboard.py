@@ -8,7 +8,8 @@ import datetime as dt
 import html
 import io
 import os
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Final, cast
 
@@ -17,12 +18,13 @@ import narwhals as nw
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gwtools import ConfigurationError, Gateway, open_source, write_table
+from gwtools import CacheError, ConfigurationError, Gateway, open_source, write_table
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, local_time, resolve_tz
 from gwtools.analysis._money import resolve_locale
 from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import DateLike, to_timestamp
+from gwtools.cache._scan import files_gone
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, sync_summary, tidy_tables
 from gwtools.report._tables import _money_view, _percent
@@ -170,6 +172,19 @@ def _has_states(origin: Any) -> bool:
 
 def _newest_first(lf: nw.LazyFrame[Any], columns: list[str]) -> nw.LazyFrame[Any]:
     return lf.select(columns).sort(["created_at", "id"], descending=True, nulls_last=True)
+
+
+@contextmanager
+def _current_files() -> Iterator[None]:
+    """Say a cache a sync changed since the dashboard opened (its lazy tables read files
+    that are gone) as a :class:`gwtools.CacheError` with what to do, not DuckDB's IOException."""
+    try:
+        yield
+    except Exception as exc:
+        gone = files_gone(exc, "open the dashboard again")
+        if gone is None:
+            raise
+        raise gone from None
 
 
 def figure_png(fig: Figure, dpi: int = 90) -> bytes:
@@ -352,7 +367,7 @@ class Dashboard(widgets.VBox):
         self._apply_filters({k: v for k, v in given.items() if v is not None})
         for control in [*self.filters.values(), *self.choices.values()]:
             control.observe(self._changed, names="value")
-        self.drill.observe(self.update_drilldown, names="value")
+        self.drill.observe(self._drill_changed, names="value")
         self.csv_button.on_click(lambda _: self._export_clicked("csv"))
         self.parquet_button.on_click(lambda _: self._export_clicked("parquet"))
 
@@ -463,7 +478,7 @@ class Dashboard(widgets.VBox):
             return
         try:
             self.refresh(change)
-        except ConfigurationError as exc:
+        except (ConfigurationError, CacheError) as exc:
             # A control's callback error only reaches the browser console: say it on the page.
             self.summary.value = f"<b>cannot show this selection</b>: {html.escape(str(exc))}"
 
@@ -630,9 +645,10 @@ class Dashboard(widgets.VBox):
         self._check_days(self.since.value, self.until.value)
         shown = self.view, self.matched
         try:
-            self.view = self.matching()
-            self.matched = count_rows(self.view)
-            self.result, figure = self.views()[self.chart.value](self.view)
+            with _current_files():
+                self.view = self.matching()
+                self.matched = count_rows(self.view)
+                self.result, figure = self.views()[self.chart.value](self.view)
         except Exception:
             self.view, self.matched = shown  # what the table on screen was made from
             raise
@@ -661,7 +677,8 @@ class Dashboard(widgets.VBox):
         """Show the first rows behind the selected line of the table (fetched with a limit)."""
         # Half as many rows as the table: the drill-down sits below it, export has them all.
         shown = max(1, self.max_rows // 2)
-        rows = E.to_pandas(self.drill_query(self.view, self.drill.value).head(shown + 1))
+        with _current_files():
+            rows = E.to_pandas(self.drill_query(self.view, self.drill.value).head(shown + 1))
         self.drilled = rows.head(shown)
         empty = self._empty_note()
         if not self.result.empty and self.matched:
@@ -670,6 +687,13 @@ class Dashboard(widgets.VBox):
         self.drilldown.value = to_html(
             self.drilled, self.tz, max_rows=shown, more=len(rows) > shown, empty=empty
         )
+
+    def _drill_changed(self, change: Any) -> None:
+        try:
+            self.update_drilldown(change)
+        except CacheError as exc:
+            # A callback's exception only reaches the browser console: say it on the page.
+            self.drilldown.value = f"<b>cannot show these rows</b>: {html.escape(str(exc))}"
 
     def _empty_note(self) -> str:
         """What an empty table means: no payment passes the filters (and what to do), or
@@ -699,11 +723,12 @@ class Dashboard(widgets.VBox):
         stamp = pd.Timestamp.now(tz=self.tz).strftime("%Y%m%d-%H%M%S")
         view = str(self.chart.value).replace(" ", "-").replace("/", "-")
         paths = []
-        rows = self.drill_query(self.view, self.drill.value)
-        for part, frame in (("table", self.result), ("rows", rows)):
-            path = _unused(self.export_dir / f"{self.name}-{view}-{part}-{stamp}.{fmt}")
-            write_table(frame, path, fmt)  # renamed into place: never half-written
-            paths.append(path)
+        with _current_files():
+            rows = self.drill_query(self.view, self.drill.value)
+            for part, frame in (("table", self.result), ("rows", rows)):
+                path = _unused(self.export_dir / f"{self.name}-{view}-{part}-{stamp}.{fmt}")
+                write_table(frame, path, fmt)  # renamed into place: never half-written
+                paths.append(path)
         self.exported = paths
         self.links.value = "exported: " + ", ".join(_link(p) for p in paths)
         return paths
@@ -712,7 +737,7 @@ class Dashboard(widgets.VBox):
         # A button callback's exception only reaches the browser console: say it on the page.
         try:
             self.export(fmt)
-        except ConfigurationError as exc:
+        except (ConfigurationError, CacheError) as exc:
             self.links.value = f"<b>export failed</b>: {html.escape(str(exc))}"
         except OSError as exc:
             self.links.value = (

@@ -218,3 +218,32 @@ def test_the_monitor_and_quality_dashboards_never_load_the_full_table(
         for _, choice in d.drill.options:
             d.drill.value = choice
     assert d.matched == 4
+
+
+# ----- a cache a sync changed under an open dashboard ---------------------------------------
+def test_a_sync_under_an_open_dashboard_is_said_with_what_to_do(tmp_path: Path) -> None:
+    import shutil
+
+    import gwtools
+
+    cache = tmp_path / "cache"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "sample-cache" / "sandbox", cache / "s")
+    d = w.declines_dashboard(
+        gwtools.scan_cache(cache, "payments"), tz="UTC", export_dir=tmp_path / "out"
+    )
+    shown = d.summary.value
+    # A sync merges a month: its new file renamed in, the old one gone.
+    old = sorted(cache.glob("s/test/payments/created_month=2026-09/*.parquet"))[0]
+    old.rename(old.with_name("part-09999999999999999999-merged.parquet"))
+
+    d.method.value = ("card",)  # picked on the page: once DuckDB's IOException, in the console
+    said = _text(d.summary.value)
+    assert said != _text(shown)
+    assert "changed since" in said and "open the dashboard again" in said.lower(), said
+    with pytest.raises(gwtools.CacheError, match=r"(?i)changed since.*open the dashboard again"):
+        d.set_filters(method="fpx")
+    d._export_clicked("csv")
+    assert "export failed" in d.links.value and "changed since" in d.links.value
+    assert "export_dir" not in d.links.value  # the folder is not what is wrong
+    d.drill.value = d.drill.options[-1][1]
+    assert "changed since" in _text(d.drilldown.value)
