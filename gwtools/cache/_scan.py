@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 import duckdb
 import narwhals as nw
@@ -221,7 +223,22 @@ def _find(
     return _RemoteDataset(fs, locate(fs, root, resource, account=account, mode=mode), resource)
 
 
-def _check_complete(dataset: Dataset, strict: bool, caller: str, stacklevel: int) -> None:
+#: gwtools' own folder: a warning is shown at the first line outside it, the user's.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside gwtools, for a ``warnings.warn`` in the
+    function calling this: whichever public entry point (scan_cache, Gateway.scan, read_cache,
+    open_source, a dashboard) led there. Python shows a warning once per line it is shown
+    at, so a line inside gwtools or the notebook runner's would show it once per session."""
+    level, frame = 1, cast("FrameType | None", sys._getframe(1))  # 1: the one that warns
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
     """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
     if dataset.completed():
         return
@@ -237,7 +254,7 @@ def _check_complete(dataset: Dataset, strict: bool, caller: str, stacklevel: int
     warnings.warn(
         message + f"; {caller}(..., strict=True) raises instead of warning",
         GatewayDataWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=_user_stacklevel(),
     )
 
 
@@ -273,7 +290,7 @@ def scan_cache(
     filters = check_filters(resource, since, until, status).expressions()  # before the cache
     remote = _resolve_filesystem(cache_dir, filesystem)
     where = (account, mode, filters, strict)
-    return _relation(cache_dir, resource, remote, *where, caller="scan_cache", stacklevel=3)[0]
+    return _relation(cache_dir, resource, remote, *where, caller="scan_cache")[0]
 
 
 def scan_dataset(
@@ -286,9 +303,7 @@ def scan_dataset(
     """:func:`scan_cache`'s whole table and the dataset it reads (whose state says more of
     it), found once."""
     remote = _resolve_filesystem(cache_dir, None)
-    return _relation(
-        cache_dir, resource, remote, account, mode, [], False, caller="scan_cache", stacklevel=3
-    )
+    return _relation(cache_dir, resource, remote, account, mode, [], False, caller="scan_cache")
 
 
 def _relation(
@@ -301,15 +316,14 @@ def _relation(
     strict: bool,
     *,
     caller: str,
-    stacklevel: int,
 ) -> tuple[duckdb.DuckDBPyRelation, Dataset]:
-    """:func:`scan_cache`'s table and the dataset it reads; ``caller`` and ``stacklevel``
-    name who warns of a partial cache."""
+    """:func:`scan_cache`'s table and the dataset it reads; ``caller`` names who warns of a
+    partial cache."""
     columns = list(_schema.columns(resource))
     con = connection()
     rel: duckdb.DuckDBPyRelation
     dataset = _find(cache_dir, resource, remote, account, mode)
-    _check_complete(dataset, strict, caller, stacklevel + 1)
+    _check_complete(dataset, strict, caller)
     if remote is None:
         files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
         if not files:
@@ -371,7 +385,7 @@ def read_shared(
     :func:`scan_cache`'s table in ``read_cache``'s order (creation time, then id), counted
     batch by batch as it arrives."""
     where = (account, mode, filters, strict)
-    rel, dataset = _relation(cache_dir, resource, remote, *where, caller="read_cache", stacklevel=4)
+    rel, dataset = _relation(cache_dir, resource, remote, *where, caller="read_cache")
     ordered = nw.from_native(rel).sort("created_at", "id", nulls_last=True).to_native()
     meter = ResultMeter(
         f"Reading the cached {resource} at {os.fspath(cache_dir)} into pandas",

@@ -402,3 +402,26 @@ def test_a_file_rewritten_in_place_is_read_anew(tmp_path: Path) -> None:
     again = a.to_pandas(gwtools.scan_cache(tmp_path, "payments"))
     assert len(again) == 50 and set(again["status"]) == {"succeeded"}
     assert sorted(again["amount"].tolist()) == [100 + i for i in range(50)]
+
+
+def test_a_partial_cache_warning_points_at_the_callers_line(tmp_path: Path) -> None:
+    # Once one frame past it (scan_cache called from a notebook cell: the line of IPython
+    # that runs cells), and Python shows a warning once per line: a second cell scanning the
+    # partial cache, after a failed sync, was not warned.
+    import inspect
+    import warnings
+
+    _two_files(tmp_path)
+    (tmp_path / "payments" / "_state.json").unlink()
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(tmp_path), "bucket", destination_filesystem=memory)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno  # type: ignore[union-attr]
+        gwtools.scan_cache(tmp_path, "payments")
+        gwtools.read_cache("bucket", "payments", filesystem=memory)
+    partial = [w for w in caught if issubclass(w.category, gwtools.GatewayDataWarning)]
+    assert [(w.filename, w.lineno) for w in partial] == [
+        (__file__, line + 1),
+        (__file__, line + 2),
+    ]
