@@ -304,8 +304,9 @@ def _short(text: str, most: int = LABEL_CHARS) -> str:
 
 
 def _bank_name(name: Any, code: Any) -> str:
-    """``Maybank2u (MB2U0227)``; ``unnamed (…)`` for a bank the gateway gave no name."""
-    return f"{name if pd.notna(name) else 'unnamed'} ({code})"
+    """``Maybank2u (MB2U0227)``; ``unnamed (…)``, ``… (no code)`` for what the gateway did
+    not give, as :func:`gwtools.analysis.fpx_outcome_shares` names banks."""
+    return f"{name if pd.notna(name) else 'unnamed'} ({code if pd.notna(code) else 'no code'})"
 
 
 def _decline_label(row: pd.Series) -> str:

@@ -213,3 +213,14 @@ def test_a_very_long_label_is_shortened_and_the_figure_still_laid_out(
     shortened = {t for t in _texts(fig) if "\u2026" in t}
     assert len(shortened) == 2  # each of the two long names, told apart by its end
     assert all(len(line) <= 60 for t in _texts(fig) for line in t.splitlines())
+
+
+def test_a_bank_without_a_code_is_named_as_the_heatmap_names_it(make_payments: Build) -> None:
+    payments = make_payments(
+        [{"status": "failed", "amount": 100, "method_type": "fpx", "fpx_bank": "Maybank2u"}]
+    )
+    ax = plots.fpx_success_rates(a.fpx_banks(payments)).axes[0]
+    # Once "Maybank2u (<NA>)": pandas' marker for a missing value, not words.
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Maybank2u (no code)  n=1"]
+    heat = plots.fpx_outcome_heatmap(a.fpx_outcome_shares(payments)).axes[0]
+    assert [t.get_text() for t in heat.get_yticklabels()] == ["Maybank2u (no code)  n=1"]
