@@ -320,15 +320,29 @@ def _decline_label(row: pd.Series) -> str:
     return NO_CODE
 
 
+#: Up to this many periods, each is ticked at its start: matplotlib's own ticks for a few
+#: days, weeks or months fall between them (hours on a chart of days, days on one of months).
+_TICK_EACH = 12
+
+
 def _dates(ax: Axes, periods: pd.Series) -> None:
     """Date ticks for ``periods`` (naive local period starts). A single period gets one tick
-    naming its day: matplotlib would widen one date into four years of empty axis."""
-    starts = periods.dropna().unique()
+    naming its day: matplotlib would widen one date into four years of empty axis; a few
+    periods get one tick each, at its start."""
+    starts = sorted(pd.Timestamp(s) for s in periods.dropna().unique())
     if len(starts) == 1:
-        only = pd.Timestamp(starts[0])
+        only = starts[0]
         day = mdates.date2num(only)
         ax.set_xlim(day - 1, day + 1)
         ax.set_xticks([day], [f"{only:%Y-%m-%d}"])
+        return
+    if 1 < len(starts) <= _TICK_EACH:
+        ax.set_xticks(mdates.date2num(starts), [f"{s:%Y-%m-%d}" for s in starts])
+        if len(starts) > 6:  # side by side they would overlap
+            ax.tick_params(axis="x", labelrotation=30)
+            for label in ax.get_xticklabels():
+                label.set_horizontalalignment("right")
+                label.set_rotation_mode("anchor")
         return
     locator = mdates.AutoDateLocator(maxticks=10)
     ax.xaxis.set_major_locator(locator)

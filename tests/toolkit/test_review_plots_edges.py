@@ -224,3 +224,28 @@ def test_a_bank_without_a_code_is_named_as_the_heatmap_names_it(make_payments: B
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Maybank2u (no code)  n=1"]
     heat = plots.fpx_outcome_heatmap(a.fpx_outcome_shares(payments)).axes[0]
     assert [t.get_text() for t in heat.get_yticklabels()] == ["Maybank2u (no code)  n=1"]
+
+
+@pytest.mark.parametrize(
+    ("freq", "days", "ticks"),
+    [
+        ("day", ["2026-11-01", "2026-11-02"], ["2026-11-01", "2026-11-02"]),
+        ("week", ["2026-11-02", "2026-11-09", "2026-11-16"], ["2026-11-02", "2026-11-09", "2026-11-16"]),
+        ("month", ["2026-10-05", "2026-11-05"], ["2026-10-01", "2026-11-01"]),
+    ],
+)  # fmt: skip
+def test_a_few_periods_are_ticked_at_their_starts_not_at_hours_or_days_between(
+    make_payments: Build, freq: str, days: list[str], ticks: list[str]
+) -> None:
+    payments = make_payments(
+        [
+            {"status": status, "amount": 100, "created_at": f"{day}T02:00:00Z"}
+            for day in days
+            for status in ("failed", "succeeded")
+        ]
+    )
+    fig = plots.decline_rate_over_time(a.decline_rate(payments, freq=freq, tz="UTC"))
+    fig.canvas.draw()
+    # Once two days were ticked "Nov-01, 03:00, 06:00, ..., Nov-02" and two months
+    # "Oct, 05, 09, ..., 29, Nov": hours or days on a chart of days or months.
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ticks
