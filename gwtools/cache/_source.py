@@ -116,7 +116,7 @@ def open_source(
     mode: str | None = None,
     spark_master: str | None = None,
     spark_path: str | None = None,
-    sync: bool = True,
+    sync: bool | None = None,
 ) -> Source:
     """Lazy payments and refunds from ``source``:
 
@@ -129,6 +129,10 @@ def open_source(
     - ``"spark"``: a Spark session (the active one, else a new one on ``spark_master``,
       default ``local[2]``) reads ``spark_path``, the folder holding ``payments/`` and
       ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
+
+    ``sync=False`` reads the configured gateway's cache as it is; ``sync=True`` for a source
+    that is read as it is (a Gateway, a folder or URL, ``spark_path``) is refused, saying how
+    to sync it, rather than ignored.
     """
     from gwtools._gateway import Gateway
     from gwtools.cache._scan import scan_cache, scan_dataset
@@ -137,6 +141,9 @@ def open_source(
              "spark_master": spark_master, "spark_path": spark_path}  # fmt: skip
     source = _named_source(source)
     _refuse_unused(source, {k: v for k, v in given.items() if v is not None})
+    if sync:
+        _refuse_sync(source, spark_path)
+    sync = sync is not False
     if isinstance(source, Gateway):
         return Source(
             source.scan("payments"),
@@ -253,6 +260,25 @@ def _refuse_unused(source: Any, given: Mapping[str, Any]) -> None:
             f"open_source({kind}) does not use {', '.join(unused)}: leave "
             f"{'it' if len(unused) == 1 else 'them'} out (it reads {reads})"
         )
+
+
+def _refuse_sync(source: Any, spark_path: str | None) -> None:
+    """Refuse ``sync=True`` for a source read as it is: ignored, it would leave the analyst
+    taking the cache's old numbers for current ones."""
+    from gwtools._gateway import Gateway
+
+    if isinstance(source, Gateway):
+        how = "call gw.sync() first"
+        kind = "a Gateway"
+    elif source is None or source == _GATEWAY or (source == SPARK and spark_path is None):
+        return
+    else:
+        how = "run `gwtools sync` (or gwtools.connect(...).sync()) into it first"
+        kind = "spark with spark_path" if source == SPARK else "a cache folder or URL"
+    raise ConfigurationError(
+        f"open_source({kind}) does not sync: it reads the cache as it is. To read it "
+        f"current, {how}; leave sync out (or sync=False) to read it as it is"
+    )
 
 
 def _filled_by_sandbox(state: Mapping[str, Any]) -> bool:

@@ -425,3 +425,18 @@ def test_a_partial_cache_warning_points_at_the_callers_line(tmp_path: Path) -> N
         (__file__, line + 1),
         (__file__, line + 2),
     ]
+
+
+def test_open_source_refuses_a_sync_it_would_not_do(tmp_path: Path) -> None:
+    # A cache folder and a Gateway are read as they are: sync=True was once ignored without
+    # a word, and the analyst took the cache's old numbers for current ones.
+    with pytest.raises(gwtools.ConfigurationError, match=r"does not sync.*gwtools sync"):
+        gwtools.open_source(SAMPLE, sync=True)
+    gw = gwtools.connect("sk_" + "test_" + "a" * 24, "http://127.0.0.1:9", cache_dir=tmp_path)
+    try:
+        with pytest.raises(gwtools.ConfigurationError, match=r"does not sync.*gw\.sync\(\)"):
+            gwtools.open_source(gw, sync=True)
+    finally:
+        gw.close()
+    # Reading as it is, as asked: nothing to refuse.
+    assert len(gwtools.open_source(SAMPLE, sync=False).payments) == 2000
