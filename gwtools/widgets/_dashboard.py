@@ -463,7 +463,7 @@ class Dashboard(widgets.VBox):
         """Set several filters and refresh once (setting the widgets one by one refreshes
         after each). Keywords: ``since``, ``until`` (dates, ``None`` for no bound), ``method``,
         ``currency``, ``status``, ``bank`` (a value or a list of values, an FPX bank by its
-        code; empty for all); ``chart`` (the view), ``freq`` (``"day"``, ``"week"``,
+        code or as listed, ``"Maybank2u (MB2U0227)"``; empty for all); ``chart`` (the view), ``freq`` (``"day"``, ``"week"``,
         ``"month"``) and the dashboard's own choices (the refunds dashboard's ``cohort``).
         A value the data or the dashboard does not offer, or ``since`` after ``until``, raises
         :class:`~gwtools.ConfigurationError` naming the choices, and nothing is changed.
@@ -596,6 +596,13 @@ class Dashboard(widgets.VBox):
                 f"{name}={value!r}: give a value, a list of values, or an empty list for all"
             )
         options = _option_values(control.options)
+        # A choice by its label as well (the bank's "Maybank2u (MB2U0227)", which an error
+        # lists), any case: the control holds the value.
+        labels = {str(o[0]).casefold(): o[1] for o in control.options if isinstance(o, tuple)}
+        values = [
+            labels.get(v.casefold(), v) if isinstance(v, str) and v not in options else v
+            for v in values
+        ]
         values = _as_spelled(values, options)
         missing = [v for v in values if v not in options]
         if missing:

@@ -501,6 +501,22 @@ def test_filter_values_read_whatever_their_case(payments: pd.DataFrame, tmp_path
     assert (d.status.value, d.currency.value, d.method.value) == (("failed",), ("MYR",), ("card",))
 
 
+def test_a_bank_is_chosen_by_the_name_the_error_lists_as_by_its_code(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    d = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"choose among \['Maybank2u \(MB2U0227\)'") as refused:
+        d.set_filters(bank="Maybank")
+    # Once refused in turn: the choices the error listed were not ones it took.
+    listed = "Maybank2u (MB2U0227)"
+    assert listed in str(refused.value)
+    d.set_filters(bank=listed)
+    assert d.bank.value == ("MB2U0227",)
+    d.set_filters(bank=[])
+    d.set_filters(bank="maybank2u (mb2u0227)")
+    assert d.bank.value == ("MB2U0227",) and d.matched == 2
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
