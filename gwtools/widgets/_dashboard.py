@@ -665,7 +665,8 @@ class Dashboard(widgets.VBox):
         else:
             self.image.layout.display = None
             self.image.value = figure_png(figure)
-        self.summary.value = f"<b>{self.matched:,}</b> of {self.total:,} payments match"
+        # Of the payments the dashboard is about (the FPX ones), not of the whole table.
+        self.summary.value = f"<b>{self.matched:,}</b> of {self.total:,} {self.about} match"
         self.table.value = to_html(
             self.result,
             self.tz,

@@ -247,3 +247,14 @@ def test_a_sync_under_an_open_dashboard_is_said_with_what_to_do(tmp_path: Path) 
     assert "export_dir" not in d.links.value  # the folder is not what is wrong
     d.drill.value = d.drill.options[-1][1]
     assert "changed since" in _text(d.drilldown.value)
+
+
+def test_the_fpx_dashboard_counts_fpx_payments_and_says_so(
+    payments: pd.DataFrame, tmp_path: Path
+) -> None:
+    d = w.fpx_dashboard(payments, tz="UTC", export_dir=tmp_path)
+    # Once "1 of 1 payments match" over a table of 4 payments: the card ones are not its.
+    assert _text(d.summary.value) == "1 of 1 FPX payments match"
+    assert _text(w.declines_dashboard(payments, tz="UTC").summary.value) == (
+        "4 of 4 payments match"
+    )
