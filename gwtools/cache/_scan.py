@@ -52,6 +52,7 @@ from gwtools._schema import Resource
 from gwtools.cache._dataset import (
     Dataset,
     _arrow_schema,
+    _unreadable,
     dataset_files,
     find_dataset,
     locate,
@@ -333,9 +334,19 @@ def _relation(
         # and DuckDB pushes a filter on an expression (the JSON order id of the customer
         # chains) into the Parquet scan only when no projection sits between (0.95 s -> 0.52 s
         # for that filter over 10M payments).
-        rel = con.read_parquet(
-            files, hive_partitioning=False, union_by_name=True, filename=_needs_dedup(files)
-        )
+        try:
+            rel = _read_parquet(con, files)
+        except duckdb.Error:
+            # A part file whose footer cannot be read (zero bytes, truncated, not Parquet):
+            # its rows are left out and said, as read_cache does; the other files are read.
+            damaged = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
+            if not damaged:
+                raise
+            _say_damaged(dataset, damaged, strict, caller)
+            files = [f for f in files if f not in damaged]
+            if not files:
+                return _empty(resource, con), dataset
+            rel = _read_parquet(con, files)
     else:
         assert isinstance(dataset, _RemoteDataset)
         fs = dataset.fs
@@ -369,6 +380,35 @@ def _relation(
     if lf.columns != columns:  # another tool's files, or the file names of a deduplication
         lf = lf.select(columns)
     return lf.to_native(), dataset
+
+
+def _read_parquet(con: duckdb.DuckDBPyConnection, files: list[str]) -> duckdb.DuckDBPyRelation:
+    """The lazy scan of local part ``files`` (DuckDB reads their footers now)."""
+    return con.read_parquet(
+        files, hive_partitioning=False, union_by_name=True, filename=_needs_dedup(files)
+    )
+
+
+def _say_damaged(dataset: Dataset, damaged: dict[str, str], strict: bool, caller: str) -> None:
+    """Warn (or raise, ``strict``) that the part files ``damaged`` (with why each cannot be
+    read) are left out of a lazy table, in read_cache's words."""
+    message = (
+        "; ".join(
+            f"{f} cannot be read ({why}), so its rows are missing; the next sync moves it to "
+            f"{dataset.quarantine_path} and fetches its month again"
+            for f, why in damaged.items()
+        )
+        + ". Run `gwtools sync` (or gwtools.connect().sync()) to complete the cache"
+    )
+    if strict:
+        raise CacheError(message)
+    from gwtools.sync._result import GatewayDataWarning
+
+    warnings.warn(
+        message + f"; {caller}(..., strict=True) raises instead of warning",
+        GatewayDataWarning,
+        stacklevel=_user_stacklevel(),
+    )
 
 
 def read_shared(

@@ -440,3 +440,27 @@ def test_open_source_refuses_a_sync_it_would_not_do(tmp_path: Path) -> None:
         gw.close()
     # Reading as it is, as asked: nothing to refuse.
     assert len(gwtools.open_source(SAMPLE, sync=False).payments) == 2000
+
+
+def test_a_file_that_cannot_be_read_is_said_and_the_other_rows_are_scanned(
+    tmp_path: Path,
+) -> None:
+    # As read_cache: a zero-byte or truncated part file (a full disk, a killed copy) leaves
+    # its rows out, with a warning naming it, or a CacheError with strict=True. Once DuckDB's
+    # InvalidInputException ("too small to be a Parquet file"), from scan_cache and from
+    # every dashboard and notebook opened on the cache.
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE.parents[1], cache)
+    (damaged,) = cache.glob("sandbox/test/payments/created_month=2026-09/*.parquet")
+    damaged.write_bytes(b"")
+    with pytest.warns(gwtools.GatewayDataWarning, match=r"cannot be read.*rows are missing"):
+        read = gwtools.read_cache(cache, "payments")
+    with pytest.warns(gwtools.GatewayDataWarning) as caught:
+        lazy = gwtools.scan_cache(cache, "payments")
+    said = str(caught[0].message)
+    assert f"{damaged} cannot be read" in said and "Run `gwtools sync`" in said
+    assert "scan_cache(..., strict=True) raises instead" in said
+    assert len(lazy) == len(read) < 2000
+    assert set(a.to_pandas(lazy)["id"]) == set(read["id"])
+    with pytest.raises(gwtools.CacheError, match="cannot be read"):
+        gwtools.scan_cache(cache, "payments", strict=True)
