@@ -912,7 +912,9 @@ def monitor_timeline(alerts: pd.DataFrame, *, tz: str | None = None, origin: Any
             va="center",
             fontsize=8,
         )
-    ax.set_yticks([y_of[k] for k in keys], [f"{_KIND_NAMES.get(k, k)}\n{s}" for k, s in keys])
+    ax.set_yticks(
+        [y_of[k] for k in keys], [f"{_KIND_NAMES.get(k, k)}\n{_short(str(s))}" for k, s in keys]
+    )
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlim(mdates.date2num(lo), mdates.date2num(hi))
     locator = mdates.AutoDateLocator(maxticks=10, tz=zone)

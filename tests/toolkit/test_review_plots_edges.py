@@ -249,3 +249,21 @@ def test_a_few_periods_are_ticked_at_their_starts_not_at_hours_or_days_between(
     # Once two days were ticked "Nov-01, 03:00, 06:00, ..., Nov-02" and two months
     # "Oct, 05, 09, ..., 29, Nov": hours or days on a chart of days or months.
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ticks
+
+
+def test_a_very_long_alert_scope_is_shortened_and_the_timeline_still_laid_out() -> None:
+    start = pd.Timestamp("2026-11-02T00:00Z")
+    brand = "x" * 300  # a card brand as a gateway sent it
+    alerts = pd.DataFrame(
+        {"kind": ["decline_spike"], "scope": [f"card_brand={brand}"], "start": [start],
+         "end": [start + pd.Timedelta(days=1)], "severity": ["high"], "observed": [0.5],
+         "expected": [0.1], "n": [100]}
+    )  # fmt: skip
+    alerts.attrs["window"] = {"since": "2026-10-28T00:00Z", "until": "2026-11-04T00:00Z"}
+    fig = plots.monitor_timeline(alerts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once: "axes sizes collapsed to zero"
+        fig.savefig(io.BytesIO(), format="png")
+    (label,) = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    kind, scope = label.splitlines()
+    assert kind == "decline spike" and scope.startswith("card_brand=x") and "\u2026" in scope
