@@ -18,7 +18,14 @@ import narwhals as nw
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gwtools import CacheError, ConfigurationError, Gateway, open_source, write_table
+from gwtools import (
+    CacheError,
+    ConfigurationError,
+    Gateway,
+    GatewayError,
+    open_source,
+    write_table,
+)
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, local_time, resolve_tz
 from gwtools.analysis._money import resolve_locale
@@ -478,7 +485,7 @@ class Dashboard(widgets.VBox):
             return
         try:
             self.refresh(change)
-        except (ConfigurationError, CacheError) as exc:
+        except GatewayError as exc:  # each says what was wrong and what to do
             # A control's callback error only reaches the browser console: say it on the page.
             self.summary.value = f"<b>cannot show this selection</b>: {html.escape(str(exc))}"
 
@@ -699,7 +706,7 @@ class Dashboard(widgets.VBox):
     def _drill_changed(self, change: Any) -> None:
         try:
             self.update_drilldown(change)
-        except CacheError as exc:
+        except GatewayError as exc:
             # A callback's exception only reaches the browser console: say it on the page.
             self.drilldown.value = f"<b>cannot show these rows</b>: {html.escape(str(exc))}"
 

@@ -258,3 +258,19 @@ def test_the_fpx_dashboard_counts_fpx_payments_and_says_so(
     assert _text(w.declines_dashboard(payments, tz="UTC").summary.value) == (
         "4 of 4 payments match"
     )
+
+
+def test_a_result_too_large_for_a_change_picked_on_the_page_is_said_there(
+    payments: pd.DataFrame,
+    refunds: pd.DataFrame,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lazy, _ = _scanned(payments, refunds, tmp_path)
+    d = w.declines_dashboard(lazy, tz="UTC", export_dir=tmp_path)
+    monkeypatch.setenv("GW_MAX_RESULT_MEMORY", "100B")  # less than the drill-down's rows
+    # Once ResultTooLargeError in the browser console only, the page saying nothing.
+    d.method.value = ("card",)
+    assert "more than one result may take" in _text(d.summary.value)
+    d.drill.value = d.drill.options[-1][1]
+    assert "more than one result may take" in _text(d.drilldown.value)
