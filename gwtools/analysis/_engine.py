@@ -737,13 +737,18 @@ def first_last(
 
 def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn "no such column" from any engine into a :class:`ConfigurationError` that says which
-    column is missing and where canonical tables come from (every public analysis is wrapped)."""
+    column is missing and where canonical tables come from, and a lazy table's part file that a
+    sync has since replaced into a :class:`CacheError` (every public analysis is wrapped)."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             out = fn(*args, **kwargs)
         except Exception as exc:
+            from gwtools.cache._scan import files_gone
+
+            if (gone := files_gone(exc, "scan the cache again")) is not None:
+                raise gone from None  # DuckDB's "No files found" names no way out
             if not _is_missing_column(exc):
                 raise
             said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -464,3 +464,20 @@ def test_a_file_that_cannot_be_read_is_said_and_the_other_rows_are_scanned(
     assert set(a.to_pandas(lazy)["id"]) == set(read["id"])
     with pytest.raises(gwtools.CacheError, match="cannot be read"):
         gwtools.scan_cache(cache, "payments", strict=True)
+
+
+def test_an_analysis_of_a_lazy_table_whose_file_a_sync_replaced_says_to_scan_again(
+    tmp_path: Path,
+) -> None:
+    """A lazy table names its part files; a sync since then merged a month into a new file.
+    Any analysis of the old table said DuckDB's "No files found that match the pattern";
+    it now raises CacheError, saying the cache changed and to scan it again."""
+    cache = tmp_path / "cache"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "sample-cache" / "sandbox", cache / "s")
+    payments = gwtools.scan_cache(cache, "payments")
+    old = sorted(cache.glob("s/test/payments/created_month=*/*.parquet"))[0]
+    old.rename(old.with_name("part-09999999999999999999-merged.parquet"))  # a sync's merge
+    with pytest.raises(gwtools.CacheError, match=r"changed since.*Scan the cache again"):
+        a.decline_rate(payments)
+    again = gwtools.scan_cache(cache, "payments")  # what the error says to do works
+    assert int(a.decline_rate(again)["n"].sum()) > 0
