@@ -66,6 +66,7 @@ from gwtools._errors import (
 )
 from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
+from gwtools._stack import user_stacklevel
 
 __all__ = ["Dataset", "MergeStats", "read_cache"]
 
@@ -120,7 +121,7 @@ def _warn(message: str) -> None:
     # Imported here: the sync imports this module.
     from gwtools.sync._result import GatewayDataWarning
 
-    warnings.warn(message, GatewayDataWarning, stacklevel=3)
+    warnings.warn(message, GatewayDataWarning, stacklevel=user_stacklevel())
 
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}

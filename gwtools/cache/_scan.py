@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
-from typing import Any, cast
+from typing import Any
 
 import duckdb
 import narwhals as nw
@@ -49,6 +47,7 @@ from gwtools._config import check_filters
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
+from gwtools._stack import user_stacklevel
 from gwtools.cache._dataset import (
     Dataset,
     _arrow_schema,
@@ -224,21 +223,6 @@ def _find(
     return _RemoteDataset(fs, locate(fs, root, resource, account=account, mode=mode), resource)
 
 
-#: gwtools' own folder: a warning is shown at the first line outside it, the user's.
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of the first caller outside gwtools, for a ``warnings.warn`` in the
-    function calling this: whichever public entry point (scan_cache, Gateway.scan, read_cache,
-    open_source, a dashboard) led there. Python shows a warning once per line it is shown
-    at, so a line inside gwtools or the notebook runner's would show it once per session."""
-    level, frame = 1, cast("FrameType | None", sys._getframe(1))  # 1: the one that warns
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        level, frame = level + 1, frame.f_back
-    return level
-
-
 def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
     """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
     if dataset.completed():
@@ -255,7 +239,7 @@ def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
     warnings.warn(
         message + f"; {caller}(..., strict=True) raises instead of warning",
         GatewayDataWarning,
-        stacklevel=_user_stacklevel(),
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -407,7 +391,7 @@ def _say_damaged(dataset: Dataset, damaged: dict[str, str], strict: bool, caller
     warnings.warn(
         message + f"; {caller}(..., strict=True) raises instead of warning",
         GatewayDataWarning,
-        stacklevel=_user_stacklevel(),
+        stacklevel=user_stacklevel(),
     )
 
 

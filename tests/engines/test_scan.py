@@ -420,10 +420,12 @@ def test_a_partial_cache_warning_points_at_the_callers_line(tmp_path: Path) -> N
         line = inspect.currentframe().f_lineno  # type: ignore[union-attr]
         gwtools.scan_cache(tmp_path, "payments")
         gwtools.read_cache("bucket", "payments", filesystem=memory)
+        gwtools.read_cache(tmp_path, "payments")  # a local folder: its own reader warns
     partial = [w for w in caught if issubclass(w.category, gwtools.GatewayDataWarning)]
     assert [(w.filename, w.lineno) for w in partial] == [
         (__file__, line + 1),
         (__file__, line + 2),
+        (__file__, line + 3),
     ]
 
 
