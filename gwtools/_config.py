@@ -635,8 +635,9 @@ def check_filters(
     if lo is not None and hi is not None and lo >= hi:
         raise ConfigurationError(
             f"since ({lo.isoformat()}) is {'after' if lo > hi else 'the same as'} until "
-            f"({hi.isoformat()}), so no row can match (since <= created_at < until); swap them, "
-            "or move until later (it is exclusive: until='2024-06-02' includes all of 1 June)",
+            f"({hi.isoformat()}), so no row can match (since <= created_at < until); "
+            f"{'swap them, or ' if lo > hi else ''}move until later (it is exclusive: "
+            "until='2024-06-02' includes all of 1 June)",
             param="since",
         )
     return Filters(lo, hi, _statuses(name, status) if status is not None else None)

@@ -236,7 +236,8 @@ def _window(
         first = since if since is not None else f"{start} ({days:g} days before until)"
         last = until if until is not None else f"{end} (the newest row)"
         raise ConfigurationError(
-            f"since ({first}) must come before until ({last}): swap them, or move one",
+            f"since ({first}) must come before until ({last}): "
+            f"{'swap them, or move one' if start > end else 'move one of them'}",
             param="since",
         )
     return _Window(start, end, _days_before(start, baseline_days, tz), tz, included)

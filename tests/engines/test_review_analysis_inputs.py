@@ -186,7 +186,10 @@ def test_monitor_days_kinds_and_dates(tables: dict[str, Any]) -> None:
     )
     with pytest.raises(ConfigurationError, match="must come before until") as info:
         a.monitor(p, r, since="2026-11-05", until="2026-11-01")
-    assert info.value.param == "since"
+    assert info.value.param == "since" and "swap them" in str(info.value)
+    with pytest.raises(ConfigurationError, match="must come before until") as info:
+        a.monitor(p, r, since="2026-11-05T08:00", until="2026-11-05T08:00")
+    assert "swap" not in str(info.value) and "move one of them" in str(info.value)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
