@@ -63,6 +63,7 @@ from gwtools._errors import (
     AmbiguousCacheError,
     CacheError,
     CacheNotFoundError,
+    ConfigurationError,
 )
 from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
@@ -1433,6 +1434,20 @@ def locate(
     several match, the error lists them so you can pick one.
     """
     _schema.columns(resource)
+    if mode is not None:
+        if not isinstance(mode, str) or mode.strip().lower() not in ("test", "live"):
+            raise ConfigurationError(
+                f"mode={mode!r} is not a mode: pass mode='test' or mode='live', or leave it "
+                "out to use the only one the cache holds",
+                param="mode",
+            )
+        mode = mode.strip().lower()  # 'TEST' is the test mode too
+    if account is not None and (not isinstance(account, str) or not account.strip()):
+        raise ConfigurationError(
+            f"account={account!r} names no account: pass the account's folder name, or leave "
+            "it out to use the only one the cache holds",
+            param="account",
+        )
     root = root.rstrip("/") or "/"
     protocol = fs.type_name.removeprefix("py::fsspec+")  # pyarrow's name of an fsspec one
     where = root if isinstance(fs, pafs.LocalFileSystem) else f"{root!r} on {protocol}"

@@ -483,3 +483,15 @@ def test_an_analysis_of_a_lazy_table_whose_file_a_sync_replaced_says_to_scan_aga
         a.decline_rate(payments)
     again = gwtools.scan_cache(cache, "payments")  # what the error says to do works
     assert int(a.decline_rate(again)["n"].sum()) > 0
+
+
+@pytest.mark.parametrize("read", [gwtools.read_cache, gwtools.scan_cache])
+def test_mode_is_taken_in_any_case_and_a_blank_account_or_unknown_mode_is_refused(
+    read: Any,
+) -> None:
+    sample = Path(__file__).parents[2] / "data" / "sample-cache"
+    assert len(read(sample, "payments", mode="TEST")) == len(read(sample, "payments"))
+    for kw, param in (({"mode": "prod"}, "mode"), ({"account": ""}, "account")):
+        with pytest.raises(gwtools.ConfigurationError, match="or leave it out") as info:
+            read(sample, "payments", **kw)
+        assert info.value.param == param  # not "no cached payments … check the directory"
