@@ -125,19 +125,27 @@ def _connect(
 ) -> Any:
     import gwtools
 
+    try:
+        return _open_gateway(api_key_file, base_url, cache_dir, account, progress)
+    except gwtools.GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _open_gateway(
+    api_key_file: str | None,
+    base_url: str | None,
+    cache_dir: str | None,
+    account: str | None,
+    progress: bool | None = None,
+) -> Any:
+    """:func:`_connect`, with what ``gwtools.connect`` refuses (a publishable key, a base URL
+    that is not one) raised as the library's error, for a caller that says it its own way."""
+    import gwtools
+
     key = _read_key_file(api_key_file)
     with contextlib.suppress(gwtools.GatewayError):  # connect() says what is wrong with those
         _cache_folder(key, base_url, cache_dir, account)  # a file there: before anything starts
-    try:
-        return gwtools.connect(
-            key,
-            base_url,
-            cache_dir=cache_dir,
-            account=account,
-            progress=progress,
-        )
-    except gwtools.GatewayError as exc:
-        raise click.ClickException(str(exc)) from None
+    return gwtools.connect(key, base_url, cache_dir=cache_dir, account=account, progress=progress)
 
 
 @click.command()
@@ -181,16 +189,22 @@ def sync(
 
     from gwtools import GatewayError
 
-    gw = _connect(api_key_file, base_url, cache_dir, account, progress)
-    try:
-        with _incompleteness_said():  # reported below (and by the exit status), not twice
-            result = gw.sync(resources or _RESOURCES, full=full)
-    except GatewayError as exc:
+    def failed(exc: GatewayError) -> NoReturn:
         if as_json:  # a script reading standard output gets an answer too (redacted, as all)
             said = {k: getattr(exc, k) for k in ("http_status", "code", "param", "request_id")}
             error = {"error": type(exc).__name__, "message": str(exc), **said}
             click.echo(json.dumps({"complete": False, **error}, indent=2))
         raise click.ClickException(str(exc)) from None
+
+    try:  # a key or address connect() refuses is a failed sync too (a pk_ key, no base URL)
+        gw = _open_gateway(api_key_file, base_url, cache_dir, account, progress)
+    except GatewayError as exc:
+        failed(exc)
+    try:
+        with _incompleteness_said():  # reported below (and by the exit status), not twice
+            result = gw.sync(resources or _RESOURCES, full=full)
+    except GatewayError as exc:
+        failed(exc)
     finally:
         gw.close()
     if as_json:

@@ -145,6 +145,28 @@ def test_a_failed_sync_answers_json_on_standard_output(shop: Shop, tmp_path: Pat
     assert "Error:" in result.stderr and wrong not in result.output
 
 
+@pytest.mark.parametrize(
+    ("key", "base_url", "said"),
+    [
+        ("pk_test_" + "a" * 24, "http://127.0.0.1:9", "publishable"),
+        ("sk_test_" + "a" * 24, "ftp://gateway.example", "base URL"),
+        ("sk_test_" + "a" * 24, None, "no base URL"),
+    ],
+)
+def test_a_sync_refused_before_it_starts_answers_json_too(
+    key: str, base_url: str | None, said: str, tmp_path: Path
+) -> None:
+    # A wrong key or address refused by connect() is a failed sync as much as a 401 is: a
+    # script reading `gwtools sync --json` must not get an empty standard output.
+    env = {"GW_API_KEY": key, "GW_CACHE_DIR": str(tmp_path), "GW_BASE_URL": base_url}
+    result = CliRunner().invoke(main, ["sync", "--json"], env=env)
+    assert result.exit_code == 1, result.output
+    answer = json.loads(result.stdout)
+    assert answer["complete"] is False and answer["error"] == "ConfigurationError"
+    assert said in answer["message"] and said in result.stderr
+    assert key not in result.output
+
+
 def test_bad_input_gets_a_clear_error(shop: Shop, tmp_path: Path) -> None:
     runner = CliRunner()
     env = _env(shop, tmp_path)
