@@ -326,7 +326,15 @@ def _select(
     """The chosen currency and local days, as filters in the tables' engine (lazy stays lazy):
     the payments, their refunds, and the refunds made on those days (see :class:`Tables`).
     A currency the payments do not hold is refused, naming those they do: a typo would
-    otherwise read as a report of no payments."""
+    otherwise read as a report of no payments; so is an empty one, which would otherwise read
+    as all currencies under the name of one."""
+    if currency is not None and not currency.strip():
+        held = E.distinct(E.lazy(payments), nw.col("currency").str.to_uppercase())
+        raise ConfigurationError(
+            f"currency={currency!r} is empty: give a currency code, e.g. "
+            f"{', '.join(held) or 'MYR'}, or leave the currency out for all (kept apart)",
+            param="currency",
+        )
     if currency:
         held = E.distinct(E.lazy(payments), nw.col("currency").str.to_uppercase())
         if held and currency.upper() not in held:

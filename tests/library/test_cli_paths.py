@@ -68,6 +68,19 @@ def test_report_refuses_days_in_the_wrong_order_and_an_absent_currency(tmp_path:
     assert not out.exists()
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_report_refuses_an_empty_currency_instead_of_dropping_it(
+    blank: str, tmp_path: Path
+) -> None:
+    # `--currency "$CUR"` with CUR unset is no currency chosen by mistake: a report of every
+    # currency under the name of one would be the user's value silently dropped.
+    out = tmp_path / "report"
+    code, said = _run("report", "--out", str(out), "--source", str(SAMPLE), "--currency", blank)
+    assert code == 2 and "Invalid value for --currency" in said, said
+    assert "empty" in said and "MYR" in said and "leave" in said, said
+    assert not out.exists()
+
+
 def test_sandbox_files_and_host_are_checked(tmp_path: Path, a_file: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(sandbox, ["--db", str(tmp_path / "no" / "s.db"), "--port", "0"])
