@@ -458,12 +458,12 @@ def export(
         guarded: dict[str, int] = {}  # cells quoted against spreadsheet formulas, per column
         if out == "-":
             try:
-                count = write_table(
-                    table, sys.stdout, "csv", formula_guard=formula_guard, guarded=guarded
-                )
+                with _utf8_stdout() as stream:
+                    count = write_table(
+                        table, stream, "csv", formula_guard=formula_guard, guarded=guarded
+                    )
             except BrokenPipeError:
                 # The reader stopped early (`| head`): as other tools do, stop quietly.
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 raise SystemExit(1) from None
         else:
             count = write_table(table, out, fmt, formula_guard=formula_guard, guarded=guarded)
@@ -482,6 +482,28 @@ def export(
         exit_incomplete("export", "it", "the file", problems)
     if partial:
         exit_partial("export", "standard output" if out == "-" else out, partial)
+
+
+@contextlib.contextmanager
+def _utf8_stdout() -> Iterator[Any]:
+    """Standard output as the CSV file is written: UTF-8, lines as pandas ends them, whatever
+    the locale's encoding (a latin-1 or Windows console would fail on the first character it
+    lacks, half-way through the rows) or its newline translation."""
+    import io
+
+    buffer = getattr(sys.stdout, "buffer", None)
+    sys.stdout.flush()
+    # (a text-only stream put in its place is written as it takes text)
+    wrapper = None if buffer is None else io.TextIOWrapper(buffer, encoding="utf-8", newline="")
+    try:
+        yield sys.stdout if wrapper is None else wrapper
+    except BrokenPipeError:
+        # The reader is gone: what is still buffered (here, and at exit) goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise
+    finally:
+        if wrapper is not None:  # standard output stays open: let go of it, not close it
+            wrapper.detach()
 
 
 def _no_rows(

@@ -167,3 +167,32 @@ def test_no_rows_after_a_sync_names_the_synced_cache(shop: Shop, tmp_path: Path)
     assert "it holds 1 payment created " in result.stderr
     assert shop.key not in result.output
     assert len(pd.read_csv(out)) == 0
+
+
+def test_standard_output_is_the_files_utf8_bytes_whatever_the_locale(tmp_path: Path) -> None:
+    # `--out -` in a terminal or job whose locale is not UTF-8 (a Windows console, a latin-1
+    # locale) died half-way with "'latin-1' codec can't encode character" after writing part
+    # of the rows; the file export is UTF-8, and standard output must be the same bytes.
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    part = sorted((cache / "sandbox" / "test" / "refunds").glob("*/*.parquet"))[0]
+    table = pq.read_table(part)
+    i = table.schema.get_field_index("metadata")
+    values = table.column(i).to_pylist()
+    values[0] = '{"note":"Café ☕ 支付, \\"ok\\""}'
+    column = pa.array(values, type=table.schema.field(i).type)
+    pq.write_table(table.set_column(i, table.schema.field(i), column), part)
+    args = ["export", "refunds", "--format", "csv", "--source", str(cache)]
+
+    out = tmp_path / "r.csv"
+    result = CliRunner().invoke(main, [*args, "--out", str(out)], env=NO_KEY)
+    assert result.exit_code == 0, result.output
+    result = CliRunner(charset="latin-1").invoke(main, [*args, "--out", "-"], env=NO_KEY)
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes == out.read_bytes()
+    assert "☕" in out.read_text(encoding="utf-8")
