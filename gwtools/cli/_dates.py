@@ -69,6 +69,17 @@ def check_date(
         )
 
 
+def check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback of ``--tz``: refuse an empty value (``--tz "$ZONE"`` with the variable
+    unset), which the library would take for no zone given (GW_TIMEZONE, else the default)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            f"--tz={shlex.quote(value)} is empty: give an IANA time zone name, e.g. "
+            "Asia/Kuala_Lumpur or UTC, or leave --tz out (GW_TIMEZONE, else the default)",
+        )
+    return value
+
+
 def not_before(since: str, until: str) -> str:
     """Why ``gwtools export --since`` (naive: UTC) is refused for not being before ``--until``,
     which is exclusive, in the options' words."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gwtools.cli import error_line
-from gwtools.cli._dates import check_date, check_room, created_span, minute
+from gwtools.cli._dates import check_date, check_room, check_tz, created_span, minute
 from gwtools.cli._sync import (
     _cached_folder,
     _incompleteness_said,
@@ -82,6 +82,7 @@ def _tz_option(f: Any) -> Any:
     return click.option(
         "--tz",
         default=None,
+        callback=check_tz,
         help="Time zone of days and hours (else GW_TIMEZONE, else UTC); FPX outages are "
         "always in Malaysia time.",
     )(f)

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from gwtools.cli._dates import check_date, check_room
+from gwtools.cli._dates import check_date, check_room, check_tz
 from gwtools.cli._paths import out_dir
 from gwtools.cli._source import check_source_folder, source_advice
 from gwtools.cli._sync import (
@@ -33,6 +33,7 @@ from gwtools.cli._sync import (
 def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     from gwtools.analysis import resolve_tz
 
+    check_tz(ctx, param, value)
     try:
         return resolve_tz(value)
     except ValueError as exc:

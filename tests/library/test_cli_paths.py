@@ -222,3 +222,27 @@ def test_report_on_a_cache_known_partial_exits_3_after_writing_it(tmp_path: Path
     assert (out / "index.html").exists() and "INCOMPLETE" in said  # the data line
     assert "gwtools report: the last sync of the cached payments was incomplete: " in said
     assert "Warning:" not in said  # said once
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "--source", str(SAMPLE)],
+        ["demo"],
+        ["monitor"],
+        ["check"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_an_empty_tz_is_refused_not_taken_for_the_default(
+    command: list[str], tmp_path: Path
+) -> None:
+    # `--tz "$TZ_NAME"` with the variable unset: days bucketed in UTC (or GW_TIMEZONE) while
+    # the user asked for a zone would be their value silently dropped.
+    out = ["--out", str(tmp_path / "r")] if command[0] in ("report", "demo") else []
+    cache = SAMPLE if command[0] in ("monitor", "check") else tmp_path / "cache"
+    env = {"GW_CACHE_DIR": str(cache), "GW_TIMEZONE": ""}
+    code, said = _run(*command, *out, "--tz", "", env=env)
+    assert code == 2, said
+    assert "--tz" in said and "empty" in said and "Asia/Kuala_Lumpur" in said, said
+    assert not (tmp_path / "r").exists()
