@@ -246,3 +246,14 @@ def test_an_empty_tz_is_refused_not_taken_for_the_default(
     assert code == 2, said
     assert "--tz" in said and "empty" in said and "Asia/Kuala_Lumpur" in said, said
     assert not (tmp_path / "r").exists()
+
+
+def test_demo_blames_a_bad_gw_timezone_on_the_variable_not_on_tz(tmp_path: Path) -> None:
+    # The demo's zone defaults to GW_TIMEZONE's: a bad one must be named where it was set,
+    # not reported as a value "given as tz=" that nobody typed.
+    env = {"GW_CACHE_DIR": str(tmp_path / "cache"), "GW_TIMEZONE": "Asia/Kuala_Lumpr"}
+    code, said = _run("demo", "--out", str(tmp_path / "r"), env=env)
+    assert code == 2, said
+    assert "'Asia/Kuala_Lumpr' in GW_TIMEZONE" in said and "given as tz=" not in said, said
+    assert "Asia/Kuala_Lumpur" in said  # the likely name
+    assert not (tmp_path / "r").exists()
