@@ -79,6 +79,18 @@ def _key_lines(path: Path) -> list[str]:
     ]
 
 
+def _check_account(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--account`` (``--account "$ACCOUNT"`` with the variable unset): with
+    ``--source`` it would read as no account given (every account of the folder), or as an
+    account that holds nothing."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            f"--account {shlex.quote(value)} is empty: it names an account's folder in the "
+            "cache; give a name, e.g. --account shop-my, or leave --account out",
+        )
+    return value
+
+
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The options every command that talks to the gateway shares."""
     options = [
@@ -108,6 +120,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--account",
+            callback=_check_account,
             help="Name of the cache directory for this account (default: a hash of the key).",
         ),
     ]

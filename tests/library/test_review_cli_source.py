@@ -141,3 +141,19 @@ def test_no_key_is_shown_in_source_advice(tmp_path: Path) -> None:
     result = _run("export", tmp_path, "--source", str(tmp_path / key))
     assert result.exit_code == 2, result.output
     assert key not in result.output and "…abcd" in result.output
+
+
+@pytest.mark.parametrize("command", ["export", "report"])
+@pytest.mark.parametrize("blank", ["", " "])
+def test_an_empty_account_is_refused_not_dropped(
+    command: str, blank: str, accounts: Path, tmp_path: Path
+) -> None:
+    # `--account "$ACCOUNT"` with the variable unset: the report read every account of the
+    # folder as if none had been given, and the export said "no cached payments under …: run
+    # a sync first", though the folder holds two accounts' payments.
+    result = _run(command, tmp_path, "--source", str(accounts), "--account", blank)
+    said = result.output
+    assert result.exit_code == 2, said
+    assert "--account" in said and "is empty" in said and "leave --account out" in said, said
+    assert "run a sync first" not in said and _api_words(said) == [], said
+    assert _nothing_written(tmp_path)
