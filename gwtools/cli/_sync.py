@@ -91,6 +91,17 @@ def _check_account(ctx: click.Context, param: click.Parameter, value: str | None
     return value
 
 
+def _check_cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--cache-dir`` (``--cache-dir "$DIR"`` with the variable unset), which
+    would put a second cache in the working directory instead of GW_CACHE_DIR's."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            f"--cache-dir {shlex.quote(value)} is empty: give the cache's folder (. for the "
+            "working directory), or leave --cache-dir out for GW_CACHE_DIR's",
+        )
+    return value
+
+
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The options every command that talks to the gateway shares."""
     options = [
@@ -115,6 +126,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--cache-dir",
             # A file given here is refused by _cache_folder as GW_CACHE_DIR's is: one line.
             type=click.Path(path_type=str),
+            callback=_check_cache_dir,
             metavar="DIRECTORY",
             help="Cache directory (else GW_CACHE_DIR, else the user cache directory).",
         ),

@@ -257,3 +257,21 @@ def test_demo_blames_a_bad_gw_timezone_on_the_variable_not_on_tz(tmp_path: Path)
     assert "'Asia/Kuala_Lumpr' in GW_TIMEZONE" in said and "given as tz=" not in said, said
     assert "Asia/Kuala_Lumpur" in said  # the likely name
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["sync"], ["export", "payments", "--format", "csv", "--out", "p.csv"], ["check"]],
+    ids=lambda c: c[0],
+)
+def test_an_empty_cache_dir_is_refused_not_taken_for_here(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--cache-dir "$DIR"` with the variable unset: the sync wrote a second cache into the
+    # working directory (sandbox/test/…), away from GW_CACHE_DIR's, and said nothing.
+    monkeypatch.chdir(tmp_path)
+    env = {"GW_CACHE_DIR": str(tmp_path / "cache")}
+    code, said = _run(*command, "--cache-dir", "", env=env)
+    assert code == 2, said
+    assert "--cache-dir" in said and "is empty" in said and "leave --cache-dir out" in said, said
+    assert list(tmp_path.iterdir()) == []
