@@ -67,16 +67,22 @@ def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def out_dir(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """Click callback: an output folder that exists or can be made, and can be written."""
+    """Click callback: an output folder that exists or can be made, and can be written, as a
+    Path (the option's type must keep the text as typed: ``Path("")`` is the working
+    directory, where an empty ``--out "$OUT"`` would spread the report's files)."""
     if value is None:
         return value
+    if not str(value).strip():
+        raise click.BadParameter(
+            f"--out {value!r} is empty: give the folder to write into (. for the working directory)"
+        )
     path = Path(value)
     if path.exists() and not path.is_dir():
         raise _cannot(path, "it is a file, not a folder")
     why = _unwritable(path)
     if why:
         raise _cannot(path, why)
-    return value
+    return path
 
 
 def oserror_line(exc: OSError) -> str:

@@ -124,7 +124,7 @@ _report_options = [
 @click.command()
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     required=True,
     callback=out_dir,
     help="Directory for the HTML pages, index.html and tables/.",
@@ -284,7 +284,7 @@ _DEMO_TZ = "Asia/Kuala_Lumpur"
 @click.command()
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     default=Path("gwtools-report"),
     callback=out_dir,
     show_default=True,

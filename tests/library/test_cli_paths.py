@@ -275,3 +275,18 @@ def test_an_empty_cache_dir_is_refused_not_taken_for_here(
     assert code == 2, said
     assert "--cache-dir" in said and "is empty" in said and "leave --cache-dir out" in said, said
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "command", [["report", "--source", str(SAMPLE)], ["demo"]], ids=lambda c: c[0]
+)
+def test_an_empty_out_is_refused_not_taken_for_here(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--out "$OUT"` with the variable unset: the report's pages, index.html and tables/
+    # were written all over the working directory.
+    monkeypatch.chdir(tmp_path)
+    code, said = _run(*command, "--out", "", env={"GW_CACHE_DIR": str(tmp_path / "cache")})
+    assert code == 2, said
+    assert "--out" in said and "is empty" in said, said
+    assert list(tmp_path.iterdir()) == []
