@@ -369,6 +369,17 @@ def _destination(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _special(path: Path) -> bool:
+    """Whether ``path`` (a symlink followed) is there and neither a regular file nor a folder:
+    a device or a pipe (``/dev/null``, ``/dev/stdout``, a FIFO), which is written into as any
+    program writes to it, never replaced by a file renamed over it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _keep_mode(target: Path, tmp: Path) -> None:
     """Give ``tmp`` the permission bits of the file ``target`` it is about to replace (a
     0640 file stays 0640, not the umask's 0644); a new file keeps the umask's."""
@@ -393,7 +404,8 @@ def write_table(
 
     ``out`` is a path (written to a temporary name beside it and renamed at the end, so a
     reader never sees half a file; a file it replaces keeps its permission bits, and a
-    symlink stays a link: the file it points to is the one written) or an open text stream
+    symlink stays a link: the file it points to is the one written; a device or pipe, such as
+    ``/dev/null`` or ``/dev/stdout``, is written into, not replaced) or an open text stream
     for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, raises
     :class:`~gwtools.ConfigurationError` before anything is written. The file is what
     ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
@@ -438,6 +450,13 @@ def _write_to(
         if fmt != "csv":
             raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
         return _write(table, fmt, out, rows, guarded)
+    if _special(Path(out)):
+        # opened as given: /dev/stdout's link leads to /proc/…/fd/pipe:[…], no path to open
+        if fmt == "csv":
+            with open(out, "w", encoding="utf-8", newline="") as text:
+                return _write(table, fmt, text, rows, guarded)
+        with open(out, "wb") as binary:
+            return _write(table, fmt, binary, rows, guarded)
     target = _destination(Path(out))
     _check_path(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")

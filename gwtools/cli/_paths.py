@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,15 @@ def _unwritable(folder: Path) -> str | None:
     return None
 
 
+def _special(path: Path) -> bool:
+    """Whether ``path`` (a symlink followed) is a device or a pipe, not a file or folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Click callback: an output file (or ``-``) whose folder exists and can be written (a
     symlink's: the folder of the file it points to, which the export replaces)."""
@@ -55,6 +65,8 @@ def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     path = Path(value)
     if path.is_dir():
         raise _cannot(path, "it is a folder; name a file")
+    if _special(path):  # /dev/null, /dev/stdout, a FIFO: written into, as it is
+        return value
     # A symlink is written through: the file it points to is replaced, in that file's folder.
     real = Path(os.path.realpath(path)) if path.is_symlink() else path
     link = f"it links to {real}, and " if real != path else ""

@@ -196,3 +196,43 @@ def test_standard_output_is_the_files_utf8_bytes_whatever_the_locale(tmp_path: P
     assert result.exit_code == 0, result.output
     assert result.stdout_bytes == out.read_bytes()
     assert "☕" in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("link", [False, True], ids=["fifo", "link-to-fifo"])
+def test_a_pipe_or_device_is_written_into_not_replaced(
+    fmt: str, link: bool, tmp_path: Path
+) -> None:
+    # `--out /dev/null` (as root) replaced the device with a regular file holding the export,
+    # since the file is written beside the target and renamed over it; `--out /dev/stdout`
+    # into a pipe was refused ("…/fd/pipe:[…]: No such file or directory"). A FIFO stands in
+    # for both: it must stay a FIFO, and its reader get the export.
+    whole = tmp_path / f"whole.{fmt}"
+    assert _export(whole, fmt=fmt).exit_code == 0
+    assert whole.stat().st_size < 60_000  # fits a pipe's buffer: no reader thread needed
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = fifo
+    if link:
+        out = tmp_path / f"stdout.{fmt}"
+        out.symlink_to(fifo)
+    # A reader that is there (so the export's open does not wait) and never blocks.
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = _export(out, fmt=fmt)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:  # a writer still holds it open
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert link == out.is_symlink()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert b"".join(chunks) == whole.read_bytes()
