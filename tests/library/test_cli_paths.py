@@ -290,3 +290,34 @@ def test_an_empty_out_is_refused_not_taken_for_here(
     assert code == 2, said
     assert "--out" in said and "is empty" in said, said
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["zero-byte", "truncated"])
+def test_a_damaged_cache_file_is_one_line_naming_it_not_a_traceback(
+    how: str, tmp_path: Path
+) -> None:
+    # A month file cut short (a disk that filled up, a copy interrupted) made check, monitor
+    # and export end in DuckDB's traceback; check and monitor say 2 for "could not check".
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    part = sorted((cache / "sandbox" / "test" / "payments").glob("*/*.parquet"))[1]
+    part.write_bytes(b"" if how == "zero-byte" else part.read_bytes()[:1000])
+    out = tmp_path / "p.csv"
+    runs = {
+        "check": (["check"], 2),
+        "monitor": (["monitor"], 2),
+        "export": (
+            ["export", "payments", "--format", "csv", "--out", str(out), "--no-refresh"],
+            1,
+        ),
+    }
+    for name, (args, status) in runs.items():
+        result = CliRunner().invoke(main, args, env={**NO_KEY, "GW_CACHE_DIR": str(cache)})
+        said = result.output
+        assert result.exit_code == status, (name, said)
+        assert not isinstance(result.exception, Exception) or isinstance(
+            result.exception, SystemExit
+        ), (name, result.exception)
+        assert "Traceback" not in said and said.count("Error:") == 1, (name, said)
+        assert str(part) in said and "gwtools sync" in said, (name, said)
+    assert not out.exists()
