@@ -11,6 +11,7 @@ Examples::
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,7 @@ def report(
     from gwtools import ConfigurationError, GatewayError
     from gwtools.report import ReportError, run_report
 
+    source = _source_name(source)
     if source != "spark" and (spark_master or spark_path):
         raise click.BadParameter("--spark-master/--spark-path need --source spark")
     needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
@@ -186,7 +188,9 @@ def report(
             param_hint="--source",
         )
     if not needs_gateway and source != "spark":
-        check_source_folder(source, "or leave --source out (--source gateway)")
+        likely = difflib.get_close_matches(source.strip().lower(), _NAMES, n=1, cutoff=0.75)
+        also = f"; did you mean --source {likely[0]}?" if likely else ""
+        check_source_folder(source, f"or leave --source out (--source gateway){also}")
         _probe(source, account)  # which accounts and modes it holds, said in these flags
     if not needs_gateway and account:
         if source == "spark":
@@ -225,6 +229,19 @@ def report(
         if gw is not None:
             gw.close()
     _print_report(result, _address(gw))
+
+
+#: The --source values that are names, not folders.
+_NAMES = ("gateway", "spark")
+
+
+def _source_name(source: str) -> str:
+    """``source`` as :func:`gwtools.open_source` reads it: ``GATEWAY`` or ``"Spark "`` is the
+    name, unless a folder of that name exists."""
+    named = source.strip().lower()
+    if named in _NAMES and source != named and not os.path.exists(source):
+        return named
+    return source
 
 
 def _probe(source: str, account: str | None) -> None:

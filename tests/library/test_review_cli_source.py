@@ -157,3 +157,18 @@ def test_an_empty_account_is_refused_not_dropped(
     assert "--account" in said and "is empty" in said and "leave --account out" in said, said
     assert "run a sync first" not in said and _api_words(said) == [], said
     assert _nothing_written(tmp_path)
+
+
+def test_report_reads_the_source_names_as_the_library_does(tmp_path: Path) -> None:
+    # open_source reads "GATEWAY" or "Spark " as the name (unless such a folder exists) and
+    # answers a near miss with the likely name; the command line refused them as folders
+    # that do not exist, the near miss without a word about the name meant.
+    result = _run("report", tmp_path, "--source", "GATEWAY", "--api-key-file", "missing.key")
+    said = result.output
+    assert result.exit_code == 2, said
+    assert "cannot read missing.key" in said and "no cache at" not in said, said
+    result = _run("report", tmp_path, "--source", "gatway")
+    said = result.output
+    assert result.exit_code == 2, said
+    assert "no cache at gatway" in said and "did you mean --source gateway?" in said, said
+    assert _nothing_written(tmp_path)
