@@ -110,10 +110,14 @@ def _native(table: Any) -> Any:
     return table.to_native() if isinstance(table, nw.DataFrame | nw.LazyFrame) else table
 
 
-def _pieces(table: Any, rows: int) -> tuple[pa.Schema | None, Iterator[pd.DataFrame | pa.Table]]:
+def _pieces(
+    table: Any, rows: int, *, typed: bool = True
+) -> tuple[pa.Schema | None, Iterator[pd.DataFrame | pa.Table]]:
     """``table`` as the file's schema (None: that of its first piece, whose dtypes are fixed)
     and its pieces of at most ``rows`` rows (at least one, maybe empty): pandas DataFrames, or
-    Arrow tables already in that schema (a lazy table that is not canonical)."""
+    Arrow tables already in that schema (a lazy table that is not canonical). ``typed=False``:
+    no Arrow schema is asked of a pandas frame (CSV, which does not use it, writes an object
+    column mixing numbers and text as ``to_csv`` does, where Arrow has no type for it)."""
     native = _native(table)
     if isinstance(native, pd.DataFrame):
         frame = native.copy(deep=False)
@@ -121,6 +125,8 @@ def _pieces(table: Any, rows: int) -> tuple[pa.Schema | None, Iterator[pd.DataFr
         # this file's path) on values it cannot encode, such as a monitor's Timestamps;
         # attrs describe the frame in memory, not the exported rows.
         frame.attrs = {}
+        if not typed:
+            return None, _frame_pieces(frame, rows)
         # The whole frame's types (it is in memory): an object column's first rows do not say
         # what the rest hold (1, 2 then 3.5; nulls then text).
         return pa.Schema.from_pandas(frame, preserve_index=False), _frame_pieces(frame, rows)
@@ -164,7 +170,7 @@ def _arrow_pieces(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
 def batches(table: Any, rows: int | None = None) -> Iterator[pd.DataFrame]:
     """``table`` as pandas DataFrames of at most ``rows`` rows each (default
     :data:`BATCH_ROWS`; at least one, maybe empty), read from its engine one batch at a time."""
-    _, pieces = _pieces(table, rows or BATCH_ROWS)
+    _, pieces = _pieces(table, rows or BATCH_ROWS, typed=False)
     for piece in pieces:
         yield piece if isinstance(piece, pd.DataFrame) else _to_frame(piece, None)
 
@@ -281,8 +287,10 @@ def _guard_column(col: pd.Series) -> tuple[pd.Series | None, int]:
             return None, 0
     elif not isinstance(dtype, pd.StringDtype) and not pd.api.types.is_object_dtype(dtype):
         return None, 0
-    # (an object column mixing text with other values never gets here: see _pieces)
-    values = pa.array(col, from_pandas=True)
+    try:
+        values = pa.array(col, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # an object column mixing text and numbers
+        return _guard_mixed(col)
     if not _is_text(values.type):
         return None, 0
     hit = pc.match_substring_regex(values, _FORMULA_START)
@@ -291,6 +299,18 @@ def _guard_column(col: pd.Series) -> tuple[pd.Series | None, int]:
         return None, 0
     quoted = pc.if_else(hit, pc.utf8_replace_slice(values, 0, 0, "'"), values)  # null stays null
     return quoted.to_pandas().set_axis(col.index), found
+
+
+def _guard_mixed(col: pd.Series) -> tuple[pd.Series | None, int]:
+    """:func:`_guard_column` of an object column that Arrow cannot type (numbers and text
+    mixed), value by value: only its text cells are looked at."""
+    hit = col.map(lambda v: isinstance(v, str) and v.startswith(FORMULA_LEADS)).astype(bool)
+    found = int(hit.sum())
+    if not found:
+        return None, 0
+    quoted = col.copy()
+    quoted[hit] = "'" + col[hit].astype(str)
+    return quoted, found
 
 
 def _guard_formulas(frame: pd.DataFrame, guarded: dict[str, int]) -> pd.DataFrame:
@@ -315,7 +335,7 @@ def _write(
     guarded: dict[str, int] | None,
 ) -> int:
     written = 0
-    schema, pieces = _pieces(table, rows)
+    schema, pieces = _pieces(table, rows, typed=fmt != "csv")
     if fmt == "csv":
         for i, piece in enumerate(pieces):
             frame = piece if isinstance(piece, pd.DataFrame) else _to_frame(piece, None)

@@ -230,3 +230,21 @@ def test_a_path_that_cannot_be_written_is_refused_by_name(
     assert str(out) in message
     assert ".tmp" not in message
     assert sorted(tmp_path.rglob("*")) == before  # nothing written
+
+
+def test_csv_of_an_object_column_mixing_text_and_numbers_is_what_to_csv_writes(
+    tmp_path: Path,
+) -> None:
+    # A pandas frame whose object column holds numbers and text (a drill-down, a table built
+    # by hand) wrote no CSV at all: pyarrow's "Could not convert 'x' with type str", raised
+    # while typing the Parquet schema the CSV does not use. to_csv writes it.
+    frame = pd.DataFrame({"ref": [1, "x", "=HYPERLINK(1)", None], "n": [1.5, 2.0, 3.0, 4.0]})
+    exact = tmp_path / "exact.csv"
+    assert write_table(frame, exact, "csv", formula_guard=False) == 4
+    assert exact.read_text(encoding="utf-8") == frame.to_csv(index=False)
+    guarded = tmp_path / "guarded.csv"
+    found: dict[str, int] = {}
+    write_table(frame, guarded, "csv", guarded=found)
+    quoted = frame.assign(ref=[1, "x", "'=HYPERLINK(1)", None])
+    assert guarded.read_text(encoding="utf-8") == quoted.to_csv(index=False)
+    assert found == {"ref": 1}
