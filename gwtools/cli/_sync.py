@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import click
+from click.core import ParameterSource
 
 from gwtools.cli._dates import check_date, created_span, not_before
 from gwtools.cli._paths import out_file
@@ -450,6 +451,14 @@ def export(
         raise click.BadParameter(
             "--source reads that cache as it is: leave out --api-key-file, --base-url and "
             "--cache-dir (--account still chooses among the accounts it holds)",
+            param_hint="--source",
+        )
+    given = click.get_current_context().get_parameter_source("refresh")
+    if source is not None and refresh and given is ParameterSource.COMMANDLINE:
+        # (--no-refresh is what --source does anyway)
+        raise click.BadParameter(
+            "--source reads that cache as it is, syncing nothing: leave out --refresh, or "
+            "leave out --source to sync the gateway's own cache and export it",
             param_hint="--source",
         )
     if source is not None:

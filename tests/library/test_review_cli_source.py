@@ -172,3 +172,15 @@ def test_report_reads_the_source_names_as_the_library_does(tmp_path: Path) -> No
     assert result.exit_code == 2, said
     assert "no cache at gatway" in said and "did you mean --source gateway?" in said, said
     assert _nothing_written(tmp_path)
+
+
+def test_export_refuses_refresh_with_a_source_instead_of_ignoring_it(tmp_path: Path) -> None:
+    # --source reads a cache as it is, syncing nothing: an explicit --refresh (sync first)
+    # cannot be done there, and was dropped without a word.
+    result = _run("export", tmp_path, "--source", str(SAMPLE), "--refresh")
+    said = result.output
+    assert result.exit_code == 2, said
+    assert "--refresh" in said and "--source" in said, said
+    assert _nothing_written(tmp_path)
+    result = _run("export", tmp_path, "--source", str(SAMPLE), "--no-refresh")
+    assert result.exit_code == 0, result.output  # what --source does anyway
