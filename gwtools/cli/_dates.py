@@ -31,6 +31,15 @@ ACCEPTED = (
 )
 
 
+#: The forms a date option takes: ``YYYY-MM-DD`` (a year or month alone too, as ``export``
+#: takes them), with a time ``HH:MM[:SS[.fraction]]`` after ``T`` or a space and a zone.
+_ISO = re.compile(
+    r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?"
+    r" ?(Z|UTC|[+-]\d{2}(:?\d{2})?)?)?)?)?",
+    re.IGNORECASE,
+)
+
+
 def check_date(
     value: str, option: str, param_hint: str | None = None, *, whole_days: bool = False
 ) -> None:
@@ -66,6 +75,13 @@ def check_date(
     if pd.isna(stamp):  # "NaT", "nan": pandas reads them as no time at all
         raise click.BadParameter(
             f"{typed} is not a date or time; {ACCEPTED}", param_hint=param_hint
+        )
+    if not _ISO.fullmatch(value.strip()):
+        # pandas guesses ("1/11/2026" month first: 11 January; "today": this very second)
+        raise click.BadParameter(
+            f"{typed} is not in ISO 8601 form (it could be read as {stamp:%Y-%m-%d %H:%M}, "
+            f"which may not be the day meant); {ACCEPTED}",
+            param_hint=param_hint,
         )
 
 

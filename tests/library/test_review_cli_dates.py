@@ -160,3 +160,28 @@ def test_the_cli_refuses_a_year_or_month_exactly_as_the_analyses_do(value: str) 
     except click.BadParameter:
         cli = True
     assert cli == library == (len(value.strip()) <= 7)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("value", ["1/11/2026", "Nov 1 2026", "today", "20261101"])
+def test_a_date_pandas_reads_but_is_not_iso_is_refused(
+    command: str, value: str, tmp_path: Path
+) -> None:
+    # pandas reads "1/11/2026" month first (11 January), where much of the world means
+    # 1 November: an export "since 1 November" held every payment since January. The
+    # documented forms are YYYY-MM-DD and ISO 8601; anything else is refused, not guessed.
+    args, env = _command(command, tmp_path)
+    result = _run([*args, "--since", value], env)
+    said = result.output
+    assert result.exit_code == 2, said
+    assert f"--since={value}" in said or f"--since='{value}'" in said, said
+    assert "YYYY-MM-DD" in said and "Traceback" not in said, said
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "report").exists()
+
+
+def test_iso_forms_are_still_taken(tmp_path: Path) -> None:
+    args, env = _command("export", tmp_path)
+    for value in ("2026-10-01", "2026-10-01T08:00", "2026-10-01 08:00:00", "2026-10-01T08:00Z",
+                  "2026-10-01T08:00:00.5+0800", "2026-10", "2026"):  # fmt: skip
+        result = _run([*args, "--since", value], env)
+        assert result.exit_code == 0, (value, result.output)
