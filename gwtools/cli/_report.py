@@ -38,6 +38,8 @@ def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     try:
         return resolve_tz(value)
     except ValueError as exc:
+        if value is None:  # GW_TIMEZONE's, which the message names: no option was typed
+            raise click.UsageError(str(exc)) from None
         raise click.BadParameter(str(exc)) from None
 
 

@@ -321,3 +321,13 @@ def test_a_damaged_cache_file_is_one_line_naming_it_not_a_traceback(
         assert "Traceback" not in said and said.count("Error:") == 1, (name, said)
         assert str(part) in said and "gwtools sync" in said, (name, said)
     assert not out.exists()
+
+
+def test_report_blames_a_bad_gw_timezone_on_the_variable_not_on_tz(tmp_path: Path) -> None:
+    # No --tz given: "Invalid value for '--tz'" sent the user looking for an option they did
+    # not type; the line is the variable's.
+    env = {"GW_TIMEZONE": "Asia/Kuala_Lumpr"}
+    code, said = _run("report", "--out", str(tmp_path / "r"), "--source", str(SAMPLE), env=env)
+    assert code == 2, said
+    assert "'Asia/Kuala_Lumpr' in GW_TIMEZONE" in said and "'--tz'" not in said, said
+    assert not (tmp_path / "r").exists()
