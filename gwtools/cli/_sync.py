@@ -213,7 +213,7 @@ def sync(
     """
     import json
 
-    from gwtools import GatewayError
+    from gwtools import CacheError, GatewayError
 
     def failed(exc: GatewayError) -> NoReturn:
         if as_json:  # a script reading standard output gets an answer too (redacted, as all)
@@ -226,6 +226,10 @@ def sync(
         gw = _open_gateway(api_key_file, base_url, cache_dir, account, progress)
     except GatewayError as exc:
         failed(exc)
+    except click.ClickException as exc:
+        if exc.exit_code != 1:  # a usage error (status 2): not a failed sync
+            raise
+        failed(CacheError(exc.message))  # a file where the cache folder goes
     try:
         with _incompleteness_said():  # reported below (and by the exit status), not twice
             result = gw.sync(resources or _RESOURCES, full=full)

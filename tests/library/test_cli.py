@@ -167,6 +167,19 @@ def test_a_sync_refused_before_it_starts_answers_json_too(
     assert key not in result.output
 
 
+def test_a_sync_into_a_file_as_cache_folder_answers_json_too(tmp_path: Path) -> None:
+    # GW_CACHE_DIR naming a file is refused before anything starts (one Error: line,
+    # status 1): with --json a script must still read an object on standard output.
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a folder\n")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(a_file)}
+    result = CliRunner().invoke(main, ["sync", "--json"], env=env)
+    assert result.exit_code == 1, result.output
+    answer = json.loads(result.stdout)
+    assert answer["complete"] is False and answer["error"] == "CacheError"
+    assert "is a file, not a folder" in answer["message"] and "Error:" in result.stderr
+
+
 def test_bad_input_gets_a_clear_error(shop: Shop, tmp_path: Path) -> None:
     runner = CliRunner()
     env = _env(shop, tmp_path)
