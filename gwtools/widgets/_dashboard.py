@@ -188,10 +188,12 @@ def _current_files() -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        gone = files_gone(exc, "open the dashboard again")
-        if gone is None:
-            raise
-        raise gone from None
+        # DuckDB's own error, or an analysis' CacheError made of it (which says to scan again:
+        # here, opening the dashboard again is what does that).
+        for error in (exc, exc.__context__):
+            if error is not None and (gone := files_gone(error, "open the dashboard again")):
+                raise gone from None
+        raise
 
 
 def figure_png(fig: Figure, dpi: int = 90) -> bytes:
