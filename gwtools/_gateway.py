@@ -703,7 +703,9 @@ def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[s
     mark, last full sync, the completeness report), ``{}`` if nothing was synced there.
 
     ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder, or
-    a cache's URL on shared storage). ``sandbox_data`` says the embedded sandbox filled it.
+    a cache's URL on shared storage). ``sandbox_data`` says the embedded sandbox filled it;
+    ``unreadable_files`` ({path: why}, local caches) names part files that cannot be read,
+    whose rows the readers leave out until a sync fetches their months again.
     Use it to check a cache's freshness or completeness without reading its rows.
     """
     from gwtools.cache._scan import dataset_state

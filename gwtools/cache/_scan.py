@@ -201,12 +201,21 @@ def dataset_state(
     mode: str | None = None,
 ) -> dict[str, Any]:
     """The ``_state.json`` of ``resource``'s dataset under ``cache_dir`` (a folder or URL, as
-    :func:`scan_cache` finds it), ``{}`` when nothing was synced there."""
+    :func:`scan_cache` finds it), ``{}`` when nothing was synced there. A local dataset's part
+    files that cannot be read (zero bytes, cut short) are added as ``unreadable_files``
+    ({path: why}): the readers leave their rows out, so the data is partial."""
     remote = _resolve_filesystem(cache_dir, None)
     try:
-        return _find(cache_dir, resource, remote, account, mode).state()
+        dataset = _find(cache_dir, resource, remote, account, mode)
     except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
         return {}
+    state = dataset.state()
+    if isinstance(dataset, Dataset):
+        files = dataset_files(pafs.LocalFileSystem(), str(dataset.path))
+        unreadable = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
+        if unreadable:
+            state = {**state, "unreadable_files": unreadable}
+    return state
 
 
 def _find(

@@ -344,6 +344,13 @@ def partial_reasons(states: dict[str, dict[str, Any]]) -> list[str]:
             reasons.append(f"the last sync of the cached {resource} was incomplete{first}{more}")
         elif not (state.get("high_water") or state.get("last_full_sync")):
             reasons.append(f"no sync of the cached {resource} has completed")
+        if unreadable := state.get("unreadable_files"):
+            path, why = next(iter(unreadable.items()))
+            more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
+            reasons.append(
+                f"{path} cannot be read ({why}){more}, so its rows are missing: run gwtools "
+                "sync, which moves it aside to _quarantine and fetches its month again"
+            )
     return reasons
 
 
@@ -595,6 +602,10 @@ def _incompleteness_said() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
         warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+        # a damaged part file: in partial_reasons, from cache_state's unreadable_files
+        warnings.filterwarnings(
+            "ignore", ".* cannot be read .*so its rows are missing", GatewayDataWarning
+        )
         yield
 
 
