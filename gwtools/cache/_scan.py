@@ -210,7 +210,7 @@ def dataset_state(
     except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
         return {}
     state = dataset.state()
-    if isinstance(dataset, Dataset):
+    if remote is None:  # a local folder (a remote one is not read file by file here)
         files = dataset_files(pafs.LocalFileSystem(), str(dataset.path))
         unreadable = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
         if unreadable:
