@@ -232,15 +232,9 @@ def _find(
     return _RemoteDataset(fs, locate(fs, root, resource, account=account, mode=mode), resource)
 
 
-def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
-    """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
-    if dataset.completed():
-        return
-    message = (
-        f"the cached {dataset.resource} at {dataset.path} are partial: no sync of them has "
-        "completed, so rows may be missing. Run `gwtools sync` (or gwtools.connect().sync()) "
-        "to complete the cache"
-    )
+def _partial(message: str, strict: bool, caller: str) -> None:
+    """Say that a lazy table's data is partial: a warning at the user's line, or (``strict``)
+    a :class:`gwtools.CacheError`."""
     if strict:
         raise CacheError(message)
     from gwtools.sync._result import GatewayDataWarning
@@ -250,6 +244,18 @@ def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
         GatewayDataWarning,
         stacklevel=user_stacklevel(),
     )
+
+
+def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
+    """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
+    if dataset.completed():
+        return
+    message = (
+        f"the cached {dataset.resource} at {dataset.path} are partial: no sync of them has "
+        "completed, so rows may be missing. Run `gwtools sync` (or gwtools.connect().sync()) "
+        "to complete the cache"
+    )
+    _partial(message, strict, caller)
 
 
 def _empty(resource: Resource, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
@@ -393,15 +399,7 @@ def _say_damaged(dataset: Dataset, damaged: dict[str, str], strict: bool, caller
         )
         + ". Run `gwtools sync` (or gwtools.connect().sync()) to complete the cache"
     )
-    if strict:
-        raise CacheError(message)
-    from gwtools.sync._result import GatewayDataWarning
-
-    warnings.warn(
-        message + f"; {caller}(..., strict=True) raises instead of warning",
-        GatewayDataWarning,
-        stacklevel=user_stacklevel(),
-    )
+    _partial(message, strict, caller)
 
 
 def read_shared(
