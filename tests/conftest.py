@@ -23,6 +23,7 @@ only moves forward (tests advance it by days): read ``GET /_sandbox/clock`` inst
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -52,6 +53,15 @@ _USER_SETTINGS = (
 )
 
 
+#: The run's private directories (GW_CACHE_DIR, GW_EXPORT_DIR), removed when it ends.
+_PRIVATE_ROOT = pytest.StashKey[Path]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if (root := config.stash.get(_PRIVATE_ROOT, None)) is not None:
+        shutil.rmtree(root, ignore_errors=True)  # one left per run in /tmp otherwise
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Keep the suite hermetic: no real gateway, no user cache, no stray exports.
 
@@ -63,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in _USER_SETTINGS:
         os.environ.pop(name, None)
     root = Path(tempfile.mkdtemp(prefix="gwtools-tests-"))
+    config.stash[_PRIVATE_ROOT] = root
     os.environ["GW_CACHE_DIR"] = str(root / "cache")
     os.environ["GW_EXPORT_DIR"] = str(root / "exports")
     # The embedded demo history ends at the present for users; the suite pins its end so the
