@@ -393,11 +393,7 @@ def _special(path: Path) -> bool:
     """Whether ``path`` (a symlink followed) is there and neither a regular file nor a folder:
     a device or a pipe (``/dev/null``, ``/dev/stdout``, a FIFO), which is written into as any
     program writes to it, never replaced by a file renamed over it."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return path.exists() and not (path.is_file() or path.is_dir())
 
 
 def _keep_mode(target: Path, tmp: Path) -> None:

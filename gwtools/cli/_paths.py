@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -50,11 +49,7 @@ def _unwritable(folder: Path) -> str | None:
 
 def _special(path: Path) -> bool:
     """Whether ``path`` (a symlink followed) is a device or a pipe, not a file or folder."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return path.exists() and not (path.is_file() or path.is_dir())
 
 
 def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
