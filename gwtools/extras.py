@@ -21,7 +21,7 @@ __all__ = ["EXTRAS", "extra_of", "missing", "require"]
 #: extra -> the top-level modules it installs that gwtools imports.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "sandbox": ("fastapi", "uvicorn"),
-    "report": ("papermill", "nbconvert", "nbformat", "ipykernel", "jupyter_client", "bs4"),
+    "report": ("papermill", "nbconvert", "nbformat", "ipykernel", "jupyter_client"),
     "spark": ("pyspark",),
 }
 

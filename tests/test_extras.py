@@ -7,9 +7,12 @@ the extra's packages, as an install without the extra would: no gwtools code is 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import tomllib
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,27 @@ class Absent(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, Absent())
 """
+
+
+def extras_only() -> set[str]:
+    """The top-level modules a core install lacks: those of every distribution that only an
+    extra of pyproject.toml (sandbox, report, spark) installs, whatever gwtools.extras says."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {
+            re.split(r"[\[<>=!~;\s]", r, maxsplit=1)[0].lower().replace("_", "-")
+            for r in requirements
+        }
+
+    optional = project["optional-dependencies"]
+    only = names([r for e in ("sandbox", "report", "spark") for r in optional[e]])
+    only -= names(project["dependencies"])
+    return {
+        module
+        for module, dists in packages_distributions().items()
+        if any(d.lower().replace("_", "-") in only for d in dists)
+    }
 
 
 def run(absent: set[str], code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -64,7 +88,7 @@ def test_connect_with_no_key_names_the_sandbox_extra(tmp_path: Path) -> None:
 def test_the_library_works_without_the_extras(tmp_path: Path) -> None:
     """The core: read a cache and analyse it, with no sandbox, report or Spark packages."""
     done = run(
-        {"fastapi", "uvicorn", "starlette", "papermill", "nbconvert", "ipykernel", "pyspark"},
+        extras_only(),
         f"""
         import sys
         import gwtools
@@ -78,6 +102,36 @@ def test_the_library_works_without_the_extras(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["True True", "[]"]
+
+
+def test_the_dashboards_work_without_the_extras(tmp_path: Path) -> None:
+    """The widgets are core (README): each dashboard opens on a core install, whose absent
+    packages are read from pyproject.toml's extras rather than listed by hand."""
+    absent = extras_only()
+    assert {"fastapi", "papermill", "pyspark"} <= absent
+    done = run(
+        absent,
+        f"""
+        import gwtools
+        from gwtools import widgets
+        cache = {str(ROOT / "data" / "sample-cache")!r}
+        payments = gwtools.scan_cache(cache, "payments")
+        refunds = gwtools.scan_cache(cache, "refunds")
+        for name in ("declines_dashboard", "fpx_dashboard"):
+            print(type(getattr(widgets, name)(payments)).__name__)
+        for name in ("refunds_dashboard", "monitor_dashboard", "quality_dashboard"):
+            print(type(getattr(widgets, name)(payments, refunds)).__name__)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [
+        "DeclinesDashboard",
+        "FpxDashboard",
+        "RefundsDashboard",
+        "MonitorDashboard",
+        "QualityDashboard",
+    ]
 
 
 @pytest.mark.parametrize(
