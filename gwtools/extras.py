@@ -13,6 +13,7 @@ from deep inside; :func:`missing` says what is absent::
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 
 from gwtools._errors import ConfigurationError
 
@@ -44,13 +45,27 @@ def extra_of(module: str | None) -> str | None:
     return next((extra for extra, mods in EXTRAS.items() if top in mods), None)
 
 
-def require(extra: str, needed_for: str) -> None:
-    """Raise :class:`~gwtools.ConfigurationError` naming the pip command unless ``extra`` is
-    installed. ``needed_for`` says what the user tried (``"gwtools report"``)."""
-    absent = missing(extra)
-    if absent:
-        raise ConfigurationError(
-            f"{needed_for} needs the optional '{extra}' part of gwtools, which is not installed "
-            f'(no {", ".join(absent)}): install it with pip install "gwtools[{extra}]"',
-            code="missing_extra",
-        )
+def _advice(extra: str | Sequence[str], needed_for: str) -> str | None:
+    """What to say when ``extra`` (one name, or several that ``needed_for`` all needs) are not
+    all installed: one sentence naming every one missing, its absent modules and the one pip
+    command that installs them all; None when nothing is missing."""
+    wanted = [extra] if isinstance(extra, str) else list(extra)
+    short = {name: absent for name in wanted if (absent := missing(name))}
+    if not short:
+        return None
+    names = " and ".join(f"'{name}'" for name in short)
+    parts, are, it = ("parts", "are", "them") if len(short) > 1 else ("part", "is", "it")
+    modules = ", ".join(m for absent in short.values() for m in absent)
+    return (
+        f"{needed_for} needs the optional {names} {parts} of gwtools, which {are} not installed "
+        f'(no {modules}): install {it} with pip install "gwtools[{",".join(short)}]"'
+    )
+
+
+def require(extra: str | Sequence[str], needed_for: str) -> None:
+    """Raise :class:`~gwtools.ConfigurationError` naming the pip command unless ``extra``
+    (one name, or several) is installed. ``needed_for`` says what the user tried
+    (``"gwtools report"``)."""
+    said = _advice(extra, needed_for)
+    if said is not None:
+        raise ConfigurationError(said, code="missing_extra")

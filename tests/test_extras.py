@@ -141,6 +141,9 @@ def test_the_dashboards_work_without_the_extras(tmp_path: Path) -> None:
         (["demo", "--out", "r"], {"nbconvert"}, "report"),
         (["demo", "--out", "r"], {"fastapi"}, "sandbox"),
         (["sandbox", "--variant", "B"], {"fastapi"}, "sandbox"),
+        (["sync"], {"fastapi"}, "sandbox"),
+        (["export", "payments", "--format", "csv", "--out", "r"], {"uvicorn"}, "sandbox"),
+        (["demo", "--out", "r"], {"nbconvert", "fastapi"}, "report,sandbox"),
     ],
 )
 def test_commands_name_their_extra(
@@ -160,3 +163,28 @@ def test_commands_name_their_extra(
     assert f'pip install "gwtools[{extra}]"' in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["sync"], ["export", "payments", "--format", "csv", "--out", "r.csv"]]
+)
+def test_commands_on_the_embedded_sandbox_say_it_in_command_line_terms(
+    command: list[str], tmp_path: Path
+) -> None:
+    """With no key the command runs on the embedded sandbox: without its extra, the advice is
+    about GW_API_KEY and --base-url, not connect()'s api_key= argument."""
+    done = run(
+        {"fastapi"},
+        f"""
+        import sys
+        from gwtools.cli import main
+        sys.argv = ["gwtools", *{command!r}]
+        main()
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    error = done.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"Error: gwtools {command[0]} with no GW_API_KEY"), error
+    assert "--base-url" in error and "api_key=" not in error
+    assert done.stdout == ""

@@ -179,16 +179,27 @@ def _unreadable_file(message: str) -> str | None:
     )
 
 
+def require_extra(extra: str | tuple[str, ...], needed_for: str) -> None:
+    """A usage error (status 2) naming the one ``pip install "gwtools[...]"`` that installs
+    every one of ``extra`` missing; nothing when they are installed."""
+    from gwtools.extras import _advice
+
+    said = _advice(extra, needed_for)
+    if said is not None:
+        raise click.UsageError(said)
+
+
 def _needs_extra(name: str, extra: str) -> click.Command:
     """A stand-in for a command whose optional part is not installed: it says what to install
     (whatever options it was given) instead of a ModuleNotFoundError traceback."""
-    message = (
-        f"gwtools {name} needs the optional '{extra}' part of gwtools, which is not installed: "
-        f'install it with pip install "gwtools[{extra}]"'
-    )
 
     def refuse(**_: Any) -> None:
-        raise click.UsageError(message)
+        require_extra(extra, f"gwtools {name}")
+        # Its modules are there, yet importing the command failed: a broken install.
+        raise click.UsageError(
+            f"gwtools {name} could not load its optional '{extra}' part of gwtools: "
+            f'reinstall it with pip install --force-reinstall "gwtools[{extra}]"'
+        )
 
     return click.Command(
         name,

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from gwtools.cli import require_extra
 from gwtools.cli._dates import check_date, check_room, check_tz
 from gwtools.cli._paths import out_dir
 from gwtools.cli._source import check_source_folder, source_advice
@@ -174,7 +175,7 @@ def report(
     Exits with status 3 when the sync before it is incomplete, or the data it read is known
     partial (a cache whose last sync was incomplete): the report is written, and says so.
     """
-    _require("report", "gwtools report")
+    require_extra("report", "gwtools report")
     from gwtools import ConfigurationError, GatewayError
     from gwtools.report import ReportError, run_report
 
@@ -277,17 +278,6 @@ def _address(gw: Any) -> str | None:
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
-def _require(extra: str, command: str) -> None:
-    """A usage error naming ``pip install "gwtools[extra]"`` when that extra is missing."""
-    from gwtools import ConfigurationError
-    from gwtools.extras import require
-
-    try:
-        require(extra, command)
-    except ConfigurationError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
 def _demo_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     """``--tz`` of the demo: the value given, else GW_TIMEZONE's (a bad one named as the
     variable's, where it was set), else Malaysia time."""
@@ -317,8 +307,7 @@ _DEMO_TZ = "Asia/Kuala_Lumpur"
 )
 def demo(out: Path, tz: str) -> None:
     """Start the embedded sandbox, sync its demo history, write the report and summarise it."""
-    _require("report", "gwtools demo")
-    _require("sandbox", "gwtools demo")
+    require_extra(("report", "sandbox"), "gwtools demo")
     from gwtools import connect
     from gwtools.report import ReportError, quiet_embedded_notice, run_report
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 import click
 from click.core import ParameterSource
 
+from gwtools.cli import require_extra
 from gwtools.cli._dates import check_date, created_span, not_before
 from gwtools.cli._paths import out_file
 from gwtools.cli._source import check_source_folder, source_advice
@@ -171,7 +172,21 @@ def _open_gateway(
     key = _read_key_file(api_key_file)
     with contextlib.suppress(gwtools.GatewayError):  # connect() says what is wrong with those
         _cache_folder(key, base_url, cache_dir, account)  # a file there: before anything starts
-    return gwtools.connect(key, base_url, cache_dir=cache_dir, account=account, progress=progress)
+    try:
+        return gwtools.connect(
+            key, base_url, cache_dir=cache_dir, account=account, progress=progress
+        )
+    except gwtools.ConfigurationError as exc:
+        if exc.code != "missing_extra":
+            raise
+        # connect()'s advice names its api_key= argument; a command's user sets variables.
+        command = click.get_current_context().command_path
+        require_extra(
+            "sandbox",
+            f"{command} with no GW_API_KEY and GW_BASE_URL (the embedded sandbox; set both, or "
+            "give --api-key-file and --base-url, for a real gateway)",
+        )
+        raise
 
 
 @click.command()
