@@ -182,11 +182,13 @@ def _unreadable_file(message: str) -> str | None:
 def require_extra(extra: str | tuple[str, ...], needed_for: str) -> None:
     """A usage error (status 2) naming the one ``pip install "gwtools[...]"`` that installs
     every one of ``extra`` missing; nothing when they are installed."""
-    from gwtools.extras import _advice
+    from gwtools import ConfigurationError
+    from gwtools.extras import require
 
-    said = _advice(extra, needed_for)
-    if said is not None:
-        raise click.UsageError(said)
+    try:
+        require(extra, needed_for)
+    except ConfigurationError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _needs_extra(name: str, extra: str) -> click.Command:
