@@ -37,32 +37,36 @@ Everything gwtools raises derives from :class:`GatewayError`::
     └── ResultTooLargeError       a table asked for in memory outgrew GW_MAX_RESULT_MEMORY
 """
 
-from gwtools._config import Filters, Settings, check_filters
-from gwtools._errors import (
-    AmbiguousCacheError,
-    APIConnectionError,
-    APIError,
-    AuthenticationError,
-    CacheError,
-    CacheNotFoundError,
-    CardError,
-    ConfigurationError,
-    GatewayError,
-    InvalidRecordError,
-    InvalidRequestError,
-    MalformedBodyError,
-    NotFoundError,
-    RateLimitError,
-    ResultTooLargeError,
-)
-from gwtools._gateway import Gateway, cache_path, cache_state, connect
-from gwtools._schema import empty_payments, empty_refunds
-from gwtools.cache._dataset import read_cache
-from gwtools.cache._export import write_table
-from gwtools.cache._scan import scan_cache
-from gwtools.cache._source import Source, open_source
-from gwtools.normalize._normalize import normalize_payments, normalize_refunds
-from gwtools.sync._result import GatewayDataWarning, ResourceResult, SyncResult
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from gwtools._config import Filters, Settings, check_filters
+    from gwtools._errors import (
+        AmbiguousCacheError,
+        APIConnectionError,
+        APIError,
+        AuthenticationError,
+        CacheError,
+        CacheNotFoundError,
+        CardError,
+        ConfigurationError,
+        GatewayError,
+        InvalidRecordError,
+        InvalidRequestError,
+        MalformedBodyError,
+        NotFoundError,
+        RateLimitError,
+        ResultTooLargeError,
+    )
+    from gwtools._gateway import Gateway, cache_path, cache_state, connect
+    from gwtools._schema import empty_payments, empty_refunds
+    from gwtools.cache._dataset import read_cache
+    from gwtools.cache._export import write_table
+    from gwtools.cache._scan import scan_cache
+    from gwtools.cache._source import Source, open_source
+    from gwtools.normalize._normalize import normalize_payments, normalize_refunds
+    from gwtools.sync._result import GatewayDataWarning, ResourceResult, SyncResult
 
 __all__ = [
     "APIConnectionError",
@@ -101,8 +105,61 @@ __all__ = [
     "write_table",
 ]
 
-# Public names say `gwtools.X` in reprs and tracebacks, as in httpx.
-__locals = locals()
-for __name in __all__:
-    if not __name.startswith("__"):
-        __locals[__name].__module__ = "gwtools"
+#: public name -> the module defining it. The names are loaded on first use, all at once,
+#: so that `gwtools --help` and `gwtools sandbox` (any ``gwtools.*`` import runs this file)
+#: do not pay for pandas, DuckDB and Narwhals.
+_HOMES: dict[str, str] = {
+    "APIConnectionError": "gwtools._errors",
+    "APIError": "gwtools._errors",
+    "AmbiguousCacheError": "gwtools._errors",
+    "AuthenticationError": "gwtools._errors",
+    "CacheError": "gwtools._errors",
+    "CacheNotFoundError": "gwtools._errors",
+    "CardError": "gwtools._errors",
+    "ConfigurationError": "gwtools._errors",
+    "Filters": "gwtools._config",
+    "Gateway": "gwtools._gateway",
+    "GatewayDataWarning": "gwtools.sync._result",
+    "GatewayError": "gwtools._errors",
+    "InvalidRecordError": "gwtools._errors",
+    "InvalidRequestError": "gwtools._errors",
+    "MalformedBodyError": "gwtools._errors",
+    "NotFoundError": "gwtools._errors",
+    "RateLimitError": "gwtools._errors",
+    "ResourceResult": "gwtools.sync._result",
+    "ResultTooLargeError": "gwtools._errors",
+    "Settings": "gwtools._config",
+    "Source": "gwtools.cache._source",
+    "SyncResult": "gwtools.sync._result",
+    "cache_path": "gwtools._gateway",
+    "cache_state": "gwtools._gateway",
+    "check_filters": "gwtools._config",
+    "connect": "gwtools._gateway",
+    "empty_payments": "gwtools._schema",
+    "empty_refunds": "gwtools._schema",
+    "normalize_payments": "gwtools.normalize._normalize",
+    "normalize_refunds": "gwtools.normalize._normalize",
+    "open_source": "gwtools.cache._source",
+    "read_cache": "gwtools.cache._dataset",
+    "scan_cache": "gwtools.cache._scan",
+    "write_table": "gwtools.cache._export",
+}
+
+
+def _load() -> None:
+    for name, home in _HOMES.items():
+        obj = getattr(_importlib.import_module(home), name)
+        # Public names say `gwtools.X` in reprs and tracebacks, as in httpx.
+        obj.__module__ = "gwtools"
+        globals()[name] = obj
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'gwtools' has no attribute {name!r}")
+    _load()
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -593,3 +593,12 @@ def error_from_response(
         url=url,
         retry_after=_retry_after(response, err, time.time() if now is None else now),
     )
+
+
+# Tracebacks and reprs name the errors where users import them from, `gwtools.X` (httpx's
+# rule), even when one is raised before any public name was used: gwtools/__init__.py loads
+# its names only on first use.
+for _error in [v for v in list(globals().values()) if isinstance(v, type)]:
+    if issubclass(_error, GatewayError):
+        _error.__module__ = "gwtools"
+del _error

@@ -11,6 +11,8 @@ def test_all_is_sorted_and_unique() -> None:
 
 
 def test_all_matches_public_names() -> None:
+    gwtools.connect  # noqa: B018  (the names load on first use: all of them)
+    assert set(gwtools._HOMES) == set(gwtools.__all__)
     public = {
         name
         for name, value in vars(gwtools).items()
@@ -122,3 +124,57 @@ def test_the_secrets_module_is_public_sorted_and_runs_its_examples() -> None:
     assert doctest.testmod(secrets).failed == 0
     key = secrets.hide_key("sk_test_51Habcdefabcd")
     assert repr(key) == "'sk_test_…abcd'" and key == "sk_test_51Habcdefabcd"
+
+
+def _fresh(code: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_command_line_and_the_sandbox_do_not_load_the_library() -> None:
+    """`gwtools --help`, `--version` and `gwtools sandbox` import gwtools.cli and
+    gwtools.sandbox, which run gwtools/__init__.py: that loads no pandas, DuckDB or Narwhals
+    (about 1 s) until a public name is used."""
+    heavy = "('pandas', 'duckdb', 'narwhals', 'pyarrow', 'matplotlib')"
+    assert (
+        _fresh(
+            "import sys, gwtools.cli, gwtools.sandbox.cli\n"
+            f"print(sorted(m for m in {heavy} if m in sys.modules))"
+        )
+        == "[]"
+    )
+
+
+def test_public_names_load_on_first_use() -> None:
+    """Every way of reaching a public name works in a fresh interpreter, and an error raised
+    before any public name was used still says gwtools.X."""
+    assert (
+        _fresh("from gwtools import connect, GatewayError\nprint(connect.__module__, GatewayError)")
+        == "gwtools <class 'gwtools.GatewayError'>"
+    )
+    assert (
+        _fresh(
+            "import gwtools\nns = {}\nexec('from gwtools import *', ns)\n"
+            "print(sorted(n for n in ns if not n.startswith('_')) == gwtools.__all__)"
+        )
+        == "True"
+    )
+    assert (
+        _fresh(
+            "import gwtools\ntry:\n    gwtools.conect\nexcept AttributeError as exc:\n    print(exc)"
+        )
+        == "module 'gwtools' has no attribute 'conect'"
+    )
+    assert (
+        _fresh(
+            "from gwtools import analysis\ntry:\n    analysis.resolve_tz('Mars/Olympus')\n"
+            "except Exception as exc:\n    print(type(exc))"
+        )
+        == "<class 'gwtools.ConfigurationError'>"
+    )
