@@ -15,8 +15,6 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 
-from gwtools._errors import ConfigurationError
-
 __all__ = ["EXTRAS", "extra_of", "missing", "require"]
 
 #: extra -> the top-level modules it installs that gwtools imports.
@@ -66,6 +64,9 @@ def require(extra: str | Sequence[str], needed_for: str) -> None:
     """Raise :class:`~gwtools.ConfigurationError` naming the pip command unless ``extra``
     (one name, or several) is installed. ``needed_for`` says what the user tried
     (``"gwtools report"``)."""
+    # Here, not at the top: `gwtools --help` asks missing() and loads no httpx for it.
+    from gwtools._errors import ConfigurationError
+
     said = _advice(extra, needed_for)
     if said is not None:
         raise ConfigurationError(said, code="missing_extra")

@@ -44,3 +44,37 @@ def test_help_works(name: str) -> None:
     result = CliRunner().invoke(main, [name, "--help"], prog_name="gwtools")
     assert result.exit_code == 0, result.output
     assert f"gwtools {name}" in result.output
+
+
+def test_the_command_list_loads_no_command() -> None:
+    """`gwtools --help` lists the commands without importing their modules (which load
+    pandas, DuckDB, FastAPI: seconds), and lists them as it would after importing them."""
+    import subprocess
+    import sys
+
+    code = """
+import importlib, sys
+from gwtools.cli import COMMANDS, main
+
+def shown():
+    try:
+        main(["--help"], prog_name="gwtools", standalone_mode=False)
+    except SystemExit:
+        pass
+
+shown()
+heavy = ("pandas", "duckdb", "narwhals", "fastapi", "matplotlib")
+print("LOADED", sorted(m for m in heavy if m in sys.modules))
+for target in COMMANDS.values():
+    importlib.import_module(target.split(":")[0])
+shown()
+"""
+    env = {**__import__("os").environ, "COLUMNS": "100"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    lazy, _, rest = done.stdout.partition("LOADED ")
+    loaded, _, eager = rest.partition("\n")
+    assert loaded == "[]"
+    assert lazy == eager and "sync     Bring the local Parquet cache" in lazy

@@ -188,3 +188,19 @@ def test_commands_on_the_embedded_sandbox_say_it_in_command_line_terms(
     assert error.startswith(f"Error: gwtools {command[0]} with no GW_API_KEY"), error
     assert "--base-url" in error and "api_key=" not in error
     assert done.stdout == ""
+
+
+def test_the_command_list_says_what_is_not_installed(tmp_path: Path) -> None:
+    done = run(
+        {"fastapi"},
+        """
+        import sys
+        from gwtools.cli import main
+        sys.argv = ["gwtools", "--help"]
+        main()
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert 'sandbox  (not installed: pip install "gwtools[sandbox]")' in done.stdout
+    assert "sync     Bring the local Parquet cache" in done.stdout

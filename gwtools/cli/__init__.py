@@ -34,6 +34,27 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: command name -> its help's first paragraph, for the list `gwtools --help` shows without
+#: importing any command (their modules load pandas, DuckDB or FastAPI: seconds). A test
+#: keeps the list equal to what the commands themselves would show.
+SUMMARIES: dict[str, str] = {
+    "check": "Check the cached data against the quality rules; exit 1 if a rule fails, 2 if "
+    "it cannot check.",
+    "demo": "Start the embedded sandbox, sync its demo history, write the report and summarise it.",
+    "export": "Write canonical payments or refunds to CSV or Parquet, streamed from the cache "
+    "in batches (any size, never the whole table in memory).",
+    "monitor": "Print alerts (decline spike, card testing, FPX bank outage, refund spike); "
+    "exit 1 if any, 2 if it cannot check (nothing cached, a bad value, no payments in the "
+    "window), 3 if there are none but the cache is known partial.",
+    "report": "Run the analyst notebooks against the gateway; write HTML and CSV/Parquet tables.",
+    "sandbox": "Run the local sandbox gateway; print its base URL and a test secret key.",
+    "sync": "Bring the local Parquet cache of payments and refunds up to date.",
+}
+
+#: commands whose module imports an extra (listed as not installed without it)
+COMMAND_EXTRAS: dict[str, str] = {"sandbox": "sandbox"}
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module only when that command is used."""
 
@@ -56,6 +77,26 @@ class LazyGroup(click.Group):
             return _needs_extra(cmd_name, extra)
         command: click.Command = getattr(module, attr)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's list of commands, from :data:`SUMMARIES` instead of the commands."""
+        from gwtools.extras import missing
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            extra = COMMAND_EXTRAS.get(name)
+            if extra is not None and missing(extra):
+                command: click.Command | None = _needs_extra(name, extra)
+            elif name in SUMMARIES:
+                command = click.Command(name, help=SUMMARIES[name])
+            else:  # one added at run time
+                command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Any gwtools error a command lets through is one line (``Error: …``), exit 1; a
