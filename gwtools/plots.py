@@ -27,6 +27,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import io
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
@@ -262,8 +263,21 @@ def label_sandbox(fig: Figure, *origins: Any) -> Figure:
     return fig
 
 
+class _Figure(Figure):
+    """A Figure that Jupyter shows as an image with no ``%matplotlib inline``. Figures here
+    are made without pyplot (no global state, no GUI window), so in a kernel that never
+    imported pyplot no backend registers a printer for them, and a figure as a cell's last
+    expression showed as the text ``<Figure size 900x480 with 1 Axes>``. A printer a backend
+    does register takes precedence over this method (IPython asks it first)."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", bbox_inches="tight")
+        return buffer.getvalue()
+
+
 def _figure(size: tuple[float, float] = _SIZE) -> tuple[Figure, Axes]:
-    fig = Figure(figsize=size, layout="constrained")
+    fig = _Figure(figsize=size, layout="constrained")
     return fig, fig.add_subplot()
 
 

@@ -751,3 +751,33 @@ def test_the_quality_title_says_all_hold_only_when_rows_were_checked(
     rules = a.quality(p, r)
     assert rules["ok"].all() and rules["checked"].gt(0).any()
     assert plots.quality_rules(rules).axes[0].get_title().endswith(f"all {len(rules)} hold")
+
+
+def test_figures_show_as_images_in_a_notebook_without_matplotlib_inline(
+    make_payments: Build, make_refunds: Build, declines_frame: pd.DataFrame
+) -> None:
+    """A figure as a cell's last expression is an image in Jupyter even when nothing enabled
+    matplotlib's inline backend (no `%matplotlib inline`, no pyplot import): a fresh
+    IPython display formatter, as such a kernel has, gives PNG, not the text
+    `<Figure size 900x480 with 1 Axes>`. Once a backend registers its own printer, that one
+    draws it (one image, not two)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    p, r = make_payments([]), make_refunds([])
+    figures = [
+        plots.decline_pareto(a.decline_breakdown(declines_frame)),
+        plots.decline_rate_over_time(a.decline_rate(declines_frame, freq="day")),
+        plots.refund_rate_over_time(a.refund_rate(p, r, freq="day")),
+        plots.fpx_outcome_heatmap(a.fpx_outcome_shares(p)),
+        plots.fpx_success_rates(a.fpx_banks(p)),
+        plots.fpx_rate_over_time(a.fpx_banks(p, freq="day")),
+        plots.funnel(a.funnel(declines_frame)),
+        plots.monitor_timeline(a.monitor(p, r)),
+        plots.quality_rules(a.quality(p, r)),
+    ]
+    for fig in figures:
+        shown, _ = DisplayFormatter().format(fig)
+        assert shown["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
+    inline = DisplayFormatter()
+    inline.formatters["image/png"].for_type(Figure, lambda fig: b"the backend's")
+    assert inline.format(figures[0])[0]["image/png"] == b"the backend's"
