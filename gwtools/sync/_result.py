@@ -38,6 +38,8 @@ class ResourceResult:
     """What a sync did for one resource."""
 
     resource: str
+    #: rows as received (a row read twice, as variant B's windows meeting on a shared page
+    #: do, counts twice); new + updated + unchanged count distinct ids
     fetched: int = 0
     new: int = 0
     updated: int = 0
