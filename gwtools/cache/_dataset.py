@@ -497,11 +497,17 @@ class Dataset:
         rewrite them in the older format. An older or missing version is read as it is."""
         self._refuse_newer(self._parsed_state(warn=False))
 
+    def _state_bytes(self) -> bytes | None:
+        """``_state.json``'s bytes, None if there is none."""
+        try:
+            return self.state_path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def _parsed_state(self, *, warn: bool) -> Any:
         """``_state.json`` as parsed JSON; None if there is none, or it is not JSON."""
-        try:
-            raw = self.state_path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        raw = self._state_bytes()
+        if raw is None:
             return None
         try:
             return orjson.loads(raw)

@@ -36,7 +36,6 @@ from typing import Any
 
 import duckdb
 import narwhals as nw
-import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -177,20 +176,19 @@ def _resolve_filesystem(
 
 
 class _RemoteDataset(Dataset):
-    """A dataset folder on a filesystem: only its state is read here (for ``completed()``)."""
+    """A dataset folder on a filesystem: only its state is read here (for ``completed()``),
+    and checked as a local one's is."""
 
     def __init__(self, fs: pafs.FileSystem, folder: str, resource: Resource) -> None:
         super().__init__(folder, resource)
         self.fs, self.folder = fs, folder
 
-    def state(self) -> dict[str, Any]:
+    def _state_bytes(self) -> bytes | None:
         try:
             with self.fs.open_input_stream(f"{self.folder}/_state.json") as fh:
-                state: dict[str, Any] = orjson.loads(fh.read())
-        except (FileNotFoundError, orjson.JSONDecodeError):
-            return {}
-        self._refuse_newer(state)  # as a local cache: a newer gwtools' files are not read
-        return state
+                return bytes(fh.read())
+        except FileNotFoundError:
+            return None
 
 
 def dataset_state(

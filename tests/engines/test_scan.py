@@ -495,3 +495,45 @@ def test_mode_is_taken_in_any_case_and_a_blank_account_or_unknown_mode_is_refuse
         with pytest.raises(gwtools.ConfigurationError, match="or leave it out") as info:
             read(sample, "payments", **kw)
         assert info.value.param == param  # not "no cached payments … check the directory"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"[1, 2]", "not a JSON object"),
+        (b'"synced"', "not a JSON object"),
+        (b'{"high_water": "last tuesday"}', "not an ISO 8601 time"),
+        (b'{"high_water": "2099-01-01T00:00:00+00:00"}', "later than this machine's clock"),
+        (b'{"high_wat', "not valid JSON"),
+    ],
+    ids=["list", "text", "words", "future", "unparsable"],
+)
+def test_a_damaged_state_on_shared_storage_is_checked_as_a_local_one(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    # A state that is not an object crashed every read of a shared cache (AttributeError:
+    # 'list' object has no attribute 'get'), and a high-water mark that cannot be right made
+    # it complete without a word, where the same folder read locally warns and is partial.
+    _two_files(tmp_path)
+    (tmp_path / "payments" / "_state.json").write_bytes(content)
+    memory = pafs._MockFileSystem()
+    pafs.copy_files(str(tmp_path), "bucket", destination_filesystem=memory)
+    for read in (gwtools.read_cache, gwtools.scan_cache):
+        with pytest.warns(gwtools.GatewayDataWarning) as caught:
+            table = read("bucket", "payments", filesystem=memory)
+        said = [str(w.message) for w in caught]
+        assert any(says in s and "_state.json" in s for s in said), said
+        assert any("partial" in s for s in said), said
+        assert len(table) == 2
+        with (
+            pytest.warns(gwtools.GatewayDataWarning, match=says),
+            pytest.raises(gwtools.CacheError, match="partial"),
+        ):
+            read("bucket", "payments", filesystem=memory, strict=True)
+    fsspec = pytest.importorskip("fsspec")
+    shared = fsspec.filesystem("memory")
+    shared.put(str(tmp_path / "payments"), f"/{tmp_path.name}/payments", recursive=True)
+    with pytest.warns(gwtools.GatewayDataWarning, match=says):
+        local = gwtools.cache_state(tmp_path, "payments")
+    with pytest.warns(gwtools.GatewayDataWarning, match=says):
+        assert gwtools.cache_state(f"memory://{tmp_path.name}", "payments") == local
