@@ -46,6 +46,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import numpy as np
 import orjson
@@ -1542,6 +1544,18 @@ def dataset_files(fs: pafs.FileSystem, folder: str) -> list[str]:
     ]
 
 
+def local_path(location: str | os.PathLike[str]) -> Path | None:
+    """The local folder ``location`` names: a path (``~`` expanded) or a ``file:`` URL, whose
+    escapes are decoded (``Path.as_uri()`` writes a space as ``%20``); None for another URL."""
+    text = os.fspath(location)
+    parts = urlsplit(text)
+    if parts.scheme == "file":
+        return Path(url2pathname(parts.path))
+    if "://" in text:
+        return None
+    return Path(text).expanduser()
+
+
 def find_dataset(
     cache_dir: str | os.PathLike[str],
     resource: Resource,
@@ -1551,8 +1565,10 @@ def find_dataset(
 ) -> Dataset:
     """The local dataset of ``resource`` under ``cache_dir``, a folder or a ``file://`` URL
     (see :func:`locate`)."""
-    text = os.fspath(cache_dir)
-    root = os.fspath(Path(text.removeprefix("file://")).expanduser())
+    folder_path = local_path(cache_dir)
+    if folder_path is None:  # the callers send other URLs to the shared-storage readers
+        raise ConfigurationError(f"{os.fspath(cache_dir)!r} is a URL, not a local folder")
+    root = os.fspath(folder_path)
     folder = locate(pafs.LocalFileSystem(), root, resource, account=account, mode=mode)
     return Dataset(Path(folder), resource)
 

@@ -53,6 +53,7 @@ from gwtools.cache._dataset import (
     _unreadable,
     dataset_files,
     find_dataset,
+    local_path,
     locate,
     set_cache_attrs,
     to_pandas,
@@ -141,7 +142,7 @@ def _resolve_filesystem(
         )
     if filesystem is None:
         text = os.fspath(cache_dir)
-        if "://" not in text or text.startswith("file://"):
+        if local_path(text) is not None:
             return None
         try:
             fs, path = pafs.FileSystem.from_uri(text)

@@ -17,13 +17,13 @@ import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from gwtools import _schema
 from gwtools._errors import CacheError, ConfigurationError
 from gwtools._pyspark import quiet_pyspark
+from gwtools.cache._dataset import local_path
 
 __all__ = ["SPARK", "Source", "open_source"]
 
@@ -95,12 +95,15 @@ def _spark_tables(session: Any, path: str) -> tuple[Any, Any]:
     out = []
     for resource in ("payments", "refunds"):
         folder = f"{path.rstrip('/')}/{resource}"
-        local = "://" not in folder or folder.startswith("file://")
-        if local and not Path(folder.removeprefix("file://")).is_dir():
+        local = local_path(folder)
+        if local is not None and not local.is_dir():
             raise CacheError(
                 f"no cached {resource} at {folder}: spark_path must be the folder holding "
                 "payments/ and refunds/ ({cache_dir}/{account}/{test|live}); run a sync first"
             )
+        if local is not None and urlsplit(folder).scheme == "file":
+            # Hadoop's Path escapes a URL's text again: "%20" would name a folder "%20".
+            folder = f"file://{local}"
         frame = session.read.parquet(folder)
         # The hive partition column (created_month) is not canonical; the order is.
         out.append(frame.select(*_schema.columns(resource)))
