@@ -707,6 +707,10 @@ class Dataset:
             if target.exists():
                 target = target_dir / f"{f.stem}-{uuid.uuid4().hex[:8]}{f.suffix}"
             os.replace(f, target)
+            # The move's time, where a copy of the cache keeps it (its ctime is the copy's):
+            # a read compares it with the last sync's, to say whether the month is still owed.
+            with contextlib.suppress(OSError):
+                os.utime(target)
             _step("quarantine.moved")
             moved.append(target)
             _warn(
@@ -1155,7 +1159,7 @@ class Dataset:
             p.name.split("=", 1)[1]
             for p in self._partitions(self.quarantine_path)
             for f in self._files_in(p)
-            if synced_at is None or f.stat().st_ctime > synced_at.timestamp()
+            if synced_at is None or f.stat().st_mtime > synced_at.timestamp()
         )
         if waiting:
             problems.append(

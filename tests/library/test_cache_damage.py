@@ -101,6 +101,33 @@ def test_a_full_sync_always_repairs(shop: Shop) -> None:
     assert engine_counts(shop.dataset().path) == (len(everything), len(everything))
 
 
+def test_a_copied_cache_whose_quarantined_month_was_fetched_again_is_complete(
+    shop: Shop, tmp_path: Path
+) -> None:
+    # Whether a quarantined month is still owed was read from the file's ctime, which a copy
+    # (backup restore, rsync, cp -a, another machine) sets to the time of the copy: the copy
+    # of a repaired cache warned "partial" (and strict=True raised) until its next sync.
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    damage(oldest_month_file(shop), "zero-byte")
+    with pytest.warns(gwtools.GatewayDataWarning, match="moved it to"), shop.connect() as gw:
+        assert gw.sync().complete  # moved aside, and its month fetched again
+    copy = tmp_path / "copied"
+    shutil.copytree(shop.cache_dir, copy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gwtools.GatewayDataWarning)
+        frame = gwtools.read_cache(copy, "payments", account="shop", strict=True)
+    assert len(frame) == 300 and frame.attrs["gwtools_cache"]["complete"] is True
+    # One moved aside since (no sync has fetched it again) is still said, in the copy too.
+    damage(oldest_month_file(shop), "zero-byte")
+    with pytest.warns(gwtools.GatewayDataWarning, match="moved it to"), shop.dataset().lock():
+        pass
+    again = tmp_path / "copied-again"
+    shutil.copytree(shop.cache_dir, again)
+    with pytest.warns(gwtools.GatewayDataWarning, match="no sync has fetched those months"):
+        gwtools.read_cache(again, "payments", account="shop")
+
+
 # -- _state.json ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("content", "says"),
