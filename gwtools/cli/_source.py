@@ -9,12 +9,14 @@ as neither command has a ``--mode``, the mode's folder to give as ``--source``.
 
 from __future__ import annotations
 
+import os
 import shlex
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import click
 
 from gwtools import AmbiguousCacheError, CacheNotFoundError
-from gwtools.cache._dataset import local_path
 
 #: Where the cache a sync filled is, in the words of the advice.
 _WHAT_TO_GIVE = (
@@ -29,8 +31,14 @@ def check_source_folder(source: str, instead: str) -> None:
     ``--source`` out). Other URLs are left to the library, which reads them."""
     if not source.strip():
         return  # the library says what an empty string is not
-    path = local_path(source)
-    if path is None or path.exists():  # another URL is the library's to read
+    parts = urlsplit(source)
+    if parts.scheme == "file":
+        path = url2pathname(parts.path)
+    elif "://" in source:
+        return
+    else:
+        path = os.path.expanduser(source)
+    if os.path.exists(path):
         return
     raise _NoSuchSource(
         f"no cache at {source}: that folder does not exist; give --source {_WHAT_TO_GIVE}, "
