@@ -698,12 +698,19 @@ def cache_path(
     return settings.cache_folder
 
 
-def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[str, Any]:
+def cache_state(
+    cache_dir: str | os.PathLike[str],
+    resource: Resource,
+    *,
+    account: str | None = None,
+    mode: str | None = None,
+) -> dict[str, Any]:
     """What the last sync recorded about a cached dataset (its ``_state.json``: high-water
     mark, last full sync, the completeness report), ``{}`` if nothing was synced there.
 
     ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder, or
-    a cache's URL on shared storage). ``sandbox_data`` says the embedded sandbox filled it;
+    a cache's URL on shared storage); ``account``/``mode`` pick one of several datasets under
+    it, as in :func:`~gwtools.read_cache`. ``sandbox_data`` says the embedded sandbox filled it;
     ``unreadable_files`` ({path: why}, local caches) names part files that cannot be read,
     whose rows the readers leave out until a sync fetches their months again.
     Use it to check a cache's freshness or completeness without reading its rows.
@@ -711,4 +718,4 @@ def cache_state(cache_dir: str | os.PathLike[str], resource: Resource) -> dict[s
     from gwtools.cache._scan import dataset_state
 
     check_resource(resource)
-    return dataset_state(cache_dir, resource)
+    return dataset_state(cache_dir, resource, account=account, mode=mode)

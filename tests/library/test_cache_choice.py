@@ -50,3 +50,19 @@ def test_a_file_given_as_the_folder_is_said_to_be_one(tmp_path: Path) -> None:
     with pytest.raises(gwtools.CacheNotFoundError) as info:
         gwtools.read_cache(a_file, "payments")
     assert info.value.is_file and info.value.datasets == {}
+
+
+def test_cache_state_of_a_folder_with_several_datasets_takes_the_account_and_mode_it_names(
+    two_accounts: Path,
+) -> None:
+    # Its error said "pass account= and mode=", and cache_state took neither (TypeError).
+    with pytest.raises(gwtools.AmbiguousCacheError, match="pass account= and mode="):
+        gwtools.cache_state(two_accounts, "payments")
+    chosen = gwtools.cache_state(two_accounts, "payments", account="shop-b", mode="live")
+    assert chosen == gwtools.cache_state(two_accounts / "shop-b" / "live", "payments")
+    assert chosen["high_water"]
+    assert gwtools.cache_state(two_accounts, "payments", mode="TEST") == gwtools.cache_state(
+        two_accounts / "shop-a" / "test", "payments"
+    )
+    with pytest.raises(gwtools.ConfigurationError, match="or leave it out"):
+        gwtools.cache_state(two_accounts, "payments", mode="prod")
