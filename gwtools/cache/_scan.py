@@ -48,6 +48,7 @@ from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
 from gwtools._stack import user_stacklevel
 from gwtools.cache._dataset import (
+    READ_ATTEMPTS,
     Dataset,
     _arrow_schema,
     _unreadable,
@@ -324,27 +325,21 @@ def _relation(
     dataset = _find(cache_dir, resource, remote, account, mode)
     _check_complete(dataset, strict, caller)
     if remote is None:
-        files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
-        if not files:
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                local = _scan_local(con, dataset, strict, caller)
+                break
+            except duckdb.IOException as exc:
+                # A sync merged a month (or dropped one) since the listing: list again, as
+                # read_cache does, so a scan during a sync reads a complete set of files.
+                gone = files_gone(exc, "scan the cache again")
+                if gone is None:
+                    raise
+                if attempt == READ_ATTEMPTS - 1:
+                    raise gone from None
+        if local is None:
             return _empty(resource, con), dataset
-        # union_by_name: a file missing a column (written by another tool) gives nulls there.
-        # No hive partitioning: the month folder's column would need a projection to drop,
-        # and DuckDB pushes a filter on an expression (the JSON order id of the customer
-        # chains) into the Parquet scan only when no projection sits between (0.95 s -> 0.52 s
-        # for that filter over 10M payments).
-        try:
-            rel = _read_parquet(con, files)
-        except duckdb.Error:
-            # A part file whose footer cannot be read (zero bytes, truncated, not Parquet):
-            # its rows are left out and said, as read_cache does; the other files are read.
-            damaged = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
-            if not damaged:
-                raise
-            _say_damaged(dataset, damaged, strict, caller)
-            files = [f for f in files if f not in damaged]
-            if not files:
-                return _empty(resource, con), dataset
-            rel = _read_parquet(con, files)
+        rel = local
     else:
         assert isinstance(dataset, _RemoteDataset)
         fs = dataset.fs
@@ -378,6 +373,33 @@ def _relation(
     if lf.columns != columns:  # another tool's files, or the file names of a deduplication
         lf = lf.select(columns)
     return lf.to_native(), dataset
+
+
+def _scan_local(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, strict: bool, caller: str
+) -> duckdb.DuckDBPyRelation | None:
+    """The lazy scan of a local dataset's part files as listed now (None: there are none)."""
+    files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
+    if not files:
+        return None
+    # union_by_name: a file missing a column (written by another tool) gives nulls there.
+    # No hive partitioning: the month folder's column would need a projection to drop,
+    # and DuckDB pushes a filter on an expression (the JSON order id of the customer
+    # chains) into the Parquet scan only when no projection sits between (0.95 s -> 0.52 s
+    # for that filter over 10M payments).
+    try:
+        return _read_parquet(con, files)
+    except duckdb.Error:
+        # A part file whose footer cannot be read (zero bytes, truncated, not Parquet):
+        # its rows are left out and said, as read_cache does; the other files are read.
+        damaged = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
+        if not damaged:
+            raise
+        _say_damaged(dataset, damaged, strict, caller)
+        files = [f for f in files if f not in damaged]
+        if not files:
+            return None
+        return _read_parquet(con, files)
 
 
 def _read_parquet(con: duckdb.DuckDBPyConnection, files: list[str]) -> duckdb.DuckDBPyRelation:

@@ -573,3 +573,30 @@ def test_spark_reads_a_file_url_of_a_folder_with_spaces(tmp_path: Path, spark: A
     shutil.copytree(SAMPLE, cache)  # the mode's folder, holding payments/ and refunds/
     source = gwtools.open_source("spark", spark_path=cache.as_uri())
     assert source.payments.count() == len(gwtools.read_cache(cache, "payments"))
+
+
+def test_a_scan_that_races_a_syncs_merge_lists_the_files_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sync renamed a month's merged file over its old one (or removed a month) between the
+    # scan's listing and DuckDB's reading of the footers: scan_cache (and every dashboard,
+    # notebook and report opened on the cache) raised DuckDB's "IO Error: No files found that
+    # match the pattern", where read_cache lists again and reads a complete set.
+    from gwtools.cache import _scan
+
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE.parents[1], cache)
+    listed = _scan.dataset_files
+    merged: list[Path] = []
+
+    def listing_then_a_merge(fs: pafs.FileSystem, folder: str) -> list[str]:
+        files = listed(fs, folder)
+        if not merged:  # the first listing only: a merge lands just after it
+            old = Path(files[0])
+            merged.append(old.rename(old.with_name("part-09999999999999999999-merged.parquet")))
+        return files
+
+    monkeypatch.setattr(_scan, "dataset_files", listing_then_a_merge)
+    lazy = gwtools.scan_cache(cache, "payments")
+    assert merged and len(lazy) == 2000
+    assert set(a.to_pandas(lazy)["id"]) == set(gwtools.read_cache(cache, "payments")["id"])
