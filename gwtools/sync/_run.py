@@ -27,6 +27,7 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -158,11 +159,19 @@ async def _acquire(lock: FileLock) -> None:
     sync cancelled while it waits (Ctrl-C in a notebook), then takes the lock once the other
     sync ends and never releases it, so every later sync of the cache waits for ever.
     """
+    said = False
     while True:
         try:
             lock.acquire(timeout=0)
             return
         except Timeout:
+            if not said:  # else a sync beside another one (a notebook's) looks hung
+                said = True
+                log.warning(
+                    "another sync of the cache at %s is running; this sync waits for it to "
+                    "end (Ctrl-C stops this one)",
+                    Path(lock.lock_file).parent,
+                )
             await asyncio.sleep(LOCK_POLL)
 
 

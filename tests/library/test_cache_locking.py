@@ -8,6 +8,7 @@ cache, in any process, waits for ever.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -98,3 +99,47 @@ def test_a_sync_stopped_while_waiting_for_the_lock_leaves_the_lock_free(
     free = filelock.FileLock(str(payments.path / "_sync.lock"))
     free.acquire(timeout=0)
     free.release()
+
+
+class _Said(logging.Handler):
+    """Sets ``said`` when the gwtools logger says something containing ``words``."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__(logging.INFO)
+        self.words = words
+        self.said = threading.Event()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if self.words in message:
+            self.messages.append(message)
+            self.said.set()
+
+
+def test_a_sync_waiting_for_another_ones_lock_says_so(sandbox_b: Any, tmp_path: Path) -> None:
+    # It waited without a word: `gwtools sync` beside a running notebook sync looked hung.
+    key = _account(sandbox_b)
+    cache = tmp_path / "cache"
+    payments = Dataset.at(cache, "shop", "test", "payments")
+    payments.path.mkdir(parents=True)
+    other = filelock.FileLock(str(payments.path / "_sync.lock"))  # another process's sync
+    other.acquire()
+    said = _Said("another sync")
+    logger = logging.getLogger("gwtools")
+    logger.addHandler(said)
+    results: list[Any] = []
+    try:
+        with gwtools.connect(key, sandbox_b.base_url, cache_dir=cache, account="shop") as gw:
+            waiting = threading.Thread(target=lambda: results.append(gw.sync()))
+            waiting.start()
+            try:
+                assert said.said.wait(60), "the waiting sync said nothing"
+            finally:
+                other.release()
+            waiting.join(120)
+    finally:
+        logger.removeHandler(said)
+    (message,) = said.messages  # once, however long it waits
+    assert str(payments.path) in message and "waits" in message
+    assert results and results[0].complete
