@@ -564,7 +564,9 @@ def _write_state(
             "last_full_sync": now
             if (not incremental and res.complete)
             else state.get("last_full_sync"),
-            "api_variant": outcome.variant or state.get("api_variant"),
+            # Only a complete listing says every cached row is in this variant: after an
+            # incomplete one the next sync must still see a switch, and list everything again.
+            "api_variant": (outcome.variant if res.complete else None) or state.get("api_variant"),
             "strategy": outcome.strategy,
             "time_filters_ignored": outcome.time_filters_ignored,
             "sandbox_data": sandbox,

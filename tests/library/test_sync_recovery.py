@@ -168,3 +168,37 @@ def test_a_gateway_switching_variant_gets_every_row_listed_again(
         expected = cached(sb, "fresh")
     assert set(synced["api_variant"]) == {after}
     assert_same(synced, expected)
+
+
+def test_a_variant_switch_whose_listing_stayed_incomplete_is_listed_again_by_the_next_sync(
+    tmp_path: Path,
+) -> None:
+    # The switch's full listing came back incomplete, yet its state recorded the new variant:
+    # the next sync saw no switch, synced incrementally, and the rows that listing missed kept
+    # the old variant's values for good (here one payment stayed variant B).
+    now = dt.datetime(2026, 3, 2, 9, tzinfo=dt.UTC)
+    options: dict[str, Any] = {"db": str(tmp_path / "sandbox.sqlite"), "now": now,
+                               "rate_limits": False}  # fmt: skip
+
+    def sync(sb: Sandbox, folder: str) -> Any:
+        with gwtools.connect(sb.secret_key, sb.base_url, cache_dir=tmp_path / folder,
+                             account="x") as gw:  # fmt: skip
+            return gw.sync()
+
+    with Sandbox("B", seed_payments=120, **options) as sb:
+        assert sync(sb, "cache").complete
+    with Sandbox("A", **options) as sb:
+        faults = f"{sb.base_url}/_sandbox/faults"
+        garbled = {"garbled_id_rate": 1.0, "seed": 2}  # a damaged id on every page: rejected
+        httpx.put(faults, json=garbled, timeout=10).raise_for_status()
+        with pytest.warns(GatewayDataWarning, match="incomplete"):
+            assert not sync(sb, "cache").complete
+        httpx.delete(faults, timeout=10).raise_for_status()
+        again = sync(sb, "cache")
+        assert again.complete
+        assert {r.mode for r in again.resources.values()} == {"full"}
+        assert sync(sb, "fresh").complete
+    for resource in ("payments", "refunds"):
+        synced = gwtools.read_cache(tmp_path / "cache", resource)
+        assert set(synced["api_variant"]) == {"A"}, resource
+        assert_same(synced, gwtools.read_cache(tmp_path / "fresh", resource))
