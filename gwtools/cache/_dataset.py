@@ -163,7 +163,9 @@ def _cache_error(exc: OSError, folder: Path, doing: str) -> CacheError:
         message = (
             f"cannot write the cache at {folder} while {doing}: the folder is read-only or not "
             f"writable by this user ({reason}). Make it writable, or point GW_CACHE_DIR "
-            "(--cache-dir) at a writable folder, " + _AGAIN
+            "(--cache-dir) at a writable folder, " + _AGAIN + " To read what is cached as it "
+            "is, without syncing: refresh=False (gw.payments(refresh=False)), "
+            "gwtools.read_cache or scan_cache of the folder, or `gwtools export --no-refresh`."
         )
     else:
         message = (

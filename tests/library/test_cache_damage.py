@@ -301,6 +301,9 @@ def test_a_read_only_folder_is_one_clear_error_and_reading_still_works(
     out = in_namespace(shop, tmp_path, "read-only")
     assert out["error"] is not None and "read-only" in out["error"], out
     assert "GW_CACHE_DIR" in out["error"]
+    # A cache shared read-only is still readable: the error says how, in both vocabularies.
+    assert "refresh=False" in out["error"] and "gwtools.read_cache" in out["error"]
+    assert "gwtools export --no-refresh" in out["error"]
     assert out["unchanged"] is True
     code, _stdout, stderr = out["cli"]
     assert code == 1 and len(stderr.strip().splitlines()) == 1, stderr
