@@ -191,9 +191,9 @@ def open_source(
             gw.settings.embedded,
             states=_states(gw.cache_path),
         )
-    payments, dataset = scan_dataset(text, "payments", account=account, mode=mode)
-    states = {"payments": dataset.state()}
-    states |= _states(text, account=account, mode=mode, resources=("refunds",))
+    payments, _ = scan_dataset(text, "payments", account=account, mode=mode)
+    # dataset_state, not the dataset's own state: it names the part files that cannot be read
+    states = _states(text, account=account, mode=mode)
     return Source(
         payments,
         scan_cache(text, "refunds", account=account, mode=mode),

@@ -135,10 +135,29 @@ def _utc(value: Any) -> pd.Timestamp | None:
 
 def sync_summary(states: Mapping[str, Mapping[str, Any]]) -> str:
     """What the cache's last syncs said about themselves, in a few words: when (UTC) and
-    whether they read every page, or which table is incomplete and what to do. Empty when
-    the tables came from no cache."""
+    whether they read every page, or which table is incomplete and what to do, and how many
+    cached files cannot be read (their rows are missing). Empty when the tables came from no
+    cache."""
     if not states:
         return ""
+    said = _sync_said(states)
+    # Part files the readers leave out (dataset_state's unreadable_files): whatever the sync
+    # said, rows are missing. Counted, not named: a page shows no local path.
+    damaged = [
+        f"{n} cached {name} file{'' if n == 1 else 's'}"
+        for name, s in states.items()
+        if (n := len(s.get("unreadable_files") or {}))
+    ]
+    if not damaged:
+        return said
+    lost = (
+        f"{' and '.join(damaged)} cannot be read, so rows are missing: run gwtools sync, "
+        "which fetches those months again"
+    )
+    return "; ".join([said.removesuffix(", complete"), lost] if said else [lost])
+
+
+def _sync_said(states: Mapping[str, Mapping[str, Any]]) -> str:
     times = [t for s in states.values() if (t := _utc(s.get("last_sync"))) is not None]
     when = f" {max(times):%Y-%m-%d %H:%M} UTC" if times else ""
     judged = judge_completeness(states)

@@ -737,3 +737,64 @@ def test_a_report_after_an_incomplete_sync_says_so_and_exits_3(
     fixed = report.run_report(tmp_path / "r", gateway=gw, notebooks=[])
     assert fixed.sync_problems is None and fixed.coverage.endswith(" UTC, complete")
     _print_report(fixed)
+
+
+def _synced_cache(tmp_path: Path, payments: pd.DataFrame, refunds: pd.DataFrame) -> Path:
+    """A hand-made cache whose last sync read every page of both tables."""
+    root = _cache(tmp_path, payments, refunds)
+    at = "2026-11-21T08:30:00+00:00"
+    for resource in ("payments", "refunds"):
+        Dataset(root / resource, resource).write_state(
+            {"high_water": at, "last_full_sync": at, "last_sync": at,
+             "completeness": {"complete": True}}
+        )  # fmt: skip
+    return root
+
+
+def test_a_report_on_a_cache_folder_with_an_unreadable_payments_file_says_so_and_exits_3(
+    tmp_path: Path,
+    make_payments: Build,
+    make_refunds: Build,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A damaged payments month file in a cache folder read as it is: the pages' data line
+    and the index say that rows are missing, and `gwtools report` exits 3 (it said
+    "complete" and exited 0: only the refunds' state was checked for unreadable files)."""
+    from gwtools.cli._report import _print_report
+
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 100, "created_at": "2026-10-02T02:00:00Z"},
+            {"status": "succeeded", "amount": 100, "created_at": "2026-11-02T02:00:00Z"},
+        ]
+    )
+    cache = _synced_cache(tmp_path, payments, make_refunds([{"payment_id": "pay_2", "amount": 50}]))
+    october = next((cache / "payments").glob("created_month=2026-10/*.parquet"))
+    october.write_bytes(b"")
+    with pytest.warns(gwtools.GatewayDataWarning):  # the library's own word, at this line
+        result = report.run_report(tmp_path / "r", source=cache, tz="UTC", notebooks=[])
+    assert result.overview.payments == 1  # October's row is missing
+    assert "unreadable_files" in result.states["payments"]
+    assert "complete" not in result.coverage.rsplit(";", 1)[-1].split()  # not "…, complete"
+    assert "1 cached payments file cannot be read, so rows are missing" in result.coverage
+    assert str(tmp_path) not in result.coverage  # a page's line: no local path
+    with pytest.raises(SystemExit) as exited:
+        _print_report(result)
+    assert exited.value.code == 3
+    assert october.name in capsys.readouterr().err
+
+
+def test_sync_summary_counts_unreadable_files_whatever_the_sync_said() -> None:
+    done = {"completeness": {"complete": True}, "last_sync": "2026-11-21T08:30:00Z"}
+    lost = {**done, "unreadable_files": {"/c/a.parquet": "0 bytes", "/c/b.parquet": "cut"}}
+    assert report.sync_summary({"payments": lost, "refunds": done}) == (
+        "last sync 2026-11-21 08:30 UTC; 2 cached payments files cannot be read, so rows are "
+        "missing: run gwtools sync, which fetches those months again"
+    )
+    late = {"completeness": {"complete": False}, "last_sync": "2026-11-21T09:00:00Z"}
+    one = {**done, "unreadable_files": {"/c/a.parquet": "0 bytes"}}
+    assert report.sync_summary({"payments": late, "refunds": one}) == (
+        "last sync 2026-11-21 09:00 UTC INCOMPLETE for the payments: rows may be missing; run "
+        "gwtools sync again to finish it; 1 cached refunds file cannot be read, so rows are "
+        "missing: run gwtools sync, which fetches those months again"
+    )
