@@ -23,13 +23,29 @@ class GatewayDataWarning(UserWarning):
     """The gateway sent data gwtools could only partly use (unknown status, rejected records)."""
 
 
+#: The warnings that say a sync was incomplete or cached data is partial: no sync of it
+#: completed, or a part file cannot be read (the readers leave its rows out).
+_INCOMPLETENESS = (
+    "the sync is incomplete",
+    ".* are partial: ",
+    ".* cannot be read .*rows are missing",
+)
+
+
+def hold_back_incompleteness() -> None:
+    """From now on, no warning that a sync was incomplete or a cache is partial: for a
+    notebook kernel, whose first output (:class:`gwtools.report.Tables`) says so without
+    naming the cache's local folder. Every other warning still shows."""
+    for pattern in _INCOMPLETENESS:
+        warnings.filterwarnings("ignore", pattern, GatewayDataWarning)
+
+
 @contextlib.contextmanager
 def incompleteness_said() -> Iterator[None]:
     """No warning that a sync was incomplete or a cache is partial, for a caller that says so
     itself (an exit status, a report's data line); every other warning still shows."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "the sync is incomplete", GatewayDataWarning)
-        warnings.filterwarnings("ignore", ".* are partial: ", GatewayDataWarning)
+        hold_back_incompleteness()
         yield
 
 

@@ -660,7 +660,12 @@ def test_report_from_a_cache_folder_reads_it_and_syncs_nothing(
     banks = pd.read_csv(tmp_path / "r" / "tables" / "fpx_banks.csv")
     assert banks["fpx_bank_code"].tolist() == ["MB2U0227"]
     assert banks["attempts"].tolist() == [2] and banks["rate"].tolist() == [0.5]
-    assert "3 payments and 1 refunds from a local cache" in result.html[0].read_text()
+    page = result.html[0].read_text()
+    assert "3 payments and 1 refunds from a local cache" in page
+    # The cache was never synced: the data line says so, and the page names no local path
+    # (the library's warning, which names the cache's folder, is not shown on the page).
+    assert "no sync of the payments and refunds has completed" in page
+    assert str(tmp_path) not in page and "GatewayDataWarning" not in page
 
 
 def test_save_tables_keeps_csv_to_what_a_spreadsheet_opens(tmp_path: Path) -> None:
@@ -695,8 +700,20 @@ def test_notebook_warnings_are_their_sentence_alone(monkeypatch: pytest.MonkeyPa
     shown = warnings.formatwarning("payments: 3 rows", UserWarning, "/tmp/ipykernel_1/2.py", 8)
     assert "/tmp/ipykernel_1" in shown
     keep = ["display.width", "display.max_columns", "display.max_colwidth", "display.float_format"]
-    with pd.option_context(*(x for k in keep for x in (k, pd.get_option(k)))):  # restored after
+    with (
+        pd.option_context(*(x for k in keep for x in (k, pd.get_option(k)))),  # restored after
+        warnings.catch_warnings(record=True) as shown_here,
+    ):
+        warnings.simplefilter("always")
         report.notebook_display()
+        # A partial cache's warnings name its local folder: the first output says it instead.
+        for message in (
+            "the cached payments at /srv/c/payments are partial: no sync of them has completed",
+            "/srv/c/p/part-1.parquet cannot be read (0 bytes), so its rows are missing; …",
+        ):
+            warnings.warn(message, gwtools.GatewayDataWarning, stacklevel=1)
+        warnings.warn("1 record rejected", gwtools.GatewayDataWarning, stacklevel=1)
+    assert [str(w.message) for w in shown_here] == ["1 record rejected"]
     assert (
         warnings.formatwarning("payments: 3 rows", UserWarning, "/tmp/ipykernel_1/2.py", 8)
         == "UserWarning: payments: 3 rows\n"
