@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from gwtools.analysis import _engine as E
-from gwtools.analysis._rates import add_rate, column, finish_keys, lazy_keys
+from gwtools.analysis._rates import FRACTION_COLUMNS, add_rate, column, finish_keys, lazy_keys
 from gwtools.analysis._time import resolve_tz
 
 #: Failure codes that mean the bank never answered (the sandbox's test banks: TEST0004 times out and
@@ -225,4 +225,6 @@ def fpx_outcome_shares(payments: E.Table) -> pd.DataFrame:
         shares = shares.div(banks["attempts"].astype("float64"), axis=0)
     shares.index = pd.Index(label.astype(str), name="bank")
     shares["attempts"] = banks["attempts"].to_numpy()
+    # Named by outcome, not "*_share": reports and dashboards show them as percentages.
+    shares.attrs[FRACTION_COLUMNS] = list(FPX_OUTCOMES)
     return shares.sort_values(["succeeded", "attempts"], ascending=[False, False])

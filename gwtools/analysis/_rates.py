@@ -39,9 +39,17 @@ _FRACTIONS: Final = frozenset(
 )  # fmt: skip
 
 
-def is_fraction(column: object) -> bool:
+#: The ``attrs`` key of a table whose fractions are not named as such (the FPX outcome
+#: shares, one column per outcome): the columns it lists are fractions too.
+FRACTION_COLUMNS: Final = "gwtools_fraction_columns"
+
+
+def is_fraction(column: object, table: pd.DataFrame | None = None) -> bool:
     """Whether an analysis table's ``column`` holds a fraction, which dashboards and reports
-    show as a percentage (their saved tables keep the fraction)."""
+    show as a percentage (their saved tables keep the fraction): by its name, or because
+    ``table`` lists it in its ``attrs`` (:data:`FRACTION_COLUMNS`)."""
+    if table is not None and column in table.attrs.get(FRACTION_COLUMNS, ()):
+        return True
     return isinstance(column, str) and (
         column in _FRACTIONS or column.endswith(("_rate", "_share", "_ci_low", "_ci_high"))
     )

@@ -390,7 +390,7 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         sorted by succeeded share. The table keeps the gateway's test banks; the heatmap leaves
         them out.
         """),
-        code("shares = analysis.fpx_outcome_shares(payments)\nshares.round(3)", check=True),
+        code("shares = analysis.fpx_outcome_shares(payments)\nshares", check=True),
         code("plots.fpx_outcome_heatmap(shares, origin=data)"),
         md("""
         ## Over time, per calendar month (local time)

@@ -248,7 +248,7 @@ def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
     for i, name in enumerate(frame.columns):
         if not isinstance(name, str) or not pd.api.types.is_float_dtype(frame.dtypes.iloc[i]):
             continue
-        if is_fraction(name):
+        if is_fraction(name, frame):
             view = frame.copy() if view is None else view
             view.isetitem(i, pd.array([_percent(v) for v in frame.iloc[:, i]], dtype=object))
             continue

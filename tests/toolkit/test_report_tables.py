@@ -184,3 +184,26 @@ def test_a_tiny_rate_is_not_shown_in_scientific_notation(monkeypatch: pytest.Mon
     rates = pd.DataFrame({"ci_low": [1.8e-8, 1e-7, 4.5e-6, 0.0004]})
     rows, _ = _shown(rates, monkeypatch)
     assert [r[0] for r in rows] == ["0.0000018%", "0.00001%", "0.00045%", "0.04%"]
+
+
+def test_fpx_outcome_shares_are_shown_as_percentages(
+    make_payments: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outcome shares (each row sums to 1) read as percentages, as the FPX dashboard shows
+    them; they were shown as pandas' floats, 0.7500 beside 0.00 in the same row (a processing
+    error is a time-out on FPX: 3 succeeded and 1 timed out of 4)."""
+    from gwtools import analysis
+
+    fpx = {"method_type": "fpx", "fpx_bank_code": "MB2U0227", "fpx_bank": "Maybank2u"}
+    payments = make_payments(
+        [{**fpx, "status": "succeeded", "amount": 100}] * 3
+        + [{**fpx, "status": "failed", "amount": 100, "failure_code": "processing_error"}]
+    )
+    shares = analysis.fpx_outcome_shares(payments)
+    rows, text = _shown(shares, monkeypatch)
+    # succeeded, failed, timed_out, canceled, expired, pending, unknown; then attempts
+    assert rows == [["75.0%", "0.0%", "25.0%", "0.0%", "0.0%", "0.0%", "0.0%", "4"]]
+    assert "75.0%" in text
+    assert shares["succeeded"].tolist() == [0.75]  # the table keeps its fractions
+    # as the report saves it (the bank as a column): the same
+    assert _shown(shares.reset_index(), monkeypatch)[0][0][1:4] == ["75.0%", "0.0%", "25.0%"]
