@@ -35,7 +35,13 @@ from gwtools.analysis._fpx import (
 )
 from gwtools.analysis._funnel import funnel, status_counts
 from gwtools.analysis._money import exponent, format_money, to_major, totals_by_currency
-from gwtools.analysis._monitor import MONITOR_KINDS, MonitorSettings, monitor
+from gwtools.analysis._monitor import (
+    MONITOR_KINDS,
+    MonitorSettings,
+    describe_alerts,
+    monitor,
+    monitored_window,
+)
 from gwtools.analysis._overview import Overview, overview
 from gwtools.analysis._quality import QUALITY_RULES, quality
 from gwtools.analysis._rates import (
@@ -90,6 +96,7 @@ __all__ = [
     "decline_reason",
     "decline_type",
     "decline_types",
+    "describe_alerts",
     "effective_refunds",
     "exponent",
     "format_money",
@@ -99,6 +106,7 @@ __all__ = [
     "funnel",
     "local_time",
     "monitor",
+    "monitored_window",
     "order_key",
     "orders",
     "outcome_counts",

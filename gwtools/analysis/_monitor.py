@@ -768,3 +768,39 @@ def monitor(
         {"since": w.since, "until": w.until, "baseline_from": w.base_start} if w else {}
     )
     return table
+
+
+def monitored_window(alerts: pd.DataFrame, tz: str | None = None) -> str:
+    """The window :func:`monitor` watched for ``alerts`` and its baseline, in ``tz``'s local
+    time: ``monitored window 2026-11-13 12:00 to 2026-11-20 12:00, baseline from 2026-10-16
+    12:00 (Asia/Kuala_Lumpur)``; empty when there was nothing to watch (no payments or
+    refunds)."""
+    window = alerts.attrs.get("window") or {}
+    if not window:
+        return ""
+    zone = resolve_tz(tz)
+    since, until, base = (
+        pd.Timestamp(window[k]).tz_convert(zone) for k in ("since", "until", "baseline_from")
+    )
+    return (
+        f"monitored window {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}, baseline from "
+        f"{base:%Y-%m-%d %H:%M} ({zone})"
+    )
+
+
+def describe_alerts(alerts: pd.DataFrame, tz: str | None = None) -> str:
+    """:func:`monitor`'s ``alerts`` in words: how many, in which window (:func:`monitored_window`),
+    then each alert's explanation on a line of its own. With nothing to watch it says so:
+    no alert then is no clean bill of health. Example::
+
+        print(describe_alerts(monitor(payments, refunds, tz=tz), tz=tz))
+    """
+    window = monitored_window(alerts, tz)
+    if not window:
+        return (
+            "Nothing to monitor: no payments or refunds to look at, so no alert could be "
+            "raised (check the selection's days and filters, or sync first)."
+        )
+    n = len(alerts)
+    head = f"{'No' if n == 0 else n} alert{'' if n == 1 else 's'}: {window}."
+    return "\n".join([head, *(str(e) for e in alerts["explanation"])])

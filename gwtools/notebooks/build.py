@@ -462,15 +462,16 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
         One row per alert: `start`/`end` in local time (FPX outages are judged in Malaysia
         time), `observed` against `expected` (the baseline: a rate, or a count for card testing
         and refunds), `limit` (the control limit that was crossed), `n` (the payments or
-        refunds behind it) and `severity`; below the table, each alert's explanation in one
-        sentence. No rows: all is well.
+        refunds behind it) and `severity`; below the table, the window watched and each alert's
+        explanation in one sentence. No rows: nothing crossed its limit in that window (with no
+        payments or refunds to watch, the line says so instead).
         """),
         code(
             "alerts = analysis.monitor(payments, data.refunds_made, tz=data.tz)\n"
             'alerts.drop(columns="explanation")',
             check=True,
         ),
-        code('print("\\n".join(alerts["explanation"]) or "No alerts.")', check=True),
+        code("print(analysis.describe_alerts(alerts, tz=data.tz))", check=True),
         md("""
         ## On a timeline
 

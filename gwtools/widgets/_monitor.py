@@ -24,7 +24,7 @@ import narwhals as nw
 import pandas as pd
 
 from gwtools import ConfigurationError, plots
-from gwtools.analysis import MonitorSettings, monitor
+from gwtools.analysis import MonitorSettings, monitor, monitored_window
 from gwtools.analysis import _engine as E
 from gwtools.analysis._monitor import _bounds, _utc, check_monitor_args, check_settings
 from gwtools.analysis._time import as_utc, to_timestamp
@@ -280,14 +280,10 @@ class MonitorDashboard(Dashboard):
             # change is checked only when the monitor refuses it: no query otherwise).
             self._check_selection(self._selection_values())
             raise
-        window = self.alerts.attrs.get("window") or {}
+        window = monitored_window(self.alerts, self.tz)
         if window:
-            since = pd.Timestamp(window["since"]).tz_convert(self.tz)
-            until = pd.Timestamp(window["until"]).tz_convert(self.tz)
-            base = pd.Timestamp(window["baseline_from"]).tz_convert(self.tz)
             self.summary.value += (
-                f"; monitored window {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}, baseline "
-                f"from {base:%Y-%m-%d %H:%M} ({html.escape(self.tz)}): "
+                f"; {html.escape(window)}: "
                 f"<b>{len(self.alerts)}</b> alert{'s' if len(self.alerts) != 1 else ''}"
             )
 

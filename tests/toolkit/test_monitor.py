@@ -373,3 +373,34 @@ def test_spark_gives_the_pandas_result(incident_cache: Path, spark: Any, name: s
         spark.read.parquet(str(folder / "refunds")),
     )
     pd.testing.assert_frame_equal(call(*frames), call(*_pandas(incident_cache)))
+
+
+def test_describe_alerts_names_the_window_watched_or_that_there_was_nothing_to_watch() -> None:
+    """The notebooks' line under the alerts table: "No alerts." read as all is well even for a
+    selection holding no payments at all (`gwtools monitor` exits 2 there: it could not
+    look), and never said which days were watched."""
+    payments = build_payments(
+        [
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-01T04:00:00Z"},
+            {"status": "succeeded", "amount": 1000, "created_at": "2026-11-20T04:00:00Z"},
+        ]
+    )
+    quiet = analysis.monitor(payments, build_refunds([]), tz="Asia/Kuala_Lumpur")
+    assert quiet.empty
+    # the window ends at the newest row (20 Nov 12:00 in Kuala Lumpur), 7 days long, and
+    # its baseline is the 28 days before it
+    assert analysis.describe_alerts(quiet, tz="Asia/Kuala_Lumpur") == (
+        "No alerts: monitored window 2026-11-13 12:00 to 2026-11-20 12:00, baseline from "
+        "2026-10-16 12:00 (Asia/Kuala_Lumpur)."
+    )
+    nothing = analysis.monitor(build_payments([]), build_refunds([]), tz="UTC")
+    said = analysis.describe_alerts(nothing, tz="UTC")
+    assert said.startswith("Nothing to monitor: no payments or refunds") and "No alerts" not in said
+    one = pd.DataFrame({"explanation": ["A.", "B."]}, index=[0, 1])
+    one.attrs = quiet.attrs
+    assert analysis.describe_alerts(one, tz="Asia/Kuala_Lumpur").splitlines() == [
+        "2 alerts: monitored window 2026-11-13 12:00 to 2026-11-20 12:00, baseline from "
+        "2026-10-16 12:00 (Asia/Kuala_Lumpur).",
+        "A.",
+        "B.",
+    ]

@@ -390,7 +390,7 @@ def test_report_includes_monitoring_and_data_quality(
     result = report.run_report(tmp_path / "r", gateway=gw, notebooks=names)
     pages = {p.name: p.read_text() for p in result.html}
     assert "Monitoring: is something wrong right now?" in pages["05_monitoring.html"]
-    assert "No alerts." in pages["05_monitoring.html"]
+    assert "No alerts: monitored window " in pages["05_monitoring.html"]
     assert "Data quality: can I trust these numbers?" in pages["06_data_quality.html"]
     assert "05_monitoring.html" in result.index.read_text()
     # What the data spans and how the report's own sync went, on the index page too.
@@ -421,10 +421,15 @@ def test_report_on_a_selection_with_no_payments(
         since="2001-01-01",
         until="2001-01-31",
         gateway=gw,
-        notebooks=["04_fpx_banks.ipynb"],
+        notebooks=["04_fpx_banks.ipynb", "05_monitoring.ipynb"],
     )
     assert result.overview.payments == 0
     assert "0 payments and 0 refunds" in result.html[0].read_text()  # ran through, said so
+    # No alert on nothing is no clean bill of health: the monitoring page says so (it said
+    # "No alerts.", where `gwtools monitor` exits 2, unable to look).
+    monitoring = result.html[1].read_text()
+    assert "Nothing to monitor: no payments or refunds" in monitoring
+    assert "No alerts" not in monitoring
     assert pd.read_csv(tmp_path / "r" / "tables" / "fpx_banks.csv").empty
 
 
