@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -105,7 +106,8 @@ def _quiet_kernel_manager() -> type:
 def _run_one(
     name: str, out_dir: Path, parameters: dict[str, Any], kernel_name: str | None, workdir: Path
 ) -> tuple[Path, float]:
-    """Execute one notebook into ``workdir`` and export it as ``out_dir/<name>.html``."""
+    """Execute one notebook into ``workdir`` and export it as ``workdir/<name>.html`` (a
+    failed one is kept as ``out_dir/<name>.failed.ipynb``)."""
     import nbformat
     import papermill
 
@@ -136,10 +138,8 @@ def _run_one(
         TITLES[name],
         sandbox_data=bool(parameters["sandbox_data"]),
     )
-    target = out_dir / name.replace(".ipynb", ".html")
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(body, encoding="utf-8")
-    tmp.replace(target)
+    target = workdir / name.replace(".ipynb", ".html")
+    target.write_text(body, encoding="utf-8")
     return target, time.perf_counter() - start
 
 
@@ -174,15 +174,24 @@ def _write_index(report: Report) -> None:
     report.index.write_text(page, encoding="utf-8")
 
 
-def _table_files(folder: Path) -> dict[Path, tuple[int, int, int]]:
-    """The CSV and Parquet files in ``folder``, each with what tells a rewrite (inode,
-    modification time, size)."""
-    found = {}
-    for path in folder.glob("*.*"):
-        if path.suffix in (".csv", ".parquet") and path.is_file():
-            stat = path.stat()
-            found[path] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    return found
+def _publish(stage: Path, out: Path, pages: list[Path], notebooks: Sequence[str]) -> list[Path]:
+    """Move a run's staged ``pages`` and tables (``stage/tables``) into ``out``, once every
+    notebook has succeeded, and return the tables' new paths. Each file is renamed into place
+    (one folder, one file system); a table saved as Parquet only takes an earlier run's CSV
+    of it away, as :func:`save_tables` would, and a notebook that ran takes away its earlier
+    ``.failed.ipynb``."""
+    staged = sorted(p for p in (stage / "tables").iterdir() if p.is_file())
+    with_csv = {p.stem for p in staged if p.suffix == ".csv"}
+    written = []
+    for path in staged:
+        if path.suffix == ".parquet" and path.stem not in with_csv:
+            (out / "tables" / f"{path.stem}.csv").unlink(missing_ok=True)
+        written.append(path.replace(out / "tables" / path.name))
+    for i, page in enumerate(pages):
+        pages[i] = page.replace(out / page.name)
+    for name in notebooks:
+        (out / name.replace(".ipynb", ".failed.ipynb")).unlink(missing_ok=True)
+    return written
 
 
 def run_report(
@@ -271,33 +280,37 @@ def run_report(
         "tz": zone,
         "currency": currency,
         "as_of": str(tables.as_of),
-        "out_dir": str((out / "tables").resolve()),
         "interactive": False,
     }
     timings: dict[str, float] = {}
     pages = []
-    before = _table_files(out / "tables")
-    with (
-        tempfile.TemporaryDirectory(prefix="gwtools-report-") as work,
-        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
-    ):
-        futures = {
-            name: pool.submit(_run_one, name, out, parameters, kernel_name, Path(work))
-            for name in notebooks
-        }
-        try:
-            for name, future in futures.items():
-                page, seconds = future.result()
-                pages.append(page)
-                timings[name] = seconds
-        except BaseException:
-            # Ctrl-C or a failed notebook: the notebooks not started yet never start (the
-            # running ones end with their kernels, which the same Ctrl-C interrupts).
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    # The tables this run wrote: a file an earlier run (or a person) left there is not this
-    # report's. save_tables renames each file into place, so a rewritten one is new as well.
-    written = sorted(p for p, seen in _table_files(out / "tables").items() if before.get(p) != seen)
+    # Pages and tables are staged in out (one file system: each is renamed into place) and
+    # published only when every notebook succeeded: a failed or interrupted run leaves the
+    # last report whole, not some pages of each run under the last run's index.
+    stage = Path(tempfile.mkdtemp(prefix=".gwtools-report-", dir=out))
+    try:
+        (stage / "tables").mkdir()
+        parameters["out_dir"] = str((stage / "tables").resolve())
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = {
+                name: pool.submit(_run_one, name, out, parameters, kernel_name, stage)
+                for name in notebooks
+            }
+            try:
+                for name, future in futures.items():
+                    page, seconds = future.result()
+                    pages.append(page)
+                    timings[name] = seconds
+            except BaseException:
+                # Ctrl-C or a failed notebook: the notebooks not started yet never start
+                # (the running ones end with their kernels, which the same Ctrl-C interrupts).
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        # Only this run's tables: a file an earlier run (or a person) left there is not
+        # this report's.
+        written = _publish(stage, out, pages, notebooks)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     report = Report(
         out_dir=out,
         html=pages,

@@ -820,3 +820,61 @@ def test_sync_summary_counts_unreadable_files_whatever_the_sync_said() -> None:
         "gwtools sync again to finish it; 1 cached refunds file cannot be read, so rows are "
         "missing: run gwtools sync, which fetches those months again"
     )
+
+
+def test_a_failed_rerun_leaves_the_last_report_as_it_was(
+    tmp_path: Path, make_payments: Build, make_refunds: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-running a report into its folder: when a notebook fails, the pages and tables of
+    the ones that finished used to replace the last report's, under its index.html (whose
+    overview and links were the last run's): a report mixing two runs' data. Now nothing
+    of a failed run lands in the folder but the failed notebook, which the next good run
+    removes. Two tiny notebooks stand in for the six (a kernel each, no analysis)."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    cells = {
+        # saves one table and shows which run made it
+        "01_overview_and_export.ipynb": (
+            "import pandas as pd\nfrom gwtools.report import save_tables\n"
+            "print('made with since =', since)\n"
+            "save_tables({'made': pd.DataFrame({'since': [str(since)]})}, out_dir)"
+        ),
+        "02_declines.ipynb": "if since is not None:\n    1 / 0  # the second run fails here",
+    }
+    for name, source in cells.items():
+        nb = new_notebook(
+            cells=[
+                new_code_cell("since = None\nout_dir = None", metadata={"tags": ["parameters"]}),
+                new_code_cell(source),
+            ]
+        )
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nbformat.write(nb, folder / name)
+    monkeypatch.setattr(report._run, "notebooks_dir", lambda: folder)
+    monkeypatch.setenv("GW_SANDBOX_VARIANT", "none")  # a cache folder: nothing is started
+    payments = make_payments([{"status": "succeeded", "amount": 100}])
+    cache = _synced_cache(tmp_path, payments, make_refunds([]))
+    out = tmp_path / "r"
+    names = list(cells)
+    first = report.run_report(out, source=cache, tz="UTC", notebooks=names)
+    assert [p.name for p in first.tables] == ["made.csv", "made.parquet"]
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert "made with since = None" in (out / "01_overview_and_export.html").read_text()
+    with pytest.raises(report.ReportError, match="02_declines.ipynb failed"):
+        report.run_report(out, source=cache, tz="UTC", since="2026-11-02", notebooks=names)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after.pop(Path("02_declines.failed.ipynb"))  # kept, with its traceback
+    assert after == before  # the last report, every page and table as it was
+    again = report.run_report(out, source=cache, tz="UTC", notebooks=names)
+    assert not (out / "02_declines.failed.ipynb").exists()  # that failure is history
+    assert [p.name for p in again.tables] == ["made.csv", "made.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "01_overview_and_export.html", "02_declines.html", "index.html", "tables"
+    ]  # fmt: skip
