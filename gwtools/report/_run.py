@@ -110,9 +110,11 @@ def _run_one(
     failed one is kept as ``out_dir/<name>.failed.ipynb``)."""
     import nbformat
     import papermill
+    from nbclient.exceptions import DeadKernelError
 
     start = time.perf_counter()
     executed = workdir / name
+    kept = out_dir / name.replace(".ipynb", ".failed.ipynb")
     try:
         papermill.execute_notebook(
             str(notebooks_dir() / name),
@@ -126,12 +128,20 @@ def _run_one(
             # worker threads. The notebooks write only to the absolute out_dir they are given.
         )
     except papermill.PapermillExecutionError as exc:
-        kept = out_dir / name.replace(".ipynb", ".failed.ipynb")
         if executed.exists():
             executed.replace(kept)
         raise ReportError(
             f"notebook {name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}. "
             f"The executed notebook, with the traceback, is at {kept}."
+        ) from None
+    except DeadKernelError:
+        # Killed from outside (the system out of memory, most often): no cell raised.
+        if executed.exists():
+            executed.replace(kept)
+        raise ReportError(
+            f"notebook {name} stopped: its kernel died (killed, most often for lack of "
+            "memory). Give the report more memory, or fewer payments with --since/--until. "
+            f"The notebook as far as it ran is at {kept}."
         ) from None
     body = export_html(
         nbformat.read(executed, as_version=4),

@@ -433,8 +433,21 @@ def test_report_on_a_selection_with_no_payments(
     assert pd.read_csv(tmp_path / "r" / "tables" / "fpx_banks.csv").empty
 
 
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        ("1 / 0", r"02_declines.ipynb failed in cell 3: ZeroDivisionError"),
+        # a kernel killed (out of memory on a large history, say): it was nbclient's
+        # DeadKernelError, a traceback naming no notebook, and nothing kept
+        ("import os\nos._exit(1)", r"02_declines.ipynb stopped: its kernel died"),
+    ],
+)
 def test_a_failing_notebook_is_named_and_kept(
-    gateway_with_payments: tuple[Gateway, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cell: str,
+    said: str,
+    gateway_with_payments: tuple[Gateway, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
@@ -444,7 +457,7 @@ def test_a_failing_notebook_is_named_and_kept(
     nb = new_notebook(
         cells=[
             new_code_cell("cache = None", metadata={"tags": ["parameters"]}),
-            new_code_cell("1 / 0"),
+            new_code_cell(cell),
         ]
     )
     nb.metadata["kernelspec"] = {
@@ -455,9 +468,7 @@ def test_a_failing_notebook_is_named_and_kept(
     nbformat.write(nb, broken / "02_declines.ipynb")
     monkeypatch.setattr(report._run, "notebooks_dir", lambda: broken)
     gw, _ = gateway_with_payments
-    with pytest.raises(
-        report.ReportError, match=r"02_declines.ipynb failed in cell 3: ZeroDivisionError"
-    ):
+    with pytest.raises(report.ReportError, match=said):
         report.run_report(tmp_path / "r", gateway=gw, notebooks=["02_declines.ipynb"])
     assert (tmp_path / "r" / "02_declines.failed.ipynb").exists()
 
@@ -867,7 +878,7 @@ def test_a_failed_rerun_leaves_the_last_report_as_it_was(
     assert [p.name for p in first.tables] == ["made.csv", "made.parquet"]
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert "made with since = None" in (out / "01_overview_and_export.html").read_text()
-    with pytest.raises(report.ReportError, match="02_declines.ipynb failed"):
+    with pytest.raises(report.ReportError, match=r"02_declines\.ipynb failed"):
         report.run_report(out, source=cache, tz="UTC", since="2026-11-02", notebooks=names)
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after.pop(Path("02_declines.failed.ipynb"))  # kept, with its traceback
