@@ -4,6 +4,7 @@ self-contained pages (:func:`export_html`), and the banner that marks sandbox da
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE
@@ -126,12 +127,38 @@ _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 """
 
 
-def export_html(notebook: Any, title: str, *, sandbox_data: bool = False) -> str:
+def nav_bar(links: Sequence[tuple[str, str]], current: str | None = None) -> str:
+    """A line of links between a report's pages (HTML): ``links`` are (file name, title)
+    pairs, the page named ``current`` shown in bold rather than linked; empty for no links."""
+    items = [
+        f"<b>{html.escape(label)}</b>"
+        if href == current
+        else f'<a href="{html.escape(href)}">{html.escape(label)}</a>'
+        for href, label in links
+    ]
+    if not items:
+        return ""
+    return (
+        '<nav class="gwtools-nav" style="font-family: sans-serif; font-size: 13px; '
+        f'margin: 0.5em 0 1em 0">{" · ".join(items)}</nav>'
+    )
+
+
+def export_html(
+    notebook: Any,
+    title: str,
+    *,
+    sandbox_data: bool = False,
+    links: Sequence[tuple[str, str]] = (),
+    current: str | None = None,
+) -> str:
     """An executed notebook as the report's self-contained page: code hidden, no CDN
     scripts, tables tidied (:func:`tidy_tables`); with ``sandbox_data``, the
-    :func:`sandbox_banner` on top. Text about the notebook's stored outputs is left out, and
-    text about the sandbox's demo history unless the data is the sandbox's (cells tagged
-    ``stored-outputs`` and ``sandbox-demo``). ``notebook`` is changed in place."""
+    :func:`sandbox_banner` on top; with ``links``, a :func:`nav_bar` to the report's other
+    pages (``current``: this page's file name). Text about the notebook's stored outputs is
+    left out, and text about the sandbox's demo history unless the data is the sandbox's
+    (cells tagged ``stored-outputs`` and ``sandbox-demo``). ``notebook`` is changed in
+    place."""
     import jinja2
     from nbconvert import HTMLExporter
 
@@ -152,7 +179,7 @@ def export_html(notebook: Any, title: str, *, sandbox_data: bool = False) -> str
         resources={
             "metadata": {"name": title},
             "gwtools_css": TABLE_CSS,
-            "gwtools_banner": sandbox_banner() if sandbox_data else "",
+            "gwtools_banner": (sandbox_banner() if sandbox_data else "") + nav_bar(links, current),
         },
     )
     return str(body)

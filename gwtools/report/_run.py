@@ -104,7 +104,12 @@ def _quiet_kernel_manager() -> type:
 
 
 def _run_one(
-    name: str, out_dir: Path, parameters: dict[str, Any], kernel_name: str | None, workdir: Path
+    name: str,
+    out_dir: Path,
+    parameters: dict[str, Any],
+    kernel_name: str | None,
+    workdir: Path,
+    links: Sequence[tuple[str, str]] = (),
 ) -> tuple[Path, float]:
     """Execute one notebook into ``workdir`` and export it as ``workdir/<name>.html`` (a
     failed one is kept as ``out_dir/<name>.failed.ipynb``)."""
@@ -143,12 +148,14 @@ def _run_one(
             "memory). Give the report more memory, or fewer payments with --since/--until. "
             f"The notebook as far as it ran is at {kept}."
         ) from None
+    target = workdir / name.replace(".ipynb", ".html")
     body = export_html(
         nbformat.read(executed, as_version=4),
         TITLES[name],
         sandbox_data=bool(parameters["sandbox_data"]),
+        links=links,
+        current=target.name,
     )
-    target = workdir / name.replace(".ipynb", ".html")
     target.write_text(body, encoding="utf-8")
     return target, time.perf_counter() - start
 
@@ -302,8 +309,12 @@ def run_report(
         (stage / "tables").mkdir()
         parameters["out_dir"] = str((stage / "tables").resolve())
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            # Every page links to the index and to this run's other pages.
+            links = [("index.html", "Report index")] + [
+                (n.replace(".ipynb", ".html"), TITLES[n]) for n in notebooks
+            ]
             futures = {
-                name: pool.submit(_run_one, name, out, parameters, kernel_name, stage)
+                name: pool.submit(_run_one, name, out, parameters, kernel_name, stage, links)
                 for name in notebooks
             }
             try:

@@ -889,3 +889,10 @@ def test_a_failed_rerun_leaves_the_last_report_as_it_was(
     assert sorted(p.name for p in out.iterdir()) == [
         "01_overview_and_export.html", "02_declines.html", "index.html", "tables"
     ]  # fmt: skip
+    # Each page links back to the index and to the report's other pages (it had no link at
+    # all: a reader who opened one page could not get to the others).
+    for page in again.html:
+        links = re.findall(r'<a href="([^"#]+)"', page.read_text())
+        others = {p.name for p in again.html} - {page.name}
+        assert "index.html" in links and others <= set(links), (page.name, links)
+        assert all((out / link).exists() for link in links), links
