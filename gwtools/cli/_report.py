@@ -11,6 +11,7 @@ Examples::
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from pathlib import Path
@@ -90,7 +91,7 @@ def _print_report(report: Any, address: str | None = None) -> None:
     from gwtools.plots import SANDBOX_NOTE
 
     # The pages name a gateway by scheme and host only; here its whole address, port too.
-    data = address or report.source
+    data = (dataclasses.replace(report, source=address) if address else report).data
     click.echo(f"\nData: {data}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))
     if report.coverage:
         click.echo(report.coverage)

@@ -79,10 +79,19 @@ class Report:
     #: there, none for tables from no cache): ``gwtools report`` exits 3 when they say the
     #: data is partial.
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The local days and currency chosen (:meth:`Tables.selection`; empty: every payment):
+    #: the overview counts only those, so the data line names them.
+    selection: str = ""
 
     @property
     def index(self) -> Path:
         return self.out_dir / "index.html"
+
+    @property
+    def data(self) -> str:
+        """Where the data came from and what of it was chosen: ``a local cache, 2026-11-01
+        to now (UTC), MYR only``."""
+        return ", ".join(filter(None, [self.source, self.selection]))
 
 
 def _quiet_kernel_manager() -> type:
@@ -182,7 +191,7 @@ def _write_index(report: Report) -> None:
 <body style="font-family: sans-serif; max-width: 50em; margin: 2em auto">
 {sandbox_banner() if report.sandbox_data else ""}
 <h1>gwtools report</h1>
-<p>Data: {html.escape(report.source)}.{f" {html.escape(report.coverage)}." if report.coverage else ""}</p>
+<p>Data: {html.escape(report.data)}.{f" {html.escape(report.coverage)}." if report.coverage else ""}</p>
 <pre>{html.escape(str(report.overview))}</pre>
 <h2>Notebooks</h2><ul>{items}</ul>
 <h2>Tables (CSV and Parquet)</h2><ul>{tables}</ul>
@@ -344,6 +353,7 @@ def run_report(
         coverage=tables.coverage(zoned=True),
         sync_problems=sync_problems,
         states={name: dict(state) for name, state in (tables.states or {}).items()},
+        selection=tables.selection(),
     )
     _write_index(report)
     return report

@@ -83,16 +83,23 @@ class Tables:
             self.refunds_made = self.refunds
 
     def __repr__(self) -> str:
-        period = f"{self.since or 'start'} to {self.until or 'now'} ({self.tz})"
-        currency = f", {self.currency} only" if self.currency else ""
         # A notebook's first output: sandbox data says so on its first line.
         banner = f"{SANDBOX_NOTE}\n" if self.sandbox_data else ""
         n, coverage = self._span()
         head = (
             f"{banner}{n:,} payments and {count_rows(self.refunds):,} refunds "
-            f"from {self.source}, {period}{currency}"
+            f"from {self.source}, {self._chosen()}"
         )
         return head + (f"\n{coverage}" if coverage else "")
+
+    def _chosen(self) -> str:
+        currency = f", {self.currency} only" if self.currency else ""
+        return f"{self.since or 'start'} to {self.until or 'now'} ({self.tz}){currency}"
+
+    def selection(self) -> str:
+        """The local days and currency chosen, as the first output says them (``2026-11-01
+        to now (UTC), MYR only``); empty when every payment was chosen."""
+        return self._chosen() if self.since or self.until or self.currency else ""
 
     def coverage(self, *, zoned: bool = False) -> str:
         """What the payments span (first and last local day) and how the cache's last sync

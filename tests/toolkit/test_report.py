@@ -896,3 +896,36 @@ def test_a_failed_rerun_leaves_the_last_report_as_it_was(
         others = {p.name for p in again.html} - {page.name}
         assert "index.html" in links and others <= set(links), (page.name, links)
         assert all((out / link).exists() for link in links), links
+
+
+def test_the_index_and_summary_say_which_days_and_currency_the_report_chose(
+    tmp_path: Path,
+    make_payments: Build,
+    make_refunds: Build,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With --currency (or --since/--until) the index's overview counts the chosen payments
+    only, but its Data line (and the command's summary) named the source alone: 1 payment
+    read as the whole history. The pages' first output said it; now the index does too."""
+    from gwtools.cli._report import _print_report
+
+    monkeypatch.setenv("GW_SANDBOX_VARIANT", "none")
+    payments = make_payments(
+        [
+            {"status": "succeeded", "amount": 100},
+            {"status": "succeeded", "amount": 100, "currency": "JPY"},
+            {"status": "succeeded", "amount": 100, "created_at": "2026-10-02T02:00:00Z"},
+        ]
+    )
+    cache = _synced_cache(tmp_path, payments, make_refunds([]))
+    result = report.run_report(
+        tmp_path / "r", source=cache, tz="UTC", since="2026-11-01", currency="MYR", notebooks=[]
+    )
+    assert result.overview.payments == 1
+    chosen = "2026-11-01 to now (UTC), MYR only"
+    assert f"Data: a local cache, {chosen}." in result.index.read_text()
+    _print_report(result)
+    assert f"Data: a local cache, {chosen}" in capsys.readouterr().out
+    everything = report.run_report(tmp_path / "all", source=cache, tz="UTC", notebooks=[])
+    assert "Data: a local cache. payments created" in everything.index.read_text()
