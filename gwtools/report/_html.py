@@ -39,8 +39,9 @@ def _drop_unnamed_index(table: Any) -> None:
         return
     header_rows = head.find_all("tr", recursive=False)
     body_rows = body.find_all("tr", recursive=False)
-    if not header_rows or not body_rows:
+    if not header_rows:
         return
+    # An empty table has no rows to tell an index by: pandas' corner alone marks it.
     leading = [row.find(["th", "td"], recursive=False) for row in body_rows]
     if not all(cell is not None and cell.name == "th" for cell in leading):
         return  # no index column, or a MultiIndex pandas spans over several rows
@@ -57,6 +58,21 @@ def _drop_unnamed_index(table: Any) -> None:
     if len(header_rows) == 2 and names and all(not c.get_text(strip=True) for c in names[1:]):
         corner.string = names[0].get_text()
         header_rows[1].decompose()
+
+
+def _say_no_rows(table: Any, soup: Any) -> None:
+    """An empty table's body: one row saying so, across the columns (a bare header read as
+    a table that failed to show)."""
+    body = table.find("tbody")
+    if body is None or body.find("tr") is not None:
+        return
+    header = table.select("thead tr")
+    columns = len(header[-1].find_all(["th", "td"], recursive=False)) if header else 1
+    cell = soup.new_tag("td", attrs={"colspan": str(columns), "style": "text-align: left"})
+    cell.string = "no rows"
+    row = soup.new_tag("tr")
+    row.append(cell)
+    body.append(row)
 
 
 def _classes(tag: Any) -> list[str]:
@@ -80,6 +96,7 @@ def tidy_tables(markup: str) -> str:
         return markup
     for table in tables:
         _drop_unnamed_index(table)
+        _say_no_rows(table, soup)
         for cell in table.select("thead th"):
             text = cell.get_text()
             if "_" in text and not cell.find(True):

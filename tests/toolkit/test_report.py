@@ -536,6 +536,22 @@ def test_tidy_tables_keeps_a_named_index_on_the_header_row() -> None:
     assert [th.get_text() for th in soup.select("tbody th")] == ["BSN"]
 
 
+def test_tidy_tables_says_an_empty_table_has_no_rows() -> None:
+    """An empty result (no declines, no refunds) was a bare header with an empty index
+    corner (and, for a named index, a second header row): it now says so in one row."""
+    from bs4 import BeautifulSoup
+
+    for frame, header in (
+        (pd.DataFrame({"reason": pd.Series([], dtype="string"), "count": []}), ["reason", "count"]),
+        (pd.DataFrame({"succeeded": []}, index=pd.Index([], name="bank")), ["bank", "succeeded"]),
+    ):
+        soup = BeautifulSoup(report.tidy_tables(frame.to_html()), "html.parser")
+        assert len(soup.select("thead tr")) == 1
+        assert [th.get_text() for th in soup.select("thead th")] == header
+        (cell,) = soup.select("tbody td")
+        assert cell.get_text() == "no rows" and cell["colspan"] == str(len(header))
+
+
 def test_tidy_tables_leaves_other_markup_alone() -> None:
     plain = "<p>5 payments</p><table><tr><td>x</td></tr></table>"
     assert report.tidy_tables(plain) == plain
