@@ -480,7 +480,7 @@ def load_tables(
         moment,
         since_s,
         until_s,
-        currency,
+        currency.upper() if currency else currency,  # as the data spells it, and outputs
         sandbox_data=sandbox_data or src.sandbox_data,
         states=src.states,
         refunds_made=made,

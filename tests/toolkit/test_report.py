@@ -112,6 +112,8 @@ def test_load_tables_from_a_cache_filters_local_days_and_currency(
     assert set(mine["currency"]) == {"MYR"} and len(mine) == 2
     assert sorted(to_pandas(myr.refunds)["id"]) == ["rfnd_1", "rfnd_2", "rfnd_3"]
     assert myr.refunds_made is myr.refunds  # no days chosen: one population
+    # named as the data names it, whatever case it was typed in
+    assert myr.currency == "MYR" and repr(myr).splitlines()[0].endswith(", MYR only")
     with pytest.raises(ValueError, match="unknown time zone"):
         report.load_tables(cache=cache, tz="Nowhere/Land")
 
