@@ -289,9 +289,9 @@ def notebook_display() -> None:
     """pandas display options the notebooks share (wide tables, readable numbers, money at
     its currency's decimals: :func:`_money_view`), and warnings shown as their sentence
     alone: a kernel's warning names its cell's temporary file and repeats the line, which
-    tell a report's reader nothing. The warnings that a sync was incomplete or the cache is
-    partial are held back: they name the cache's local folder, and the notebooks' first
-    output (:class:`Tables`) says the same."""
+    tell a report's reader nothing. The warnings that the cache is partial are held back:
+    they name the cache's local folder, and the notebooks' first output (:class:`Tables`)
+    says the same."""
     pd.set_option("display.width", 140)
     pd.set_option("display.max_columns", 30)
     pd.set_option("display.max_colwidth", 90)  # retry advice reads as a sentence
@@ -303,7 +303,7 @@ def notebook_display() -> None:
         formatters["text/html"].for_type(pd.DataFrame, _frame_html)
         formatters["text/plain"].for_type(pd.DataFrame, _frame_text)
     warnings.formatwarning = _plain_warning
-    hold_back_incompleteness()
+    hold_back_incompleteness(sync=False)
 
 
 def _plain_warning(

@@ -23,20 +23,17 @@ class GatewayDataWarning(UserWarning):
     """The gateway sent data gwtools could only partly use (unknown status, rejected records)."""
 
 
-#: The warnings that say a sync was incomplete or cached data is partial: no sync of it
-#: completed, or a part file cannot be read (the readers leave its rows out).
-_INCOMPLETENESS = (
-    "the sync is incomplete",
-    ".* are partial: ",
-    ".* cannot be read .*rows are missing",
-)
+#: The warnings that say cached data is partial: no sync of it completed, or a part file
+#: cannot be read (the readers leave its rows out). Both name the cache's folder.
+_PARTIAL_CACHE = (".* are partial: ", ".* cannot be read .*rows are missing")
 
 
-def hold_back_incompleteness() -> None:
-    """From now on, no warning that a sync was incomplete or a cache is partial: for a
-    notebook kernel, whose first output (:class:`gwtools.report.Tables`) says so without
-    naming the cache's local folder. Every other warning still shows."""
-    for pattern in _INCOMPLETENESS:
+def hold_back_incompleteness(*, sync: bool = True) -> None:
+    """From now on, no warning that the cache is partial, nor (``sync``) that a sync was
+    incomplete. Every other warning still shows. A notebook kernel holds back the first kind
+    only: its first output (:class:`gwtools.report.Tables`) says the cache is partial without
+    naming its local folder, while the sync's own warning names no folder and says why."""
+    for pattern in (("the sync is incomplete",) if sync else ()) + _PARTIAL_CACHE:
         warnings.filterwarnings("ignore", pattern, GatewayDataWarning)
 
 

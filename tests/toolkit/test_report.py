@@ -747,7 +747,14 @@ def test_notebook_warnings_are_their_sentence_alone(monkeypatch: pytest.MonkeyPa
         ):
             warnings.warn(message, gwtools.GatewayDataWarning, stacklevel=1)
         warnings.warn("1 record rejected", gwtools.GatewayDataWarning, stacklevel=1)
-    assert [str(w.message) for w in shown_here] == ["1 record rejected"]
+        # the sync's own warning names no folder and says why: it still shows
+        warnings.warn(
+            "the sync is incomplete, …: 2 short pages", gwtools.GatewayDataWarning, stacklevel=1
+        )
+    assert [str(w.message) for w in shown_here] == [
+        "1 record rejected",
+        "the sync is incomplete, …: 2 short pages",
+    ]
     assert (
         warnings.formatwarning("payments: 3 rows", UserWarning, "/tmp/ipykernel_1/2.py", 8)
         == "UserWarning: payments: 3 rows\n"
