@@ -1,9 +1,12 @@
-"""nbval runs the notebooks in the time zone their stored outputs were made in.
+"""nbval runs the notebooks in the time zone and on the history their stored outputs were
+made with.
 
 The notebooks take their time zone from ``GW_TIMEZONE`` (else UTC), and ``build.py
---execute`` stores outputs made with the demo's zone (``STORED_TIMEZONE``). The suite clears
-``GW_TIMEZONE`` to stay hermetic, so each notebook's kernel is started with that zone here,
-and the variable is restored right after: other tests in the same process never see it.
+--execute`` stores outputs made with the demo's zone (``STORED_TIMEZONE``) on the demo history
+ending at ``GW_SANDBOX_NOW`` (``PINNED_NOW``). The suite clears ``GW_TIMEZONE`` to stay
+hermetic, and pins ``GW_SANDBOX_NOW`` only when ``tests/`` is collected, so each notebook's
+kernel is started with both here (a ``GW_SANDBOX_NOW`` already set is kept), and the variables
+are restored right after: other tests in the same process never see them.
 """
 
 from __future__ import annotations
@@ -37,12 +40,20 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     if item.path.suffix != ".ipynb":
         yield
         return
-    old = os.environ.get("GW_TIMEZONE")
-    os.environ["GW_TIMEZONE"] = STORED_TIMEZONE
+    from gwtools._embedded import PINNED_NOW
+
+    # `pytest notebooks/` alone: without the pin the history ends now, not where it was stored.
+    settings = {
+        "GW_TIMEZONE": STORED_TIMEZONE,
+        "GW_SANDBOX_NOW": os.environ.get("GW_SANDBOX_NOW") or PINNED_NOW.isoformat(),
+    }
+    old = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("GW_TIMEZONE", None)
-        else:
-            os.environ["GW_TIMEZONE"] = old
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
