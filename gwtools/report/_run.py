@@ -245,7 +245,9 @@ def run_report(
     ``source="spark"`` has each notebook read ``spark_path`` (else the synced gateway's cache)
     with a Spark session on ``spark_master``. The notebooks see lazy tables and the tables
     written are their small results (and, from the overview notebook, the canonical tables,
-    streamed). Notebooks run ``workers`` at a time.
+    streamed). Notebooks run ``workers`` at a time. Pages and tables land in ``out_dir``
+    only when every notebook succeeded: a failing one raises :class:`ReportError` (kept as
+    ``<name>.failed.ipynb``) and leaves a report already there as it was.
     """
     start = time.perf_counter()
     zone = resolve_tz(tz)
