@@ -25,8 +25,10 @@ A lazy table sees the files present when it was made: scan again after a sync.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import tempfile
 import threading
 import warnings
@@ -75,12 +77,13 @@ MEMORY_ENV = "GW_DUCKDB_MEMORY_LIMIT"
 @functools.cache
 def _connection() -> duckdb.DuckDBPyConnection:
     limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
-    # Spilled files go to the system's temporary folder, not to a .tmp in the working folder.
-    spill = Path(tempfile.gettempdir()) / "gwtools-duckdb"
+    # Spilled files go to a folder of this process's own in the system's temporary folder: not
+    # a .tmp in the working folder, and not one fixed name, which the first user to spill on a
+    # shared server (JupyterHub) would own and every other user's spill would then fail on.
+    spill = tempfile.mkdtemp(prefix="gwtools-duckdb-")
+    atexit.register(shutil.rmtree, spill, ignore_errors=True)
     try:
-        con = duckdb.connect(
-            ":memory:", config={"memory_limit": limit, "temp_directory": str(spill)}
-        )
+        con = duckdb.connect(":memory:", config={"memory_limit": limit, "temp_directory": spill})
     except duckdb.Error as exc:
         raise ConfigurationError(
             f"{MEMORY_ENV}={limit!r} is not a memory size DuckDB understands ({exc}); "

@@ -366,6 +366,32 @@ def test_lazy_tables_spill_past_a_bounded_memory(tmp_path: Path) -> None:
     assert "e.g. '3GB'" in bad.stdout
 
 
+def test_a_spill_needs_no_folder_of_a_fixed_name(tmp_path: Path) -> None:
+    """On a shared server (JupyterHub) the first user to spill owned /tmp/gwtools-duckdb, and
+    every other user's spilling query failed on it. Each process spills into a folder of its
+    own, which it removes when it ends."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "gwtools-duckdb").write_text("another user's")  # root ignores modes: a file
+    code = (
+        "from gwtools.cache._scan import connection\n"
+        "print(connection().sql('select count(*) from (select i % 3000000 as k, count(*) "
+        "from range(6000000) t(i) group by k)').fetchall()[0][0])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TMPDIR": str(tmp_path), "GW_DUCKDB_MEMORY_LIMIT": "50MB"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr  # was: Failed to create directory …/gwtools-duckdb
+    assert run.stdout.split() == ["3000000"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gwtools-duckdb"]  # its own is gone
+
+
 @pytest.mark.parametrize("rows", ["all", "none"])
 def test_lazy_results_come_through_arrow_with_duckdbs_own_dtypes(rows: str) -> None:
     """Results are collected through Arrow (DuckDB's ``.df()`` made a Python object per text
