@@ -130,3 +130,30 @@ def test_the_lazy_example_selects_rows_of_the_shipped_sample(
     exec(compile(offline, "README.md", "exec"), space)
     assert len(space["payments"]) > 1000
     assert 0 < len(space["first_week"]) < len(space["payments"])
+
+
+# A variable's name as the code reads it: a string literal, e.g. os.environ.get("GW_LOCALE").
+READ_VARIABLE = re.compile(r"""["'](GW_[A-Z][A-Z0-9_]*)["']""")
+
+
+def _documented_variables() -> set[str]:
+    """The GW_* names in the first cell of the README's table of environment variables."""
+    return {
+        name
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("| `GW_")
+        for name in re.findall(r"`(GW_[A-Z0-9_]+)`", line.split("|")[1])
+    }
+
+
+def test_readme_documents_every_environment_variable_the_library_reads() -> None:
+    """A setting a user cannot find is a setting that surprises them: every GW_* variable the
+    package reads has a row in the README's table, and the table names none it does not read."""
+    read = {
+        name
+        for path in (ROOT / "gwtools").rglob("*.py")
+        for name in READ_VARIABLE.findall(path.read_text())
+    }
+    documented = _documented_variables()
+    assert read - documented == set(), "read by gwtools but not in the README's variable table"
+    assert documented - read == set(), "in the README's variable table but read nowhere"
