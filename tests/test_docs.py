@@ -157,3 +157,26 @@ def test_readme_documents_every_environment_variable_the_library_reads() -> None
     documented = _documented_variables()
     assert read - documented == set(), "read by gwtools but not in the README's variable table"
     assert documented - read == set(), "in the README's variable table but read nowhere"
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_readme_extras_table_names_every_package_each_extra_installs() -> None:
+    """The table under "What to install" is how a user picks an extra: each row's "adds" cell
+    names every package pyproject.toml puts in that extra (other extras it includes aside)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    rows = {
+        match[1]: line.split("|")[2].lower().replace("_", "-")
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if (match := re.match(r"\| `gwtools\[(\w+)\]` \|", line))
+    }
+    for extra in ("sandbox", "report", "spark"):
+        packages = {_requirement_name(r) for r in extras[extra] if not r.startswith("gwtools[")}
+        unnamed = sorted(p for p in packages if p not in rows[extra])
+        assert unnamed == [], f"gwtools[{extra}] installs {unnamed}, which the README omits"
