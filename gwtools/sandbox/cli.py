@@ -25,7 +25,8 @@ from gwtools.sandbox.auth import mask
 from gwtools.sandbox.clock import ClockRangeError
 
 
-@click.command("sandbox")
+# -h as `gwtools` gives it: run alone (python -m gwtools.sandbox) no group passes it down.
+@click.command("sandbox", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--host",
     default="127.0.0.1",

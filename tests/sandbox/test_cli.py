@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -77,6 +78,23 @@ def test_cli_help_lists_the_options() -> None:
         "--key-file",
     ):
         assert option in out
+
+
+def test_python_m_gwtools_sandbox_takes_the_options_gwtools_sandbox_takes() -> None:
+    """docs/sandbox.md: ``python -m gwtools.sandbox`` is the same as ``gwtools sandbox``, -h
+    included (the group's context gives ``gwtools sandbox`` its -h; run alone it had none)."""
+
+    def help_of(*command: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", *command, "-h"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "100"},
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()[1:]  # the usage line names the program
+
+    assert help_of("gwtools.sandbox") == help_of("gwtools", "sandbox")
 
 
 def test_cli_refuses_a_start_time_outside_the_clock_range() -> None:
