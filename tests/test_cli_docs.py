@@ -78,3 +78,17 @@ shown()
     loaded, _, eager = rest.partition("\n")
     assert loaded == "[]"
     assert lazy == eager and "sync     Bring the local Parquet cache" in lazy
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_help_shown_in_the_docs_is_the_commands_help(name: str) -> None:
+    """Each section quotes its command's --help: a default, range or sentence changed in the
+    code must change there too. Compared without whitespace, so wrapping does not count."""
+    from click.testing import CliRunner
+
+    shown = re.search(r"```text\n(.*?)```", _sections()[name], re.S)
+    assert shown is not None, f"docs/cli.md shows no --help of gwtools {name}"
+    actual = CliRunner().invoke(main, [name, "--help"], prog_name="gwtools").output
+    assert re.sub(r"\s", "", shown[1]) == re.sub(r"\s", "", actual), (
+        f"docs/cli.md's help of gwtools {name} differs from `gwtools {name} --help`:\n{actual}"
+    )
