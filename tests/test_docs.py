@@ -180,3 +180,37 @@ def test_readme_extras_table_names_every_package_each_extra_installs() -> None:
         packages = {_requirement_name(r) for r in extras[extra] if not r.startswith("gwtools[")}
         unnamed = sorted(p for p in packages if p not in rows[extra])
         assert unnamed == [], f"gwtools[{extra}] installs {unnamed}, which the README omits"
+
+
+def test_readme_error_tree_is_the_exception_hierarchy() -> None:
+    """The README's tree under **Errors** is how a user decides what to catch: every exported
+    error is in it once, under its direct base, with the built-in bases it names ("also ...")."""
+    import builtins
+
+    text = (ROOT / "README.md").read_text()
+    tree = re.search(r"```\n(GatewayError\n.*?)```", text, re.S)
+    assert tree is not None, "the README's error tree is gone"
+    parents: list[tuple[int, str]] = []
+    shown: dict[str, str | None] = {}
+    for line in tree[1].splitlines():
+        found = re.match(r"([\s│├└─]*)([A-Z]\w+)(.*)", line)
+        if found is None or (found[1] and not set(found[1]) & set("├└")):
+            continue  # a continuation line of the description above
+        depth, name, rest = len(found[1]), found[2], found[3]
+        while parents and parents[-1][0] >= depth:
+            parents.pop()
+        shown[name] = parents[-1][1] if parents else None
+        parents.append((depth, name))
+        cls = getattr(gwtools, name)
+        for also in re.findall(r"also (\w+)", rest):
+            assert issubclass(cls, getattr(builtins, also)), f"{name} is documented as {also}"
+    exported = {
+        name
+        for name in gwtools.__all__
+        if isinstance(getattr(gwtools, name), type)
+        and issubclass(getattr(gwtools, name), gwtools.GatewayError)
+    }
+    assert set(shown) == exported
+    for name, parent in shown.items():
+        bases = [b.__name__ for b in getattr(gwtools, name).__bases__]
+        assert (parent or "Exception") == bases[0], f"{name}: documented under {parent}"
