@@ -214,3 +214,30 @@ def test_readme_error_tree_is_the_exception_hierarchy() -> None:
     for name, parent in shown.items():
         bases = [b.__name__ for b in getattr(gwtools, name).__bases__]
         assert (parent or "Exception") == bases[0], f"{name}: documented under {parent}"
+
+
+def _package_parts() -> list[str]:
+    """gwtools' top-level modules and subpackages (``python -m gwtools`` aside)."""
+    package = ROOT / "gwtools"
+    return sorted(
+        p.name + ("/" if p.is_dir() else "")
+        for p in package.iterdir()
+        if (p.suffix == ".py" and p.name != "__main__.py") or (p / "__init__.py").is_file()
+    )
+
+
+def test_the_layout_and_architecture_name_every_part_of_the_package() -> None:
+    """The README's Layout and docs/architecture.md are where a reader finds which module owns
+    what: a module neither names is one nobody is told about."""
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("\n## Layout\n") :]
+    layout = layout[: layout.index("\n## ", 1)]
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    unnamed = {
+        # A folder as gwtools/name/; a file may be named beside another (_embedded.py).
+        "README Layout": [
+            p for p in _package_parts() if (f"gwtools/{p}" if p.endswith("/") else p) not in layout
+        ],
+        "docs/architecture.md": [p for p in _package_parts() if p.rstrip("/") not in architecture],
+    }
+    assert unnamed == {"README Layout": [], "docs/architecture.md": []}
