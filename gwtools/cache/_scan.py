@@ -7,7 +7,7 @@ filters and group-bys in DuckDB and brings back only the small result)::
 
     payments = gwtools.scan_cache("data/sample-cache", "payments", since="2026-09-01")
     analysis.decline_rate(payments, freq="week", tz="Asia/Kuala_Lumpur")
-    first_week = analysis.to_pandas(analysis.between(payments, "2026-09-01", "2026-09-08"))
+    first_week = analysis.to_pandas(analysis.between(payments, "2026-09-01", "2026-09-07"))
     # payments.df() gives DuckDB's own dtypes; analysis.to_pandas the canonical ones
 
 The table has the canonical columns in the canonical order with the cache's types (timestamps
