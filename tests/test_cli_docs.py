@@ -92,3 +92,14 @@ def test_the_help_shown_in_the_docs_is_the_commands_help(name: str) -> None:
     assert re.sub(r"\s", "", shown[1]) == re.sub(r"\s", "", actual), (
         f"docs/cli.md's help of gwtools {name} differs from `gwtools {name} --help`:\n{actual}"
     )
+
+
+def test_check_tz_help_says_what_the_zone_changes_in_a_check() -> None:
+    """gwtools check runs the quality rules, not the monitors: its --tz moves the hours the
+    hourly-holes rule counts, and there is no FPX outage in it to be in Malaysia time."""
+    from click.testing import CliRunner
+
+    shown = CliRunner().invoke(main, ["check", "--help"], terminal_width=200).output
+    tz_help = next(line for line in shown.splitlines() if line.strip().startswith("--tz"))
+    assert "FPX" not in tz_help
+    assert "no_hourly_holes" in tz_help

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -78,14 +78,9 @@ def _states(
     return {r: gwtools.cache_state(folder, r) for r in ("payments", "refunds")}
 
 
-def _tz_option(f: Any) -> Any:
-    return click.option(
-        "--tz",
-        default=None,
-        callback=check_tz,
-        help="Time zone of days and hours (else GW_TIMEZONE, else UTC); FPX outages are "
-        "always in Malaysia time.",
-    )(f)
+def _tz_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--tz``; ``help`` says what the zone moves in this command."""
+    return click.option("--tz", default=None, callback=check_tz, help=help)
 
 
 @click.command()
@@ -102,7 +97,10 @@ def _tz_option(f: Any) -> Any:
     show_default=True,
     help="Days before the window that form the baseline.",
 )
-@_tz_option
+@_tz_option(
+    "Time zone of days and hours (else GW_TIMEZONE, else UTC); FPX outages are always in "
+    "Malaysia time."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the alerts as a JSON array.")
 @connection_options
 def monitor(
@@ -216,7 +214,9 @@ def _refuse_an_empty_window(payments: Any, window: dict[str, Any]) -> None:
 
 
 @click.command()
-@_tz_option
+@_tz_option(
+    "Time zone whose clock hours the no_hourly_holes rule counts (else GW_TIMEZONE, else UTC)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rules as a JSON array.")
 @connection_options
 def check(
