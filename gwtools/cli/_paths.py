@@ -52,11 +52,19 @@ def _special(path: Path) -> bool:
     return path.exists() and not (path.is_file() or path.is_dir())
 
 
+def _refuse_empty(value: Any, what: str) -> None:
+    """An empty ``--out "$OUT"`` (the variable unset) is a mistake, not the working directory,
+    which is what ``Path("")`` would make of it."""
+    if not str(value).strip():
+        raise click.BadParameter(f"--out {value!r} is empty: give {what}")
+
+
 def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Click callback: an output file (or ``-``) whose folder exists and can be written (a
     symlink's: the folder of the file it points to, which the export replaces)."""
     if value is None or str(value) == "-":
         return value
+    _refuse_empty(value, "the file to write (- for standard output)")
     path = Path(value)
     if path.is_dir():
         raise _cannot(path, "it is a folder; name a file")
@@ -79,10 +87,7 @@ def out_dir(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     directory, where an empty ``--out "$OUT"`` would spread the report's files)."""
     if value is None:
         return value
-    if not str(value).strip():
-        raise click.BadParameter(
-            f"--out {value!r} is empty: give the folder to write into (. for the working directory)"
-        )
+    _refuse_empty(value, "the folder to write into (. for the working directory)")
     path = Path(value)
     if path.exists() and not path.is_dir():
         raise _cannot(path, "it is a file, not a folder")

@@ -280,15 +280,22 @@ def test_an_empty_cache_dir_is_refused_not_taken_for_here(
 
 
 @pytest.mark.parametrize(
-    "command", [["report", "--source", str(SAMPLE)], ["demo"]], ids=lambda c: c[0]
+    "command",
+    [
+        ["report", "--source", str(SAMPLE)],
+        ["demo"],
+        ["export", "payments", "--format", "csv", "--source", str(SAMPLE)],
+    ],
+    ids=lambda c: c[0],
 )
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "spaces"])
 def test_an_empty_out_is_refused_not_taken_for_here(
-    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    command: list[str], blank: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `--out "$OUT"` with the variable unset: the report's pages, index.html and tables/
     # were written all over the working directory.
     monkeypatch.chdir(tmp_path)
-    code, said = _run(*command, "--out", "", env={"GW_CACHE_DIR": str(tmp_path / "cache")})
+    code, said = _run(*command, "--out", blank, env={"GW_CACHE_DIR": str(tmp_path / "cache")})
     assert code == 2, said
     assert "--out" in said and "is empty" in said, said
     assert list(tmp_path.iterdir()) == []
