@@ -96,6 +96,15 @@ def check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def check_zone(value: str | None) -> None:
+    """Refuse a ``--tz`` the IANA database does not know, as a usage error naming ``--tz``
+    (the library's own error names its ``tz=`` argument, which nobody typed here)."""
+    from gwtools.analysis._time import known_zone, unknown_zone
+
+    if value is not None and not known_zone(value):
+        raise click.BadParameter(str(unknown_zone(value, "")), param_hint="'--tz'")
+
+
 def not_before(since: str, until: str) -> str:
     """Why ``gwtools export --since`` (naive: UTC) is refused for not being before ``--until``,
     which is exclusive, in the options' words."""

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gwtools.cli import error_line
-from gwtools.cli._dates import check_date, check_room, check_tz, created_span, minute
+from gwtools.cli._dates import (
+    check_date,
+    check_room,
+    check_tz,
+    check_zone,
+    created_span,
+    minute,
+)
 from gwtools.cli._sync import (
     _cached_folder,
     _incompleteness_said,
@@ -121,6 +128,7 @@ def monitor(
     from gwtools.analysis import resolve_tz
 
     with _cannot_check():
+        check_zone(tz)  # before the cache is read
         # Room before --since for the baseline (and the default window before --until).
         default_days = 0 if since is not None else _WINDOW_DAYS
         for option, value, before in (("--since", since, 0), ("--until", until, default_days)):
@@ -233,6 +241,7 @@ def check(
     from gwtools.analysis import resolve_tz
 
     with _cannot_check():
+        check_zone(tz)  # before the cache is read
         payments, refunds = _tables(api_key_file, base_url, cache_dir, account)
         states = _states(api_key_file, base_url, cache_dir, account)
         table = analysis.quality(payments, refunds, completeness=states, tz=resolve_tz(tz))

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from gwtools.cli import require_extra
-from gwtools.cli._dates import check_date, check_room, check_tz
+from gwtools.cli._dates import check_date, check_room, check_tz, check_zone
 from gwtools.cli._paths import out_dir
 from gwtools.cli._source import check_source_folder, source_advice
 from gwtools.cli._sync import (
@@ -37,12 +37,11 @@ def _check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     from gwtools.analysis import resolve_tz
 
     check_tz(ctx, param, value)
+    check_zone(value)
     try:
         return resolve_tz(value)
-    except ValueError as exc:
-        if value is None:  # GW_TIMEZONE's, which the message names: no option was typed
-            raise click.UsageError(str(exc)) from None
-        raise click.BadParameter(str(exc)) from None
+    except ValueError as exc:  # GW_TIMEZONE's (check_tz took --tz's), which the message names
+        raise click.UsageError(str(exc)) from None
 
 
 def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

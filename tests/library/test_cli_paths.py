@@ -250,6 +250,25 @@ def test_an_empty_tz_is_refused_not_taken_for_the_default(
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["report", "--source", str(SAMPLE)], ["demo"], ["monitor"], ["check"]],
+    ids=lambda c: c[0],
+)
+def test_a_misspelt_tz_is_a_usage_error_naming_the_option(
+    command: list[str], tmp_path: Path
+) -> None:
+    # monitor and check read the cache first and then blamed "tz=", a name nobody typed on
+    # the command line; report and demo refused it at once as --tz.
+    out = ["--out", str(tmp_path / "r")] if command[0] in ("report", "demo") else []
+    cache = SAMPLE if command[0] in ("monitor", "check") else tmp_path / "cache"
+    code, said = _run(*command, *out, "--tz", "Asia/Kuala_Lumpr", env={"GW_CACHE_DIR": str(cache)})
+    assert code == 2, said
+    assert "Invalid value for '--tz'" in said and "given as tz=" not in said, said
+    assert "'Asia/Kuala_Lumpur'" in said  # the likely name
+    assert not (tmp_path / "r").exists()
+
+
 def test_demo_blames_a_bad_gw_timezone_on_the_variable_not_on_tz(tmp_path: Path) -> None:
     # The demo's zone defaults to GW_TIMEZONE's: a bad one must be named where it was set,
     # not reported as a value "given as tz=" that nobody typed.
