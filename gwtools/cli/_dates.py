@@ -98,11 +98,14 @@ def check_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 def check_zone(value: str | None) -> None:
     """Refuse a ``--tz`` the IANA database does not know, as a usage error naming ``--tz``
-    (the library's own error names its ``tz=`` argument, which nobody typed here)."""
-    from gwtools.analysis._time import known_zone, unknown_zone
+    (before the cache is read, and naming the option rather than the library's ``tz=``)."""
+    from gwtools.analysis import resolve_tz
 
-    if value is not None and not known_zone(value):
-        raise click.BadParameter(str(unknown_zone(value, "")), param_hint="'--tz'")
+    if value is not None:
+        try:
+            resolve_tz(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--tz'") from None
 
 
 def not_before(since: str, until: str) -> str:
