@@ -25,6 +25,16 @@ from gwtools.sandbox.auth import mask
 from gwtools.sandbox.clock import ClockRangeError
 
 
+def _file_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A file option as a Path; an empty one (``--key-file "$KEY_FILE"``, the variable unset)
+    is refused rather than taken for the working directory, as ``Path("")`` would."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter(f"{value!r} is empty: give a file name, or leave the option out")
+    return Path(value)
+
+
 # -h as `gwtools` gives it: run alone (python -m gwtools.sandbox) no group passes it down.
 @click.command("sandbox", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
@@ -49,8 +59,9 @@ from gwtools.sandbox.clock import ClockRangeError
 )
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     default=None,
+    callback=_file_path,
     help="SQLite file to keep the sandbox's state in (default: memory only).",
 )
 @click.option(
@@ -100,8 +111,9 @@ from gwtools.sandbox.clock import ClockRangeError
 )
 @click.option(
     "--key-file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     default=None,
+    callback=_file_path,
     help="Write the test secret key to this file (mode 600) instead of printing it.",
 )
 def sandbox(

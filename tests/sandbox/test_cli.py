@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 
 def test_cli_serves_and_writes_the_key_file(tmp_path: Path) -> None:
@@ -121,6 +122,28 @@ def test_key_file_and_db_in_a_missing_folder_are_refused_and_nothing_is_made(
         assert result.exit_code == 2, result.output
         assert f"cannot write {path}: the folder {path.parent} does not exist" in result.output
         assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("option", ["--key-file", "--db"])
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "spaces"])
+def test_an_empty_key_file_or_db_is_refused_as_empty(
+    option: str, blank: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--key-file "$KEY_FILE"` with the variable unset was taken for the working directory
+    # ("cannot write .: Is a directory"), a path nobody typed; '  ' became a file of that name.
+    import socket
+
+    from click.testing import CliRunner
+
+    from gwtools.sandbox.cli import sandbox
+
+    monkeypatch.chdir(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as busy:  # a path taken as one cannot serve
+        port = str(busy.getsockname()[1])
+        result = CliRunner().invoke(sandbox, [option, blank, "--port", port])
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "is empty" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_sandbox_that_cannot_start_leaves_no_files_and_ends_the_bar_line(
