@@ -99,7 +99,7 @@ def classify_declines(payments: E.Table) -> pd.DataFrame:
     and index; other engines give rows in creation order."""
     lf = classified(payments)
     if isinstance(payments, pd.DataFrame):
-        out = E.to_pandas(lf, keep_index=True)
+        out = E.user_index(E.to_pandas(lf, keep_index=True), payments)
     else:
         out = E.to_pandas(lf.sort("created_at", "id", nulls_last=True))
     return out.astype(

@@ -43,6 +43,7 @@ connection does, so its truncation and collected times are UTC.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -80,6 +81,8 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
         return table
     if isinstance(table, nw.DataFrame):
         return table.lazy()
+    if isinstance(table, pd.DataFrame):
+        table = _plain_pandas(table)
     try:
         frame = nw.from_native(table)
     except TypeError:
@@ -92,6 +95,53 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
         return frame.lazy()
     _check_spark(frame)
     return cast(nw.LazyFrame[Any], frame)
+
+
+def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without what Narwhals' pandas backend trips on, as a new frame (the user's is
+    never changed; unchanged columns are shared, not copied).
+
+    A notebook's frame may hold category columns (a group-by's ``max`` and a ``fill_null``
+    fail on them), an index made from a column (``set_index("id", drop=False)``: every sort
+    by that column is ambiguous) or pyarrow-backed columns (``dtype_backend="pyarrow"``: a
+    time difference overflows). Categories become their values' dtype, such index levels lose
+    their name, and canonical pyarrow columns take their canonical dtype. Naive canonical
+    times are refused here, as the analyses compare them with aware ones.
+    """
+    from gwtools.analysis._time import naive_times
+
+    if frame.columns.has_duplicates:
+        return frame  # Narwhals refuses it, naming the columns
+    columns = set(frame.columns)
+    changed: dict[Any, pd.Series] = {}
+    for name, dtype in frame.dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype):
+            changed[name] = frame[name].astype(dtype.categories.dtype)
+        elif isinstance(dtype, pd.ArrowDtype) and name in _CANONICAL:
+            # Naive times fail the cast: refused just below.
+            with contextlib.suppress(TypeError, ValueError):
+                changed[name] = frame[name].astype(_CANONICAL[name])
+        if name in _CANONICAL and _CANONICAL[name] == _schema.TIMESTAMP:
+            naive_times(changed.get(name, frame[name]).dtype, name)
+    named = [n is not None and n in columns for n in frame.index.names]
+    if not changed and not any(named):
+        return frame
+    out = frame.copy(deep=False)  # copy-on-write: setting a column leaves the user's alone
+    for name, col in changed.items():
+        out[name] = col
+    if any(named):
+        out.index = out.index.set_names(
+            [None if clash else n for n, clash in zip(frame.index.names, named, strict=True)]
+        )
+    return out
+
+
+def user_index(out: pd.DataFrame, table: Any) -> pd.DataFrame:
+    """``out`` (rows of pandas ``table``) with the names of ``table``'s index levels, which
+    :func:`lazy` may have dropped."""
+    if isinstance(table, pd.DataFrame) and out.index.nlevels == table.index.nlevels:
+        out.index = out.index.set_names(table.index.names)
+    return out
 
 
 def _check_spark(lf: nw.LazyFrame[Any]) -> None:
@@ -125,8 +175,20 @@ def native_like(lf: nw.LazyFrame[Any], table: Table) -> Any:
     if isinstance(table, nw.DataFrame):
         return lf.collect()
     if lf.implementation.is_pandas_like():
-        return lf.collect().to_native()
+        return _as_given(lf.collect().to_native(), table)
     return lf.to_native()
+
+
+def _as_given(out: pd.DataFrame, table: Any) -> pd.DataFrame:
+    """Rows of pandas ``table`` (as :func:`lazy` read them) with ``table``'s own dtypes and
+    index names again: a filter hands back the user's rows as they were."""
+    if not isinstance(table, pd.DataFrame):
+        return out
+    given = table.dtypes
+    for name in out.columns:
+        if name in given.index and out[name].dtype != given[name]:
+            out[name] = out[name].astype(given[name])
+    return user_index(out, table)
 
 
 def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:

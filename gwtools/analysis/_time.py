@@ -13,7 +13,7 @@ import functools
 import os
 import re
 import zoneinfo
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -63,11 +63,27 @@ def _zone_names() -> tuple[str, ...]:
 
 def _aware(ts: pd.Series) -> pd.Series:
     if not isinstance(ts.dtype, pd.DatetimeTZDtype):
-        raise ConfigurationError(
-            f"column {ts.name!r} holds naive timestamps ({ts.dtype}); canonical tables are "
-            "UTC-aware: build test frames with gwtools._schema.conform()"
-        )
+        _refuse_naive(ts.name, f" ({ts.dtype})")
     return ts
+
+
+def _refuse_naive(column: Any, dtype: str = "") -> NoReturn:
+    raise ConfigurationError(
+        f"column {column!r} holds naive timestamps{dtype}; canonical tables are UTC-aware: "
+        f"if they are UTC times, localize them (frame[{column!r}].dt.tz_localize('UTC')), or "
+        "build the frame with gwtools._schema.conform()"
+    )
+
+
+def naive_times(dtype: Any, column: str) -> None:
+    """Refuse a pandas column ``dtype`` of naive times (NumPy's or pyarrow's)."""
+    import pyarrow as pa
+
+    arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else pa.null()
+    if pd.api.types.is_datetime64_dtype(dtype) or (
+        pa.types.is_timestamp(arrow) and arrow.tz is None
+    ):
+        _refuse_naive(column, f" ({dtype})")
 
 
 def as_utc(stamp: Any) -> pd.Timestamp:
@@ -85,10 +101,7 @@ def check_aware(table: Any, column: str) -> None:
 
     dtype = lazy(table).collect_schema().get(column)
     if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
-        raise ConfigurationError(
-            f"column {column!r} holds naive timestamps; canonical tables are "
-            "UTC-aware: build test frames with gwtools._schema.conform()"
-        )
+        _refuse_naive(column)
 
 
 def local_time(ts: pd.Series, tz: str | None = None) -> pd.Series:

@@ -1,0 +1,153 @@
+"""The analyses given a pandas frame the way a notebook holds one: category columns
+(``astype("category")`` to save memory), an index made from a column (``set_index("id",
+drop=False)``), pandas' pyarrow-backed dtypes (``read_parquet(dtype_backend="pyarrow")``), naive
+timestamps.
+
+Each form of the same rows gives the canonical frame's result (or a ConfigurationError naming the
+column, for naive times), never an engine's own error, and the user's frame is never changed.
+A filter (``between``, ``effective_refunds``) returns the user's rows as they were: their dtypes
+and their index's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gwtools import ConfigurationError
+from gwtools import analysis as a
+from tests.toolkit.conftest import build_payments, build_refunds
+
+PAYMENTS = [
+    {"status": "succeeded", "amount": 1000, "card_brand": "visa", "customer_id": "cus_1",
+     "created_at": "2026-11-02T02:00:00Z", "captured_at": "2026-11-02T02:01:00Z",
+     "refunded_amount": 1000, "refunded": True},
+    {"status": "failed", "amount": 500, "card_brand": "visa", "customer_id": "cus_2",
+     "failure_code": "card_declined", "decline_code": "insufficient_funds",
+     "created_at": "2026-11-02T03:00:00Z"},
+    {"status": "succeeded", "amount": 500, "card_brand": "visa", "customer_id": "cus_2",
+     "created_at": "2026-11-02T03:10:00Z"},
+    {"status": "failed", "amount": 700, "method_type": "fpx", "fpx_bank_code": "MB2U0227",
+     "failure_code": "processing_error", "created_at": "2026-11-03T05:00:00Z"},
+]  # fmt: skip
+REFUNDS = [
+    {"payment_id": "pay_1", "amount": 1000, "reason": "requested_by_customer"},
+    {"payment_id": "pay_3", "amount": 500, "status": "failed"},
+]
+
+
+def _category(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for name in out.columns:
+        if out[name].dtype == "string":
+            out[name] = out[name].astype("category")
+    return out
+
+
+def _id_index(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.set_index("id", drop=False)
+
+
+def _pyarrow(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.convert_dtypes(dtype_backend="pyarrow")
+
+
+FORMS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    "category": _category,
+    "id_index": _id_index,
+    "pyarrow": _pyarrow,
+}
+
+CALLS: dict[str, Callable[[Any, Any], Any]] = {
+    "acceptance": lambda p, r: a.acceptance(p, by="method_type"),
+    "classify_declines": lambda p, r: a.classify_declines(p).reset_index(drop=True),
+    "decline_breakdown": lambda p, r: a.decline_breakdown(p),
+    "decline_rate": lambda p, r: a.decline_rate(p, by="card_brand", freq="day"),
+    "decline_types": lambda p, r: a.decline_types(p),
+    "fpx_banks": lambda p, r: a.fpx_banks(p, min_attempts=1),
+    "fpx_outcome_shares": lambda p, r: a.fpx_outcome_shares(p),
+    "funnel": lambda p, r: a.funnel(p),
+    "monitor": lambda p, r: a.monitor(p, r, until="2026-11-04"),
+    "orders": lambda p, r: a.orders(p),
+    "overview": lambda p, r: repr(a.overview(p, r, min_attempts=1)),
+    "partial_vs_full": lambda p, r: a.partial_vs_full(p, r),
+    "quality": lambda p, r: a.quality(p, r),
+    "recovery": lambda p, r: a.recovery(p),
+    "refund_details": lambda p, r: a.refund_details(p, r),
+    "refund_rate": lambda p, r: a.refund_rate(p, r, freq="month"),
+    "refunds_by_reason": lambda p, r: a.refunds_by_reason(r),
+    "time_to_refund": lambda p, r: a.time_to_refund(p, r),
+}
+
+
+@pytest.fixture(scope="module")
+def canonical() -> tuple[pd.DataFrame, pd.DataFrame]:
+    return build_payments(PAYMENTS), build_refunds(REFUNDS)
+
+
+def _same(got: Any, want: Any) -> None:
+    if isinstance(want, pd.DataFrame):
+        pd.testing.assert_frame_equal(got, want)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("name", CALLS)
+def test_a_notebook_form_of_the_frame_gives_the_canonical_result_untouched(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], form: str, name: str
+) -> None:
+    payments, refunds = (FORMS[form](t) for t in canonical)
+    before = payments.copy(deep=True), refunds.copy(deep=True)
+    _same(CALLS[name](payments, refunds), CALLS[name](*canonical))
+    pd.testing.assert_frame_equal(payments, before[0])
+    pd.testing.assert_frame_equal(refunds, before[1])
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_hand_computed_rates_hold_for_every_form(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], form: str
+) -> None:
+    payments, refunds = (FORMS[form](t) for t in canonical)
+    # 4 decided payments, 2 failed; 1 of 2 successes refunded (the failed refund does not count)
+    rate = a.decline_rate(payments)
+    assert (rate["n"].iloc[0], rate["rate"].iloc[0]) == (4, 0.5)
+    refund = a.refund_rate(payments, refunds)
+    assert refund["rate"].iloc[0] == 0.5
+    # pay_2 failed then pay_3 succeeded for the same customer within the window: recovered
+    card = a.recovery(payments, by="method_type").set_index("method_type").loc["card"]
+    assert (card["orders"], card["recovered"]) == (1, 1)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_filter_returns_the_users_rows_as_they_were(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], form: str
+) -> None:
+    payments, refunds = (FORMS[form](t) for t in canonical)
+    kept = a.between(payments, "2026-11-03")
+    pd.testing.assert_frame_equal(kept, payments.iloc[[3]])
+    live = a.effective_refunds(refunds)
+    pd.testing.assert_frame_equal(live, refunds.iloc[[0]])
+    assert a.classify_declines(payments).index.names == payments.index.names
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p, r: a.monitor(p, r),
+        lambda p, r: a.quality(p, r),
+        lambda p, r: a.refund_details(p, r),
+        lambda p, r: a.orders(p),
+    ],
+    ids=["monitor", "quality", "refund_details", "orders"],
+)
+def test_naive_timestamps_are_refused_naming_the_column(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], call: Callable[[Any, Any], Any]
+) -> None:
+    payments, refunds = (t.copy() for t in canonical)
+    payments["created_at"] = payments["created_at"].dt.tz_localize(None)
+    with pytest.raises(ConfigurationError, match="column 'created_at' holds naive timestamps"):
+        call(payments, refunds)
