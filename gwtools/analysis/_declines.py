@@ -7,9 +7,10 @@ from typing import Any, Final
 import narwhals as nw
 import pandas as pd
 
+from gwtools._errors import ConfigurationError
 from gwtools._schema import HARD_DECLINE_CODES, SOFT_DECLINE_CODES
 from gwtools.analysis import _engine as E
-from gwtools.analysis._money import totals_by_currency
+from gwtools.analysis._money import refuse_summed_key, totals_by_currency
 from gwtools.analysis._rates import By, add_rate, as_list, column, outcome_counts
 
 #: What to do about a failed payment, per decline reason. Soft declines are
@@ -134,6 +135,14 @@ def decline_breakdown(
     Example: ``decline_breakdown(payments).head(5)``: the five reasons to fix first.
     """
     keys = as_list(by)
+    if not keys:
+        raise ConfigurationError(
+            f"decline_breakdown() breaks failed payments down by a column: by={by!r} names "
+            "none; e.g. by='decline_reason' (the default) or by='card_brand' (for the overall "
+            "decline rate: decline_rate(payments))",
+            param="by",
+        )
+    refuse_summed_key(keys, "amount", "by")
     failed = classified(payments)
     E.require(failed, keys)
     by_reason = keys == ["decline_reason"]

@@ -73,6 +73,18 @@ def format_money(value: float | None, currency: str | None, locale: str | None =
     return str(format_currency(value, currency.upper(), locale=resolve_locale(locale)))
 
 
+def refuse_summed_key(keys: Sequence[str], minor: str, param: str) -> None:
+    """Refuse a group key that is the ``minor`` amount column a table sums per currency (its
+    sum would take the key's name)."""
+    if minor in keys:
+        raise ConfigurationError(
+            f"cannot group by {minor!r}: it is the amount summed per currency; group amounts "
+            f"into bands first (frame.assign(band=analysis.amount_band(frame)), by='band') "
+            "or group by another column",
+            param=param,
+        )
+
+
 def totals_by_currency(
     frame: Any,
     keys: Sequence[str],
@@ -93,7 +105,8 @@ def totals_by_currency(
 
     from gwtools.analysis._engine import columns_of, did_you_mean, lazy, to_pandas
 
-    keys = [keys] if isinstance(keys, str) else list(keys)
+    keys = [keys] if isinstance(keys, str) else list(keys or ())
+    refuse_summed_key(keys, minor, "keys")
     lf = lazy(frame)
     missing = [c for c in dict.fromkeys([*keys, minor, currency]) if c not in columns_of(lf)]
     if missing or not keys:

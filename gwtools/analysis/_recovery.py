@@ -336,14 +336,14 @@ def recovery(
     declined = declined.with_columns(
         _retried=E.flag(nw.col("attempts") > 1), _recovered=E.flag(nw.col("recovered"))
     )
-    table = E.to_pandas(
-        declined.group_by(keys).agg(
-            nw.len().alias("orders"),
-            nw.col("_retried").sum().alias("retried"),
-            nw.col("_recovered").sum().alias("recovered"),
-            nw.col("minutes_to_recovery").median().alias("median_minutes_to_recovery"),
-        )
+    sums = (
+        nw.len().alias("orders"),
+        nw.col("_retried").sum().alias("retried"),
+        nw.col("_recovered").sum().alias("recovered"),
+        nw.col("minutes_to_recovery").median().alias("median_minutes_to_recovery"),
     )
+    # No keys: one overall row (pandas has no group-by of no keys).
+    table = E.to_pandas(declined.group_by(keys).agg(*sums) if keys else declined.select(*sums))
     table = table.astype(
         {
             "orders": "int64",

@@ -278,3 +278,52 @@ def test_an_empty_table_gives_an_empty_result_with_the_same_columns(
     assert results["pandas"].empty
     assert list(results["pandas"].columns) == list(results["duckdb"].columns)
     assert len(results["duckdb"]) == 0
+
+
+# -- no group keys, or a key the analysis sums: one overall row, or a clear refusal ------------
+@pytest.mark.parametrize("by", [None, []])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_recovery_without_keys_is_one_overall_row(
+    tables: dict[str, Any], engine: str, by: Any
+) -> None:
+    # pay_2 and pay_3 failed, each its own order (no order id, no customer): 2 declined
+    # orders, none retried, none recovered.
+    out = a.recovery(tables[engine][0], by=by)
+    assert len(out) == 1
+    row = out.iloc[0]
+    assert (row["orders"], row["retried"], row["recovered"], row["rate"]) == (2, 0, 0, 0.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: a.decline_breakdown(p, by=None),
+        lambda p: a.decline_breakdown(p, by=[]),
+        lambda p: a.totals_by_currency(p, None),
+    ],
+    ids=["breakdown-None", "breakdown-empty", "totals-None"],
+)
+def test_a_breakdown_without_keys_says_to_name_one(
+    tables: dict[str, Any], engine: str, call: Callable[[Any], Any]
+) -> None:
+    err = _refused(lambda p, r: call(p), tables, engine)
+    assert err.param in ("by", "keys") and "e.g." in str(err)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: a.decline_breakdown(p, by="amount"),
+        lambda p: a.decline_breakdown(p, by=["card_brand", "amount"]),
+        lambda p: a.totals_by_currency(p, ["amount"]),
+    ],
+    ids=["breakdown", "breakdown-two-keys", "totals"],
+)
+def test_grouping_by_the_summed_amount_is_refused(
+    tables: dict[str, Any], engine: str, call: Callable[[Any], Any]
+) -> None:
+    err = _refused(lambda p, r: call(p), tables, engine)
+    assert err.param in ("by", "keys")
+    assert "'amount'" in str(err) and "amount_band" in str(err)
