@@ -29,7 +29,7 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar, cast
 
 import httpx
 import platformdirs
@@ -538,10 +538,35 @@ def check_resource(resource: object) -> str:
     return str(resource)
 
 
+#: A day and a month, in an order a reader cannot know, before the year (01/10/2026, 1-11-26,
+#: 1.10.2026 08:00): pandas takes the first number for the month, so 1 October is 10 January.
+_DAY_AND_MONTH_FIRST: Final = re.compile(r"\s*\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}(?!\d)")
+
+
+def refuse_guessed_date(value: object, name: str | None) -> None:
+    """Refuse date text that pandas would read by guessing which number is the day (the
+    CLI's date options refuse it too), naming argument ``name`` and the day pandas read."""
+    if not isinstance(value, str) or not _DAY_AND_MONTH_FIRST.match(value):
+        return
+    import pandas as pd
+
+    try:
+        read = f" (pandas reads it as {pd.Timestamp(value):%Y-%m-%d}, maybe not the day meant)"
+    except (TypeError, ValueError, OverflowError):
+        read = ""
+    given = f"{name}={value!r}" if name else repr(value)
+    raise ConfigurationError(
+        f"{given} puts the day and month before the year{read}: give the date as YYYY-MM-DD, "
+        "e.g. '2026-10-01', or an ISO 8601 date-time such as '2026-10-01T08:00:00+08:00'",
+        param=name,
+    )
+
+
 def _timestamp(value: Any, name: str) -> pd.Timestamp:
     import pandas as pd
 
     example = "use e.g. '2024-05-01', '2024-05-01T08:00:00+08:00' or a datetime"
+    refuse_guessed_date(value, name)
     # A number would be read as nanoseconds since 1970: almost never what was meant.
     if isinstance(value, numbers.Number):  # numpy's numbers too
         raise ConfigurationError(

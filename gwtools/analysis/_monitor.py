@@ -223,13 +223,13 @@ def _window(
     tz: str,
 ) -> _Window | None:
     stamps = [s for s in newest if s is not None]
-    end = to_timestamp(until, tz, end=True) if until is not None else None
+    end = to_timestamp(until, tz, end=True, param="until") if until is not None else None
     included = end is None
     if end is None:
         if not stamps:
             return None
         end = max(stamps)
-    start = to_timestamp(since, tz)
+    start = to_timestamp(since, tz, param="since")
     if start is None:
         start = _days_before(end, days, tz)
     if start >= end:

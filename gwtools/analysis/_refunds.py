@@ -352,7 +352,7 @@ def pending_refunds(
     Pass ``now`` (e.g. the sandbox clock) for reproducible ages; default: the current time.
     """
     zone = resolve_tz(tz)
-    current = to_timestamp(now, zone) if now is not None else None
+    current = to_timestamp(now, zone, param="now") if now is not None else None
     if current is None:  # no now, or an empty string
         current = pd.Timestamp.now(tz="UTC")
     lp, lr = E.lazy_pair(payments, refunds)

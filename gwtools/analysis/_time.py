@@ -8,6 +8,7 @@ Asia/Kuala_Lumpur, as it should.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import os
@@ -18,6 +19,7 @@ from typing import Any, Final, NoReturn
 import numpy as np
 import pandas as pd
 
+from gwtools._config import refuse_guessed_date
 from gwtools._errors import ConfigurationError
 
 #: Accepted ``freq`` values -> pandas period codes (weeks start on Monday, ISO 8601).
@@ -181,14 +183,19 @@ def to_timestamp(
             "until='2026-10-31' for October (both whole local days)",
             param=param,
         )
-    try:
-        if not isinstance(value, str | dt.date):
-            raise TypeError  # a number would pass as nanoseconds since 1970
-        parsed = pd.Timestamp(value)
-    except (TypeError, ValueError):
+    refuse_guessed_date(value, param)
+    given = f"{param}={value!r}" if param else repr(value)
+    read: Any = pd.NaT
+    # A number would pass as nanoseconds since 1970.
+    if isinstance(value, str | dt.date | np.datetime64):
+        with contextlib.suppress(TypeError, ValueError):
+            read = pd.Timestamp(value)
+    if pd.isna(read):  # NaT compares false with every time: no row would match
         raise ConfigurationError(
-            f"cannot read {value!r} as a date: use YYYY-MM-DD, ISO 8601 or a datetime.date"
-        ) from None
+            f"cannot read {given} as a date: use YYYY-MM-DD, ISO 8601 or a datetime.date",
+            param=param,
+        )
+    parsed: pd.Timestamp = read
     if parsed.tzinfo is None:
         if end and _is_date(value):
             # The next calendar day, not 24 hours: a day is 23 or 25 on a clock change.
