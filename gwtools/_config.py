@@ -175,15 +175,23 @@ def check_key(api_key: str) -> Mode:
         raise ConfigurationError(
             f"{mask_key(key)} is a publishable key: it can only create payments, so it cannot "
             "list payments or refunds. Use the secret key (sk_test_… or sk_live_…) from the "
-            "dashboard, and keep it out of browsers and notebooks' outputs."
+            "dashboard, and keep it out of browsers and notebooks' outputs.",
+            param="api_key",
         )
-    if key.startswith("sk_test_"):
-        return "test"
-    if key.startswith("sk_live_"):
-        return "live"
+    for prefix, mode in (("sk_test_", "test"), ("sk_live_", "live")):
+        if key == prefix:
+            raise ConfigurationError(
+                f"the API key is {prefix} with nothing after it: the secret part is missing "
+                f"(a variable left unset, as in GW_API_KEY={prefix}$SECRET?); give the whole "
+                "key from the dashboard",
+                param="api_key",
+            )
+        if key.startswith(prefix):
+            return cast(Mode, mode)
     raise ConfigurationError(
         f"the API key ({mask_key(key)}) is not a secret key: it must start with sk_test_ "
-        "(test mode) or sk_live_ (live mode)"
+        "(test mode) or sk_live_ (live mode)",
+        param="api_key",
     )
 
 
@@ -312,6 +320,17 @@ def normalize_base_url(base_url: str, key: str | None = None) -> str:
             f"base URL {shown} has port {url.port}; a port is 1-65535", param="base_url"
         )
     path = url.path.rstrip("/")
+    parts = path.split("/")
+    ends = [i for i, part in enumerate(parts[:-1]) if part == "v1"]
+    if ends and parts[ends[-1] + 1] in RESOURCES:
+        # An endpoint's address pasted whole: /v1 would be added after it, and every list
+        # would fail with a 404 at the first sync.
+        base = redact(safe_url(url.copy_with(path="/".join(parts[: ends[-1] + 1]))), key)
+        raise ConfigurationError(
+            f"base URL {shown} is the address of an endpoint, not the gateway's: give the part "
+            f"up to /v1, e.g. base_url={base!r} (gwtools adds /payments and /refunds itself)",
+            param="base_url",
+        )
     if not path.endswith("/v1"):
         path = f"{path}/v1"
     return str(url.copy_with(path=path))
@@ -366,6 +385,13 @@ def check_kinds(**given: Any) -> None:
                 f"{' (decode it first)' if isinstance(value, bytes) else ''}",
                 param=name,
             )
+        if name == "cache_dir" and isinstance(value, str) and not value.strip():
+            # Path("") is the working directory: a cache would land wherever the notebook runs.
+            raise ConfigurationError(
+                f"cache_dir={value!r} is {'blank' if value else 'empty'}: give the folder, or "
+                "leave cache_dir out for GW_CACHE_DIR, else the per-user cache folder",
+                param="cache_dir",
+            )
 
 
 def resolve_settings(
@@ -387,7 +413,8 @@ def resolve_settings(
     if service_version not in SERVICE_VERSIONS:
         raise ConfigurationError(
             f"service_version {service_version!r} is not one the gateway knows; use one of "
-            f"{', '.join(SERVICE_VERSIONS)}"
+            f"{', '.join(SERVICE_VERSIONS)}",
+            param="service_version",
         )
     if key is None and url is None:
         return None
@@ -530,7 +557,9 @@ def cache_folder(cache_dir: str | os.PathLike[str], account: str, mode: str) -> 
 def check_resource(resource: object) -> str:
     """``resource`` if it is ``"payments"`` or ``"refunds"``, else a ConfigurationError."""
     if resource not in RESOURCES:
-        hint = f"; did you mean {resource}s?" if f"{resource}s" in RESOURCES else ""
+        folded = resource.strip().casefold() if isinstance(resource, str) else None
+        meant = [r for r in RESOURCES if folded in (r, r[:-1])]
+        hint = f"; did you mean {meant[0]!r}?" if meant else ""
         raise ConfigurationError(
             f"resource={resource!r} is not one gwtools reads: use 'payments' or 'refunds'{hint}",
             param="resource",

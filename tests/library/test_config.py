@@ -205,5 +205,5 @@ def test_since_and_until_are_utc_and_ordered() -> None:
         check_filters("payments", until="yesterday-ish")
     with pytest.raises(ConfigurationError, match="until='NaT' is not a date"):
         check_filters("payments", until="NaT")
-    with pytest.raises(ConfigurationError, match="did you mean payments"):
+    with pytest.raises(ConfigurationError, match=r"did you mean 'payments'\?"):
         check_filters("payment")
