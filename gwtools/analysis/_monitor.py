@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -78,6 +79,59 @@ class MonitorSettings:
     refund_warmup_days: float = 14
     #: Baselines with fewer decided payments than this are not trusted.
     min_baseline: int = 50
+
+    def __post_init__(self) -> None:
+        # A value out of range is refused here, where it is typed: a false_alarm below 0 made
+        # monitor() search for ever, text failed deep inside a comparison.
+        for name, (low, high, closed) in _RANGES.items():
+            value = getattr(self, name)
+            if not _real(value) or not (
+                (low <= value if closed[0] else low < value)
+                and (value <= high if closed[1] else value < high)
+            ):
+                raise ConfigurationError(
+                    f"MonitorSettings({name}={value!r}): {name} must be a number "
+                    f"{_RANGE_WORDS[(low, high, closed)]}",
+                    param=name,
+                )
+        for name, minimum in _COUNTS.items():
+            E.whole_number(getattr(self, name), name, minimum=minimum)
+
+
+def _real(value: Any) -> bool:
+    """A real number (NumPy's too), not a bool, text or NaN."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool | np.bool_)
+        and value == value
+    )
+
+
+#: MonitorSettings' real fields: (low, high, (low included, high included)).
+_RANGES: Final = {
+    "false_alarm": (0.0, 1.0, (False, False)),
+    "spike_ratio": (0.0, math.inf, (False, False)),
+    "refund_ratio": (0.0, math.inf, (False, False)),
+    "small_amount": (0.0, math.inf, (True, False)),
+    "testing_min_distinct_share": (0.0, 1.0, (True, True)),
+    "testing_min_declined_share": (0.0, 1.0, (True, True)),
+    "refund_warmup_days": (0.0, math.inf, (True, False)),
+}
+_RANGE_WORDS: Final = {
+    (0.0, 1.0, (False, False)): "above 0 and below 1 (a probability)",
+    (0.0, math.inf, (False, False)): "above 0",
+    (0.0, math.inf, (True, False)): "of 0 or more",
+    (0.0, 1.0, (True, True)): "from 0 to 1 (a share)",
+}
+#: MonitorSettings' counts: the least each may be.
+_COUNTS: Final = {
+    "spike_min_declines": 1,
+    "testing_min_attempts": 1,
+    "outage_min_attempts": 1,
+    "outage_timeout_run": 1,
+    "refund_min": 1,
+    "min_baseline": 0,
+}
 
 
 PAYMENT_COLUMNS: Final = ORDER_COLUMNS
@@ -669,11 +723,7 @@ def check_monitor_args(days: Any, baseline_days: Any, settings: Any) -> MonitorS
     above 0 and ``settings`` is a :class:`MonitorSettings` or None (the defaults); else a
     :class:`~gwtools.ConfigurationError` saying what to pass."""
     for name, value in (("days", days), ("baseline_days", baseline_days)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not 0 < value < math.inf
-        ):
+        if not _real(value) or not 0 < value < math.inf:
             raise ConfigurationError(
                 f"{name} must be a number of days above 0, got {value!r}", param=name
             )
