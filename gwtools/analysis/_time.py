@@ -77,15 +77,27 @@ def _refuse_naive(column: Any, dtype: str = "") -> NoReturn:
     )
 
 
-def naive_times(dtype: Any, column: str) -> None:
-    """Refuse a pandas column ``dtype`` of naive times (NumPy's or pyarrow's)."""
+def check_times(values: pd.Series, column: str) -> None:
+    """Refuse a canonical time column of pandas ``values`` holding naive times (NumPy's or
+    pyarrow's) or text (a CSV read without ``parse_dates``)."""
     import pyarrow as pa
 
+    dtype = values.dtype
     arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else pa.null()
     if pd.api.types.is_datetime64_dtype(dtype) or (
         pa.types.is_timestamp(arrow) and arrow.tz is None
     ):
         _refuse_naive(column, f" ({dtype})")
+    if pd.api.types.is_string_dtype(dtype) and values.notna().any():
+        _refuse_text(column, dtype)
+
+
+def _refuse_text(column: str, dtype: Any, param: str | None = None, others: str = "") -> NoReturn:
+    raise ConfigurationError(
+        f"{param or 'column'}={column!r} holds {dtype}, not times: {others}read text as "
+        f"times first: frame[{column!r}] = pd.to_datetime(frame[{column!r}], utc=True)",
+        param=param,
+    )
 
 
 def as_utc(stamp: Any) -> pd.Timestamp:
@@ -95,15 +107,21 @@ def as_utc(stamp: Any) -> pd.Timestamp:
     return out.tz_localize("UTC") if out.tzinfo is None else out.tz_convert("UTC")
 
 
-def check_aware(table: Any, column: str) -> None:
-    """Refuse a table whose ``column`` holds naive timestamps (any engine)."""
+def check_aware(table: Any, column: str, *, param: str | None = None) -> None:
+    """Refuse a table whose ``column`` holds naive timestamps, or no times at all (then
+    naming ``param``, the argument that chose the column, and the time columns), any engine."""
     import narwhals as nw
 
     from gwtools.analysis._engine import lazy
 
-    dtype = lazy(table).collect_schema().get(column)
+    schema = lazy(table).collect_schema()
+    dtype = schema.get(column)
     if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
         _refuse_naive(column)
+    if dtype is not None and not isinstance(dtype, nw.Datetime):
+        times = [name for name, kind in schema.items() if isinstance(kind, nw.Datetime)]
+        others = f"use a time column of the table ({', '.join(times) or 'it has none'}), or "
+        _refuse_text(column, dtype, param, others)
 
 
 def local_time(ts: pd.Series, tz: str | None = None) -> pd.Series:
@@ -236,7 +254,7 @@ def between(
 
     from gwtools.analysis._engine import lazy, native_like
 
-    check_aware(frame, column)
+    check_aware(frame, column, param="column")
     lf = lazy(frame)
     ts = nw.col(column)
     lo = to_timestamp(since, tz, param="since")

@@ -327,3 +327,14 @@ def test_grouping_by_the_summed_amount_is_refused(
     err = _refused(lambda p, r: call(p), tables, engine)
     assert err.param in ("by", "keys")
     assert "'amount'" in str(err) and "amount_band" in str(err)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("column", ["status", "amount", "refunded"])
+def test_between_a_column_that_holds_no_times_names_the_time_columns(
+    tables: dict[str, Any], engine: str, column: str
+) -> None:
+    # It failed with pandas' "Invalid comparison between dtype=string and Timestamp".
+    err = _refused(lambda p, r: a.between(p, "2026-11-01", column=column), tables, engine)
+    assert err.param == "column" and f"column={column!r}" in str(err)
+    assert "created_at" in str(err) and "captured_at" in str(err)

@@ -151,3 +151,24 @@ def test_naive_timestamps_are_refused_naming_the_column(
     payments["created_at"] = payments["created_at"].dt.tz_localize(None)
     with pytest.raises(ConfigurationError, match="column 'created_at' holds naive timestamps"):
         call(payments, refunds)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p, r: a.monitor(p, r),
+        lambda p, r: a.orders(p),
+        lambda p, r: a.decline_rate(p, freq="day"),
+        lambda p, r: a.between(p, "2026-11-01"),
+    ],
+    ids=["monitor", "orders", "decline_rate", "between"],
+)
+def test_times_as_text_are_refused_saying_how_to_read_them(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], call: Callable[[Any, Any], Any]
+) -> None:
+    # A CSV export read back without parse_dates: orders and monitor failed in pandas.
+    payments, refunds = (t.copy() for t in canonical)
+    payments["created_at"] = payments["created_at"].astype(str)
+    with pytest.raises(ConfigurationError, match=r"column='created_at' holds .*, not times") as e:
+        call(payments, refunds)
+    assert "pd.to_datetime(frame['created_at'], utc=True)" in str(e.value)
