@@ -34,6 +34,15 @@ def _importable(module: str) -> bool:
 
 def missing(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here (empty: it is installed)."""
+    if extra not in EXTRAS:
+        from gwtools._errors import ConfigurationError
+        from gwtools.analysis._engine import did_you_mean
+
+        raise ConfigurationError(
+            f"{extra!r} is not an optional part of gwtools: the extras are "
+            f"{', '.join(EXTRAS)}{did_you_mean(extra, list(EXTRAS))}",
+            param="extra",
+        )
     return [m for m in EXTRAS[extra] if not _importable(m)]
 
 

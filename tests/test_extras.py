@@ -204,3 +204,18 @@ def test_the_command_list_says_what_is_not_installed(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert 'sandbox  (not installed: pip install "gwtools[sandbox]")' in done.stdout
     assert "sync     Bring the local Parquet cache" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["sandboxx", "Report", "all", ""])
+def test_an_unknown_extra_is_named_with_the_extras_there_are(name: str) -> None:
+    # missing("sandboxx") raised a bare KeyError: 'sandboxx'.
+    from gwtools import ConfigurationError, extras
+
+    for call in (lambda: extras.missing(name), lambda: extras.require(name, "this")):
+        with pytest.raises(ConfigurationError) as info:
+            call()
+        assert info.value.param == "extra"
+        assert f"{name!r}" in str(info.value) and "sandbox, report, spark" in str(info.value)
+    meant = {"sandboxx": "sandbox", "Report": "report"}.get(name)
+    if meant:
+        assert f"did you mean {meant!r}?" in str(info.value)
