@@ -40,6 +40,14 @@ def resolve_tz(tz: str | None = None) -> str:
 
     Raises ``ValueError`` for a name the IANA database does not know.
     """
+    if isinstance(tz, zoneinfo.ZoneInfo):
+        tz = tz.key  # the zone itself, as from ZoneInfo("Asia/Kuala_Lumpur")
+    elif tz is not None and not isinstance(tz, str):
+        raise ConfigurationError(
+            f"tz={tz!r} is not a zone name: give a zone name (text), an IANA name such as "
+            "'Asia/Kuala_Lumpur' or 'UTC'",
+            param="tz",
+        )
     name = tz or os.environ.get("GW_TIMEZONE") or "UTC"
     try:
         zoneinfo.ZoneInfo(name)

@@ -338,3 +338,18 @@ def test_between_a_column_that_holds_no_times_names_the_time_columns(
     err = _refused(lambda p, r: a.between(p, "2026-11-01", column=column), tables, engine)
     assert err.param == "column" and f"column={column!r}" in str(err)
     assert "created_at" in str(err) and "captured_at" in str(err)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_zoneinfo_is_its_zone_and_a_number_is_not_a_zone(
+    tables: dict[str, Any], engine: str
+) -> None:
+    import zoneinfo
+
+    p = tables[engine][0]
+    zone = zoneinfo.ZoneInfo("Asia/Kuala_Lumpur")
+    want = a.decline_rate(p, freq="day", tz="Asia/Kuala_Lumpur")
+    pd.testing.assert_frame_equal(a.decline_rate(p, freq="day", tz=zone), want)
+    # 5 was "unknown time zone 5", as if a name had been misspelt.
+    err = _refused(lambda p, r: a.decline_rate(p, freq="day", tz=5), tables, engine)
+    assert err.param == "tz" and "a zone name" in str(err) and "'Asia/Kuala_Lumpur'" in str(err)
