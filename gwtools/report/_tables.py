@@ -27,7 +27,7 @@ from gwtools.analysis import between, resolve_tz
 from gwtools.analysis._money import exponent
 from gwtools.analysis._quality import judge_completeness
 from gwtools.analysis._rates import is_fraction
-from gwtools.analysis._time import as_utc
+from gwtools.analysis._time import as_utc, to_timestamp
 from gwtools.plots import SANDBOX_NOTE
 from gwtools.sync._result import hold_back_incompleteness
 
@@ -449,6 +449,10 @@ def load_tables(
         analysis.decline_rate(t.payments, freq="week", tz=t.tz)
     """
     zone = resolve_tz(tz)
+    if as_of is not None:
+        # Refused before any source is opened (or synced): text pandas would guess at, or no
+        # time at all. A naive time stays UTC, as it always was.
+        to_timestamp(as_of, "UTC", param="as_of")
     since_s = str(since) if since else None
     until_s = str(until) if until else None
     if source is None and cache is not None:

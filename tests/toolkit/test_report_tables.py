@@ -207,3 +207,15 @@ def test_fpx_outcome_shares_are_shown_as_percentages(
     assert shares["succeeded"].tolist() == [0.75]  # the table keeps its fractions
     # as the report saves it (the bank as a column): the same
     assert _shown(shares.reset_index(), monkeypatch)[0][0][1:4] == ["75.0%", "0.0%", "25.0%"]
+
+
+@pytest.mark.parametrize("as_of", ["yesterday", "01/10/2026", 5])
+def test_load_tables_refuses_an_as_of_that_is_not_a_time_naming_it(as_of: object) -> None:
+    # "yesterday" raised pandas' DateParseError (after the source was opened); "01/10/2026" was
+    # read as 10 January.
+    from gwtools import ConfigurationError
+    from gwtools.report import load_tables
+
+    with pytest.raises(ConfigurationError) as info:
+        load_tables("data/sample-cache", as_of=as_of)  # type: ignore[arg-type]
+    assert info.value.param == "as_of" and f"as_of={as_of!r}" in str(info.value)
