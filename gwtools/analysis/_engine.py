@@ -842,7 +842,10 @@ def _is_missing_column(exc: BaseException) -> bool:
     if isinstance(exc, nw.exceptions.ColumnNotFoundError):
         return True
     if isinstance(exc, KeyError):
-        return bool(exc.args) and isinstance(exc.args[0], str)
+        # pandas names one column, or a list of them (a join's keys).
+        name = exc.args[0] if exc.args else None
+        names = name if isinstance(name, list) else [name]
+        return bool(names) and all(isinstance(n, str) for n in names)
     kind, text = type(exc).__name__, str(exc)
     if kind == "BinderException":  # duckdb
         return "not found" in text

@@ -35,6 +35,7 @@ from gwtools.sync._result import hold_back_incompleteness
 SPARK = "spark"
 
 
+@E.names_missing_columns
 def refunds_of(payments: Any, refunds: Any, *, orphans: bool = False) -> Any:
     """The refunds of the payments in ``payments``, of the refunds' kind (a semi-join on
     ``payment_id`` in the tables' engine: a lazy table stays lazy); with ``orphans``, the

@@ -219,3 +219,16 @@ def test_load_tables_refuses_an_as_of_that_is_not_a_time_naming_it(as_of: object
     with pytest.raises(ConfigurationError) as info:
         load_tables("data/sample-cache", as_of=as_of)  # type: ignore[arg-type]
     assert info.value.param == "as_of" and f"as_of={as_of!r}" in str(info.value)
+
+
+def test_refunds_of_the_tables_swapped_names_the_argument() -> None:
+    # It raised a bare KeyError: ['payment_id'].
+    import gwtools
+    from gwtools import ConfigurationError
+    from gwtools.report import refunds_of
+
+    payments = gwtools.read_cache("data/sample-cache", "payments")
+    refunds = gwtools.read_cache("data/sample-cache", "refunds")
+    with pytest.raises(ConfigurationError) as info:
+        refunds_of(refunds, payments)
+    assert info.value.param == "payments" and "it looks like a refunds table" in str(info.value)
