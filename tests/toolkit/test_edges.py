@@ -85,7 +85,7 @@ def test_dates_that_cannot_bound_a_range_are_refused(make_payments: Build, engin
         a.between(p, "2026-11-10", "2026-11-01")
     with pytest.raises(ConfigurationError, match=r"is after until.*swap them"):
         a.between(p, "2026-11-02", "2026-11-01")  # one day apart: no instant in between
-    with pytest.raises(ConfigurationError, match="cannot read 5 as a date"):
+    with pytest.raises(ConfigurationError, match="cannot read since=5 as a date"):
         a.between(p, 5)  # not 5 ns after 1970
     assert _ids(a.between(p, "2026-11-01", "2026-11-01", tz="America/New_York")) == ["pay_1"]
 
@@ -169,7 +169,7 @@ def test_band_edges_are_checked_and_labelled_as_given(make_payments: Build) -> N
         (lambda p, r: a.acceptance(p, window="a day"), "not a positive duration"),
         (lambda p, r: a.recovery(p, window=24), "not a positive duration"),
         (lambda p, r: a.orders(p, window="-1h"), "not a positive duration"),
-        (lambda p, r: a.pending_refunds(p, r, now="soon"), "cannot read 'soon' as a date"),
+        (lambda p, r: a.pending_refunds(p, r, now="soon"), "cannot read now='soon' as a date"),
         (lambda p, r: a.decline_breakdown(p, locale="xx_YY"), "unknown locale"),
         (lambda p, r: a.monitor(p, r, kinds=["fraud"]), "unknown monitor kinds"),
         (lambda p, r: a.monitor(p, r, days="7"), "days must be a number of days above 0"),
