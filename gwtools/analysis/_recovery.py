@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import narwhals as nw
+import numpy as np
 import pandas as pd
 
 from gwtools._errors import ConfigurationError
@@ -84,7 +85,7 @@ _PREFIXES: Final = {0: "order:", 1: "customer:", 2: "payment:"}
 def _gap_seconds(window: pd.Timedelta | str) -> float:
     gap: Any = pd.NaT
     # A bare number would read as nanoseconds.
-    if isinstance(window, str | dt.timedelta):
+    if isinstance(window, str | dt.timedelta | np.timedelta64):
         with contextlib.suppress(ValueError):
             gap = pd.Timedelta(window)
     if pd.isna(gap) or gap <= pd.Timedelta(0):
@@ -122,6 +123,12 @@ def _keyed(
     """``table``'s ``columns`` with the order's group keys (``_okind``, ``_okey``), ``_oid``
     (the order id, or null) and ``_first_id`` (the first payment of a customer chain, null
     off chains)."""
+    if not isinstance(key, str) or not key.strip():
+        raise ConfigurationError(
+            f"key={key!r}: name the metadata field that holds the order id, e.g. "
+            f"key={ORDER_KEY!r} (the default)",
+            param="key",
+        )
     lf = E.json_field(E.lazy(table), "metadata", key, "_oid")
     # Only the columns an order needs travel on (not the JSON texts).
     lf = lf.select(*dict.fromkeys([*_NEEDED[:6], "customer_id", *columns]), "_oid")

@@ -353,3 +353,20 @@ def test_a_zoneinfo_is_its_zone_and_a_number_is_not_a_zone(
     # 5 was "unknown time zone 5", as if a name had been misspelt.
     err = _refused(lambda p, r: a.decline_rate(p, freq="day", tz=5), tables, engine)
     assert err.param == "tz" and "a zone name" in str(err) and "'Asia/Kuala_Lumpur'" in str(err)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_order_key_must_be_a_name_and_a_numpy_window_is_a_duration(
+    tables: dict[str, Any], engine: str
+) -> None:
+    import numpy as np
+
+    p = tables[engine][0]
+    pd.testing.assert_frame_equal(
+        a.orders(p, window=np.timedelta64(2, "h")), a.orders(p, window="2h")
+    )
+    for key in (5, "", None):
+        for call in (a.orders, a.order_key, a.recovery, a.acceptance):
+            # key=5 failed with "'in <string>' requires string as left operand, not int".
+            err = _refused(lambda p, r, f=call, k=key: f(p, key=k), tables, engine)
+            assert err.param == "key" and f"key={key!r}" in str(err)
