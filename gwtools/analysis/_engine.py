@@ -805,24 +805,28 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            out = fn(*args, **kwargs)
-        except Exception as exc:
-            from gwtools.cache._scan import files_gone
+        from gwtools._pyspark import spark_errors_explained
 
-            if (gone := files_gone(exc, "scan the cache again")) is not None:
-                raise gone from None  # DuckDB's "No files found" names no way out
-            if not _is_missing_column(exc):
-                raise
-            said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            param, lacks = _lacking_argument(fn, args, kwargs)
-            end = " " if lacks.endswith("?") else ". "
-            raise ConfigurationError(
-                f"{fn.__name__}() needs a column the table does not have ({said}){lacks}{end}"
-                "Pass a canonical table (gwtools.read_cache/scan_cache, Gateway.payments/scan, "
-                "or a Spark DataFrame read from the cache); docs/tables.md lists its columns.",
-                param=param,
-            ) from None
+        with spark_errors_explained():
+            try:
+                out = fn(*args, **kwargs)
+            except Exception as exc:
+                from gwtools.cache._scan import files_gone
+
+                if (gone := files_gone(exc, "scan the cache again")) is not None:
+                    raise gone from None  # DuckDB's "No files found" names no way out
+                if not _is_missing_column(exc):
+                    raise
+                said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                param, lacks = _lacking_argument(fn, args, kwargs)
+                end = " " if lacks.endswith("?") else ". "
+                raise ConfigurationError(
+                    f"{fn.__name__}() needs a column the table does not have ({said}){lacks}{end}"
+                    "Pass a canonical table (gwtools.read_cache/scan_cache, Gateway.payments/"
+                    "scan, or a Spark DataFrame read from the cache); docs/tables.md lists its "
+                    "columns.",
+                    param=param,
+                ) from None
         if isinstance(out, pd.DataFrame) and out.columns.has_duplicates:
             # A group key named like one of the result's own columns (by="refunded_amount").
             twice = sorted({str(c) for c in out.columns[out.columns.duplicated()]})

@@ -1,0 +1,67 @@
+"""What is particular to Spark tables: PySpark's own output around gwtools' calls, and what
+Spark hands back.
+
+The session is tests/conftest.py's ``spark`` fixture; the tables are tests/engines/conftest.py's
+one cache read by Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gwtools import ConfigurationError
+from gwtools import analysis as a
+
+pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # pyspark
+
+
+@pytest.fixture
+def pyspark_error_logs(spark: Any) -> Iterator[list[logging.LogRecord]]:
+    """The records PySpark 4 logs for each error of a DataFrame query (with the Java stack:
+    some 9 KB of JSON each, on the notebook's stderr)."""
+    from pyspark.logger import PySparkLogger
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = PySparkLogger.getLogger("DataFrameQueryContextLogger")
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_a_missing_column_is_said_once_without_pysparks_error_log(
+    tables: dict[str, tuple[Any, Any]], pyspark_error_logs: list[logging.LogRecord]
+) -> None:
+    # gwtools turns Spark's unresolved column into its own ConfigurationError, naming the
+    # column; PySpark had already logged the AnalysisException with its Java stack trace.
+    payments, refunds = tables["spark"]
+    with pytest.raises(ConfigurationError, match="lacks the payments columns decline_code"):
+        a.decline_breakdown(payments.drop("decline_code"))
+    with pytest.raises(ConfigurationError, match="it looks like a refunds table"):
+        a.decline_rate(refunds)
+    assert pyspark_error_logs == []
+
+
+def test_an_error_gwtools_does_not_explain_keeps_pysparks_log(
+    tables: dict[str, tuple[Any, Any]], pyspark_error_logs: list[logging.LogRecord]
+) -> None:
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    payments, _ = tables["spark"]
+    listed = payments.withColumn("created_at", F.array("created_at"))
+    with pytest.raises(AnalysisException):
+        a.decline_rate(listed, freq="day")
+    assert len(pyspark_error_logs) == 1
+    assert "DATATYPE_MISMATCH" in pyspark_error_logs[0].getMessage()
