@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import decimal
 import functools
 import json
 import zoneinfo
@@ -211,7 +212,11 @@ def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:
             # the canonical dtype, as the other engines give.
             out[name] = col.astype(_CANONICAL[name])
             continue
-        if isinstance(col.dtype, pd.DatetimeTZDtype):
+        if _holds(col, decimal.Decimal):
+            # Spark's decimals (a warehouse's DECIMAL(38,0) amounts) come as Decimal objects:
+            # float64, as DuckDB's decimals come (from_arrow); a canonical amount then Int64.
+            out[name] = col.astype("float64")
+        elif isinstance(col.dtype, pd.DatetimeTZDtype):
             out[name] = col.dt.tz_convert("UTC").astype(_schema.TIMESTAMP)
         elif pd.api.types.is_datetime64_dtype(col.dtype):
             out[name] = col.astype("datetime64[us]").dt.tz_localize("UTC")
@@ -297,10 +302,15 @@ def _fits(col: pd.Series, canonical: Any) -> bool:
 
 
 def _is_bool_object(col: pd.Series) -> bool:
+    return _holds(col, bool | np.bool_)
+
+
+def _holds(col: pd.Series, kind: Any) -> bool:
+    """Whether ``col`` is an object column of ``kind`` values (and nulls), at least one."""
     if col.dtype != object:
         return False
     values = col.dropna()
-    return len(values) > 0 and all(isinstance(v, bool | np.bool_) for v in values)
+    return len(values) > 0 and all(isinstance(v, kind) for v in values)
 
 
 def truthy(expr: nw.Expr) -> nw.Expr:

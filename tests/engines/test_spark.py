@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from gwtools import ConfigurationError
@@ -65,3 +66,31 @@ def test_an_error_gwtools_does_not_explain_keeps_pysparks_log(
         a.decline_rate(listed, freq="day")
     assert len(pyspark_error_logs) == 1
     assert "DATATYPE_MISMATCH" in pyspark_error_logs[0].getMessage()
+
+
+def _by_id(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.drop(columns=["created_month"], errors="ignore")
+    return out.sort_values("id", kind="stable").reset_index(drop=True)
+
+
+def test_decimal_amounts_come_back_as_the_integers_they_hold(
+    tables: dict[str, tuple[Any, Any]],
+) -> None:
+    # A warehouse or JDBC table holds amounts as DECIMAL(38,0). Spark hands decimals to pandas
+    # as Python Decimal objects, which came back as text ("12000"); DuckDB's gave Int64.
+    from pyspark.sql import functions as F
+
+    payments, refunds = tables["spark"]
+    decimal = {c: F.col(c).cast("decimal(38,0)") for c in ("amount", "refunded_amount")}
+    payments = payments.withColumns(decimal)
+    refunds = refunds.withColumn("amount", F.col("amount").cast("decimal(38,0)"))
+    pandas_payments, pandas_refunds = tables["pandas"]
+    for call in (
+        lambda p, r: a.to_pandas(a.between(p, "2026-10-01", "2026-10-31")),
+        lambda p, r: a.classify_declines(p),
+        lambda p, r: a.refund_details(p, r),
+    ):
+        expected = _by_id(call(pandas_payments, pandas_refunds))
+        got = _by_id(call(payments, refunds))
+        assert got["amount"].dtype == "Int64"
+        pd.testing.assert_frame_equal(got, expected)
