@@ -228,14 +228,19 @@ def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:
 
 
 def _collect(lf: nw.LazyFrame[Any]) -> pd.DataFrame:
-    """``lf``'s rows as pandas. DuckDB's through Arrow: its ``.df()`` makes a Python object of
-    every text value, which for row-level results (``orders`` of 1M payments) took half again
-    the memory and 1.6x the time. Arrow types are mapped to the dtypes ``.df()`` gives."""
-    if lf.implementation is not nw.Implementation.DUCKDB:
+    """``lf``'s rows as pandas. DuckDB's and Spark's through Arrow: DuckDB's ``.df()`` makes a
+    Python object of every text value, which for row-level results (``orders`` of 1M payments)
+    took half again the memory and 1.6x the time. Arrow types are mapped to the dtypes
+    ``.df()`` gives."""
+    if _is_spark(lf):
         from gwtools._pyspark import quiet_pyspark
 
+        # Through Arrow as Spark gives it: its toPandas casts every time to nanoseconds,
+        # which fails on a time past 2262 (a gateway's "never", expires_at 9999-12-31).
         with quiet_pyspark():
-            return cast(pd.DataFrame, lf.collect("pandas").to_native())
+            return from_arrow(lf.collect("pyarrow").to_native())
+    if lf.implementation is not nw.Implementation.DUCKDB:
+        return cast(pd.DataFrame, lf.collect("pandas").to_native())
     from gwtools.cache._scan import metered_arrow
 
     # Batch by batch, so that a row-level result too large for this machine stops with a

@@ -94,3 +94,27 @@ def test_decimal_amounts_come_back_as_the_integers_they_hold(
         got = _by_id(call(payments, refunds))
         assert got["amount"].dtype == "Int64"
         pd.testing.assert_frame_equal(got, expected)
+
+
+def test_times_past_2262_come_back_as_the_other_engines_give_them(
+    tables: dict[str, tuple[Any, Any]],
+) -> None:
+    # A gateway's "never" (expires_at 9999-12-31) is a valid canonical time; pandas and DuckDB
+    # keep it (microseconds). Spark's toPandas cast every time to nanoseconds and failed with
+    # ArrowInvalid ("out of bounds timestamp") on any result holding one.
+    from pyspark.sql import functions as F
+
+    payments, _ = tables["spark"]
+    never = F.when(F.col("outcome") == "failed", F.lit("9999-12-31 23:59:59").cast("timestamp"))
+    payments = payments.withColumn("expires_at", never.otherwise(F.col("expires_at")))
+    pandas_payments, _ = tables["pandas"]
+    failed = pandas_payments["outcome"].eq("failed").fillna(False).astype(bool)
+    pandas_payments = pandas_payments.assign(
+        expires_at=pandas_payments["expires_at"].mask(
+            failed, pd.Timestamp("9999-12-31 23:59:59", tz="UTC")
+        )
+    )
+    for call in (a.to_pandas, a.classify_declines):
+        got = _by_id(call(payments))
+        pd.testing.assert_frame_equal(got, _by_id(call(pandas_payments)))
+    assert got["expires_at"].max() == pd.Timestamp("9999-12-31 23:59:59", tz="UTC")
