@@ -453,9 +453,9 @@ _US_HOUR: Final = 3_600 * _US_SECOND
 _US_DAY: Final = 24 * _US_HOUR
 
 
-def local_us(lf: nw.LazyFrame[Any], column: str, tz: str) -> nw.Expr:
-    """The local wall-clock time in ``tz`` of UTC column ``column``, as microseconds since
-    1970-01-01 00:00 wall time (null where the column is null).
+def local_us(lf: nw.LazyFrame[Any], column: str, tz: str, name: str) -> nw.LazyFrame[Any]:
+    """``lf`` with ``name``: the local wall-clock time in ``tz`` of UTC column ``column``, as
+    microseconds since 1970-01-01 00:00 wall time (null where the column is null).
 
     The zone's offset over the data's range (exact, daylight saving included) is added to
     the instant's epoch microseconds: integer arithmetic only, the cheapest form on every
@@ -465,17 +465,27 @@ def local_us(lf: nw.LazyFrame[Any], column: str, tz: str) -> nw.Expr:
     us = epoch_us(lf, nw.col(column))
     pieces = _pieces_for(lf, column, tz)
     if len(pieces) == 1:
-        return us + pieces[0][1] * _US_SECOND
+        return lf.with_columns((us + pieces[0][1] * _US_SECOND).alias(name))
+    # Several offsets: the instant once, as a column (on Spark its formula is large), then a
+    # balanced tree of comparisons picks its offset. A chain of one `when` per change nested
+    # as deep as the changes are many: a payment dated decades ahead (some 150 changes in New
+    # York) ran Spark's driver out of memory, and 1970 to 2099 passed Python's recursion limit.
+    lf = lf.with_columns(us.alias(name))
+    offset = _offset_us(nw.col(name), pieces)
+    return lf.with_columns((nw.col(name) + offset).alias(name))
 
-    def start_us(start: dt.datetime | None) -> int:
-        assert start is not None
-        return (start - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
-    chain: Any = nw.when(us < start_us(pieces[1][0])).then(us + pieces[0][1] * _US_SECOND)
-    for (start, _), (_, seconds) in zip(pieces[2:], pieces[1:-1], strict=True):
-        chain = chain.when(us < start_us(start)).then(us + seconds * _US_SECOND)
-    result: nw.Expr = chain.otherwise(us + pieces[-1][1] * _US_SECOND)
-    return result
+def _offset_us(us: nw.Expr, pieces: Sequence[Piece]) -> nw.Expr:
+    """The UTC offset (microseconds) of the piece holding each ``us`` (epoch microseconds):
+    pieces sorted by start, the first from any time; a tree of depth log2(len(pieces))."""
+    if len(pieces) == 1:
+        return nw.lit(pieces[0][1] * _US_SECOND)
+    middle = len(pieces) // 2
+    start = pieces[middle][0]
+    assert start is not None  # only the first piece starts at any time
+    split = (start - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+    early, late = _offset_us(us, pieces[:middle]), _offset_us(us, pieces[middle:])
+    return nw.when(us < split).then(early).otherwise(late)
 
 
 def _floor_div(expr: nw.Expr, divisor: int) -> nw.Expr:
@@ -508,7 +518,7 @@ def with_period(
 
     tmp = [f"_{name}_{k}" for k in ("local", "day", "doe", "yoe", "doy")]
     local, day, doe, yoe, doy = (nw.col(t) for t in tmp)
-    lf = lf.with_columns(local_us(lf, column, tz).alias(tmp[0]))
+    lf = local_us(lf, column, tz, tmp[0])
     if freq == _HOUR:
         return lf.with_columns((_floor_div(local, _US_HOUR) * _US_HOUR).alias(name)).drop(tmp[0])
     code = period_code(freq)

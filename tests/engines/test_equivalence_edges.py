@@ -229,3 +229,41 @@ def test_refunds_in_another_currency_or_none(make_tables: Callable[..., Tables])
     assert (myr["payments"], myr["refunded_payments"], myr["refunded_amount"]) == (2, 1, 10.0)
     split = _on_every_engine(tables, lambda p, r: a.partial_vs_full(p, r))
     assert split["kind"].tolist() == ["full"] and split["amount_MYR"].tolist() == [10.0]
+
+
+def test_decades_of_clock_changes(make_tables: Callable[..., Tables]) -> None:
+    # One payment dated decades ahead (a gateway's clock or a "never" sentinel) puts some 150
+    # New York clock changes in the data's range. Local time was one `when` per change, each
+    # repeating the instant's whole formula: Spark's driver ran out of memory compiling it,
+    # and a longer range (1970 to 2099) hit Python's recursion limit on every engine.
+    tables = make_tables(
+        [
+            {"status": "succeeded", "amount": 100, "created_at": "2026-03-08T06:59:59Z"},
+            {"status": "failed", "amount": 100, "created_at": "2099-07-01T03:59:59Z"},
+        ]
+    )
+    months = _on_every_engine(tables, lambda p, r: a.decline_rate(p, freq="month", tz=NY))
+    # 01:59:59 EST on 8 March 2026; 23:59:59 EDT on 30 June 2099.
+    assert len(months) == (2099 - 2026) * 12 + (6 - 3) + 1
+    first, last = months.iloc[0], months.iloc[-1]
+    assert (first["period"], first["attempts"], first["failed"]) == (
+        pd.Timestamp("2026-03-01", tz=NY),
+        1,
+        0,
+    )
+    assert (last["period"], last["attempts"], last["failed"]) == (
+        pd.Timestamp("2099-06-01", tz=NY),
+        1,
+        1,
+    )
+    assert months["attempts"].sum() == 2
+    santiago = make_tables(
+        [
+            {"status": "succeeded", "amount": 100, "created_at": "1970-01-15T12:00:00Z"},
+            {"status": "failed", "amount": 100, "created_at": "2099-12-15T12:00:00Z"},
+        ]
+    )
+    zone = "America/Santiago"
+    years = _on_every_engine(santiago, lambda p, r: a.outcome_counts(p, freq="month", tz=zone))
+    assert len(years) == 130 * 12 and years["attempts"].sum() == 2
+    assert years["period"].iloc[0] == pd.Timestamp("1970-01-01", tz=zone)
