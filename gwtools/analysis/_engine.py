@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from gwtools import _schema
-from gwtools._errors import ConfigurationError
+from gwtools._errors import ConfigurationError, GatewayError
 from gwtools._memory import ResultMeter
 
 P = ParamSpec("P")
@@ -841,7 +841,16 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
                 if (gone := files_gone(exc, "scan the cache again")) is not None:
                     raise gone from None  # DuckDB's "No files found" names no way out
                 if not _is_missing_column(exc):
-                    raise
+                    if isinstance(exc, GatewayError):
+                        raise
+                    param, mistyped = _mistyped_argument(fn, args, kwargs)
+                    if not mistyped:
+                        raise
+                    # The engine's error (a TypeError, DuckDB's "epoch_us(VARCHAR)") names
+                    # an operation, not the column of the wrong type that caused it.
+                    raise ConfigurationError(
+                        f"{fn.__name__}() cannot use {mistyped}", param=param
+                    ) from None
                 said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 param, lacks = _lacking_argument(fn, args, kwargs)
                 end = " " if lacks.endswith("?") else ". "
@@ -888,6 +897,56 @@ _TABLE_ARGUMENTS: Final = {
     "payments": ("payments", _schema.PAYMENT_COLUMNS, "refunds"),
     "refunds": ("refunds", _schema.REFUND_COLUMNS, "payments"),
 }
+
+
+#: Canonical dtype -> whether a Narwhals dtype holds that kind of values. An object column
+#: may hold text or flags (pandas 2, a frame built by hand): only its values can tell.
+_KINDS: Final[dict[Any, tuple[str, Callable[[Any], bool]]]] = {
+    _schema.TIMESTAMP: ("times", lambda d: isinstance(d, nw.Datetime)),
+    _schema.INT: ("integers", lambda d: d.is_numeric()),
+    _schema.FLOAT: ("numbers", lambda d: d.is_numeric()),
+    _schema.BOOL: ("flags", lambda d: isinstance(d, nw.Boolean | nw.Object)),
+    _schema.STRING: ("text", lambda d: isinstance(d, nw.String | nw.Object)),
+}
+
+
+def _mistyped_argument(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str | None, str]:
+    """The table argument whose canonical columns hold another kind of values (times as text,
+    as ``pandas.read_csv`` gives them), and what to say about it; ``""`` when none does."""
+    import inspect
+
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None, ""
+    for name, value in bound.items():
+        if name in _TABLE_ARGUMENTS:
+            what, canonical = _TABLE_ARGUMENTS[name][:2]
+        elif name == "frame":
+            what, canonical = "canonical", _CANONICAL
+        else:
+            continue
+        try:
+            schema = lazy(value).collect_schema()
+        except Exception:  # only a better message is at stake
+            continue
+        wrong = [
+            f"{column} ({schema[column]}, not {_KINDS[kind][0]})"
+            for column, kind in canonical.items()
+            if column in schema and kind in _KINDS and not _KINDS[kind][1](schema[column])
+        ]
+        if not wrong:
+            continue
+        resource = what if what in ("payments", "refunds") else "payments"
+        return name, (
+            f"{name}=: its {what} columns {', '.join(wrong)} are not of the canonical types "
+            "(a CSV read back with pandas.read_csv holds times as text). Convert them first, "
+            f'e.g. gwtools._schema.conform(frame, "{resource}") for pandas, or read the '
+            "cache or a Parquet export, which keep the types; docs/tables.md lists them."
+        )
+    return None, ""
 
 
 def _lacking_argument(

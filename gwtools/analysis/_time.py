@@ -19,6 +19,7 @@ from typing import Any, Final, NoReturn
 import numpy as np
 import pandas as pd
 
+from gwtools import _schema
 from gwtools._config import refuse_guessed_date
 from gwtools._errors import ConfigurationError
 
@@ -87,7 +88,7 @@ def _refuse_naive(column: Any, dtype: str = "") -> NoReturn:
 
 def check_times(values: pd.Series, column: str) -> None:
     """Refuse a canonical time column of pandas ``values`` holding naive times (NumPy's or
-    pyarrow's) or text (a CSV read without ``parse_dates``)."""
+    pyarrow's)."""
     import pyarrow as pa
 
     dtype = values.dtype
@@ -96,8 +97,8 @@ def check_times(values: pd.Series, column: str) -> None:
         pa.types.is_timestamp(arrow) and arrow.tz is None
     ):
         _refuse_naive(column, f" ({dtype})")
-    if pd.api.types.is_string_dtype(dtype) and values.notna().any():
-        _refuse_text(column, dtype)
+    # Text in their place (a CSV read back without parse_dates) is said by the analyses'
+    # wrapper, naming every such column of the table argument and the way to convert them.
 
 
 def _refuse_text(column: str, dtype: Any, param: str | None = None, others: str = "") -> NoReturn:
@@ -115,6 +116,15 @@ def as_utc(stamp: Any) -> pd.Timestamp:
     return out.tz_localize("UTC") if out.tzinfo is None else out.tz_convert("UTC")
 
 
+#: The canonical time columns of either table.
+_TIME_COLUMNS: Final = frozenset(
+    name
+    for columns in _schema.COLUMNS.values()
+    for name, dtype in columns.items()
+    if dtype == _schema.TIMESTAMP
+)
+
+
 def check_aware(table: Any, column: str, *, param: str | None = None) -> None:
     """Refuse a table whose ``column`` holds naive timestamps, or no times at all (then
     naming ``param``, the argument that chose the column, and the time columns), any engine."""
@@ -126,7 +136,13 @@ def check_aware(table: Any, column: str, *, param: str | None = None) -> None:
     dtype = schema.get(column)
     if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
         _refuse_naive(column)
-    if dtype is not None and not isinstance(dtype, nw.Datetime):
+    if (
+        param is not None
+        and column not in _TIME_COLUMNS
+        and dtype is not None
+        and not isinstance(dtype, nw.Datetime)
+    ):  # a column that holds no times; a canonical time column held as text (a CSV read
+        # back) is said by the analyses' wrapper, naming every such column of the table
         times = [name for name, kind in schema.items() if isinstance(kind, nw.Datetime)]
         others = f"use a time column of the table ({', '.join(times) or 'it has none'}), or "
         _refuse_text(column, dtype, param, others)

@@ -17,8 +17,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import gwtools
 from gwtools import ConfigurationError
 from gwtools import analysis as a
+from gwtools._schema import conform
 from gwtools.cache._dataset import to_arrow
 from gwtools.cache._scan import connection
 from tests.toolkit.conftest import build_payments, build_refunds
@@ -370,3 +372,38 @@ def test_an_order_key_must_be_a_name_and_a_numpy_window_is_a_duration(
             # key=5 failed with "'in <string>' requires string as left operand, not int".
             err = _refused(lambda p, r, f=call, k=key: f(p, key=k), tables, engine)
             assert err.param == "key" and f"key={key!r}" in str(err)
+
+
+# -- a table read back from CSV: times as text, named with the way to convert them -------------
+TIMED: dict[str, Call] = {
+    "decline_rate": lambda p, r: a.decline_rate(p, freq="week"),
+    "time_to_refund": lambda p, r: a.time_to_refund(p, r),
+    "orders": lambda p, r: a.orders(p),
+    "monitor": lambda p, r: a.monitor(p, r),
+    "quality": lambda p, r: a.quality(p, r),
+    "between": lambda p, r: a.between(p, "2026-11-01"),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", TIMED)
+def test_times_read_back_from_csv_as_text_are_named(
+    tables: dict[str, Any], tmp_path: Path, engine: str, name: str
+) -> None:
+    # pandas.read_csv of gwtools' own CSV export gives created_at as text: the analyses failed
+    # with the engine's own TypeError or BinderException ("epoch_us(VARCHAR)").
+    payments, refunds = tables["pandas"]
+    gwtools.write_table(payments, tmp_path / "payments.csv", "csv")
+    text = pd.read_csv(tmp_path / "payments.csv")
+    assert pd.api.types.is_string_dtype(text["created_at"])
+    given = {"pandas": text, "duckdb": connection().from_df(text)}[engine]
+    other = {"pandas": refunds, "duckdb": tables["duckdb"][1]}[engine]
+    err = _refused(lambda p, r: TIMED[name](given, other), tables, engine)
+    assert err.param == ("frame" if name == "between" else "payments")
+    assert "created_at" in str(err) and "gwtools._schema.conform(" in str(err)
+    # What it says to do works: the same result as on the canonical table.
+    fixed = conform(text, "payments")
+    if name not in ("between", "monitor", "quality"):
+        pd.testing.assert_frame_equal(
+            TIMED[name](fixed, refunds), TIMED[name](payments, refunds), check_exact=False
+        )
