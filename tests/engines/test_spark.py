@@ -58,14 +58,14 @@ def test_an_error_gwtools_does_not_explain_keeps_pysparks_log(
     tables: dict[str, tuple[Any, Any]], pyspark_error_logs: list[logging.LogRecord]
 ) -> None:
     from pyspark.errors import AnalysisException
-    from pyspark.sql import functions as F
+
+    from gwtools._pyspark import spark_errors_explained
 
     payments, _ = tables["spark"]
-    listed = payments.withColumn("created_at", F.array("created_at"))
-    with pytest.raises(AnalysisException):
-        a.decline_rate(listed, freq="day")
+    with pytest.raises(AnalysisException), spark_errors_explained():
+        payments.select("no_such_column")
     assert len(pyspark_error_logs) == 1
-    assert "DATATYPE_MISMATCH" in pyspark_error_logs[0].getMessage()
+    assert "no_such_column" in pyspark_error_logs[0].getMessage()
 
 
 def _by_id(frame: pd.DataFrame) -> pd.DataFrame:
