@@ -48,6 +48,7 @@ import datetime as dt
 import decimal
 import functools
 import json
+import re
 import zoneinfo
 from collections.abc import Callable, Sequence
 from typing import Any, Final, ParamSpec, TypeVar, cast
@@ -151,11 +152,30 @@ def _check_spark(lf: nw.LazyFrame[Any]) -> None:
         return
     native = lf.to_native()
     zone = native.sparkSession.conf.get("spark.sql.session.timeZone")
-    if zone not in ("UTC", "Etc/UTC", "GMT", "Z", "+00:00"):
+    if not _is_utc(zone):
         raise ConfigurationError(
             f"the Spark session's time zone is {zone!r}: gwtools reads timestamps as UTC; set "
             "spark.conf.set('spark.sql.session.timeZone', 'UTC') (or builder.config(...))"
         )
+
+
+#: A fixed offset of zero as Spark takes it: "Z", "+00:00", "UTC+0", "GMT+00:00"...
+_ZERO_OFFSET: Final = re.compile(r"(?:Z|(?:UTC|GMT|UT)?[+-]?0{1,2}(?::?00)?)")
+
+
+@functools.lru_cache(maxsize=16)
+def _is_utc(zone: str) -> bool:
+    """Whether a Spark session time zone is UTC under any of its names (Etc/GMT, Zulu,
+    Universal, UTC+0...): an offset of zero at every time a canonical table can hold."""
+    if zone in ("UTC", "GMT") or _ZERO_OFFSET.fullmatch(zone):
+        return True
+    try:
+        info = zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    # Years 1 to 9999: a zone on GMT only since some date (Africa/Abidjan, 1912) is not UTC.
+    moments = [dt.datetime(y, m, 1) for y in (1, 1900, 1970, 2026, 9999) for m in (1, 7)]
+    return all(info.utcoffset(moment) == dt.timedelta(0) for moment in moments)
 
 
 def lazy_pair(a: Table, b: Table) -> tuple[nw.LazyFrame[Any], nw.LazyFrame[Any]]:

@@ -118,3 +118,34 @@ def test_times_past_2262_come_back_as_the_other_engines_give_them(
         got = _by_id(call(payments))
         pd.testing.assert_frame_equal(got, _by_id(call(pandas_payments)))
     assert got["expires_at"].max() == pd.Timestamp("9999-12-31 23:59:59", tz="UTC")
+
+
+@pytest.mark.parametrize(
+    ("zone", "accepted"),
+    [
+        ("Etc/GMT", True),
+        ("Universal", True),
+        ("Zulu", True),
+        ("UTC+0", True),
+        ("GMT+00:00", True),
+        ("Etc/UCT", True),
+        ("Africa/Abidjan", False),  # GMT since 1912 only
+        ("Europe/London", False),
+        ("+08:00", False),
+    ],
+)
+def test_a_session_in_utc_by_any_name_is_taken(
+    spark: Any, tables: dict[str, tuple[Any, Any]], zone: str, accepted: bool
+) -> None:
+    # Spark spells UTC many ways; only five of them were taken, and a session set to Etc/GMT
+    # or Zulu was refused as "not UTC".
+    payments, _ = tables["spark"]
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        if accepted:
+            assert a.status_counts(payments)["count"].sum() == len(tables["pandas"][0])
+        else:
+            with pytest.raises(ConfigurationError, match=r"spark\.sql\.session\.timeZone"):
+                a.status_counts(payments)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
