@@ -385,6 +385,8 @@ TIMED: dict[str, Call] = {
 }
 
 
+# pandas warns first that a flag read back as float64 (captured) cannot be filled with False.
+@pytest.mark.filterwarnings("ignore:'bool' is not supported as a fill value")
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", TIMED)
 def test_times_read_back_from_csv_as_text_are_named(
