@@ -45,7 +45,7 @@ def resolve_tz(tz: str | None = None) -> str:
         tz = tz.key  # the zone itself, as from ZoneInfo("Asia/Kuala_Lumpur")
     elif tz is not None and not isinstance(tz, str):
         raise ConfigurationError(
-            f"tz={tz!r} is not a zone name: give a zone name (text), an IANA name such as "
+            f"tz={tz!r} is not a zone name: give an IANA name (text) such as "
             "'Asia/Kuala_Lumpur' or 'UTC'",
             param="tz",
         )

@@ -522,7 +522,7 @@ def test_a_bank_is_chosen_by_the_name_the_error_lists_as_by_its_code(
     [
         ({"max_rows": 0}, "max_rows must be a whole number of at least 1"),
         ({"max_rows": "10"}, "max_rows must be a whole number of at least 1"),
-        ({"tz": 5}, "unknown time zone 5"),
+        ({"tz": 5}, "tz=5 is not a zone name"),
         ({"export_dir": 5}, "export_dir must be a folder's path"),
         ({"locale": "xx_YY"}, "unknown locale locale='xx_YY'"),
         ({"now": "soon"}, "cannot read 'soon' as a date"),
