@@ -248,9 +248,10 @@ def child(name: str, path: str, cache: Path) -> dict[str, Any]:
     import narwhals  # noqa: F401
     import pandas  # noqa: F401
 
-    import gwtools  # noqa: F401
+    import gwtools
     from gwtools import analysis  # noqa: F401
 
+    gwtools.scan_cache  # noqa: B018 - public names load on first use: as a notebook's first cell
     analysis_ = {a.name: a for a in _analyses()}[name]
     _MANIFEST.update(json.loads((cache / "manifest.json").read_text()))
     spark, session_s = None, None
