@@ -101,6 +101,12 @@ def mask_key(key: str | None) -> str:
     """
     if not key:
         return "<none>"
+    if not isinstance(key, str):  # called on error paths: never fail there, never show more
+        key = (
+            bytes(key).decode("ascii", "replace")
+            if isinstance(key, bytes | bytearray)
+            else str(key)
+        )
     prefix = ""
     for candidate in ("sk_test_", "sk_live_", "pk_test_", "pk_live_"):
         if key.startswith(candidate):
@@ -150,6 +156,8 @@ def redact(text: str, *keys: str | None) -> str:
     Use it on any text that may have seen a key: another library's error message, a body the
     gateway (or a proxy) sent back.
     """
+    if not isinstance(text, str):  # a body or an error given as it came: bytes, None, ...
+        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
     for key in keys:
         if key and len(key) >= 4:
             text = text.replace(key, mask_key(key))

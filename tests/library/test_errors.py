@@ -331,3 +331,23 @@ def test_a_400_or_409_gets_advice_for_its_code(
     assert type(err) is InvalidRequestError
     said = str(err).partition("What to do:")[2]
     assert advice in said and not_said not in said, said
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        (5, "…"),
+        (b"sk_test_51Habcdefabcd", "sk_test_…abcd"),
+        (bytearray(b"sk_live_51Habcdefwxyz"), "sk_live_…wxyz"),
+    ],
+)
+def test_masking_a_value_that_is_not_text_shows_no_more_and_does_not_fail(
+    given: object, shown: str
+) -> None:
+    # Called on error paths, where a crash hides the error being reported: mask_key(5) raised
+    # AttributeError ('int' object has no attribute 'startswith').
+    from gwtools.secrets import mask_key, redact
+
+    assert mask_key(given) == shown  # type: ignore[arg-type]
+    assert redact(b"sent with sk_test_51Habcdefabcd") == "sent with sk_test_…abcd"  # type: ignore[arg-type]
+    assert redact(None) == "None"  # type: ignore[arg-type]
