@@ -515,6 +515,18 @@ def save_tables(
     ``<name>.csv`` of an earlier run, if any, is removed (no other file is touched).
     ``csv_max_rows=None`` writes every CSV.
     """
+    for name in tables:  # all checked before any file is written
+        if (
+            not isinstance(name, str)
+            or name.strip() in ("", ".", "..")
+            or any(sep in name for sep in ("/", "\\", os.sep))
+        ):
+            raise ConfigurationError(
+                f"save_tables: table name {name!r} is not a file name: each name becomes "
+                "<name>.csv and <name>.parquet inside out_dir, so give plain text without a "
+                "folder (e.g. 'declines_by_brand')",
+                param="tables",
+            )
     if out_dir is None:
         return []
     target = Path(out_dir)

@@ -232,3 +232,19 @@ def test_refunds_of_the_tables_swapped_names_the_argument() -> None:
     with pytest.raises(ConfigurationError) as info:
         refunds_of(refunds, payments)
     assert info.value.param == "payments" and "it looks like a refunds table" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["../x", "sub/x", "..", "", "  ", 5])
+def test_a_table_name_that_is_not_a_file_name_is_refused_before_anything_is_written(
+    name: object, tmp_path: Path
+) -> None:
+    # save_tables({"../x": frame}, out) wrote out/../x.csv, outside the folder, and said 'x.csv'.
+    from gwtools import ConfigurationError
+    from gwtools.report import save_tables
+
+    frame = pd.DataFrame({"a": [1]})
+    out = tmp_path / "out"
+    with pytest.raises(ConfigurationError) as info:
+        save_tables({"first": frame, name: frame}, out)  # type: ignore[dict-item]
+    assert info.value.param == "tables" and repr(name) in str(info.value)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == []  # not even the first table
