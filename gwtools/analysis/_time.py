@@ -303,7 +303,7 @@ def between(
 
 def business_days_between(
     start: pd.Series,
-    end: pd.Timestamp,
+    end: DateLike,
     tz: str | None = None,
     holidays: list[dt.date] | None = None,
 ) -> pd.Series:
@@ -313,7 +313,13 @@ def business_days_between(
     """
     zone = resolve_tz(tz)
     starts = local_time(start, zone).dt.tz_localize(None).dt.normalize()
-    end_day = pd.Timestamp(end).tz_convert(zone).tz_localize(None).normalize()
+    # Any date the library takes (a day is that local day; a naive time is local time).
+    stamp = to_timestamp(end, zone, param="end")
+    if stamp is None:
+        raise ConfigurationError(
+            "business_days_between needs an end, e.g. '2026-11-30'", param="end"
+        )
+    end_day = stamp.tz_convert(zone).tz_localize(None).normalize()
     valid = starts.notna()
     days = np.full(len(starts), np.nan)
     if valid.any():

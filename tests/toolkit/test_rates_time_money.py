@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gwtools import ConfigurationError
 from gwtools import analysis as a
 
 Build = Callable[[list[dict[str, Any]]], pd.DataFrame]
@@ -181,6 +182,17 @@ def test_business_days_skip_weekends() -> None:
         start, pd.Timestamp("2026-11-10T00:00:00Z"), "Asia/Kuala_Lumpur", [dt.date(2026, 11, 9)]
     )
     assert hol.tolist() == [1]
+
+
+def test_business_days_take_the_end_as_every_date_argument_does() -> None:
+    # A day given as text raised TypeError ('Cannot convert tz-naive Timestamp') from pandas.
+    start = pd.Series(pd.to_datetime(["2026-11-06T03:00:00Z"], utc=True))  # Fri 6 Nov, MYT
+    kl = "Asia/Kuala_Lumpur"
+    assert a.business_days_between(start, "2026-11-10", kl).tolist() == [2]  # Mon + Tue
+    assert a.business_days_between(start, "2026-11-09T23:00:00", kl).tolist() == [1]  # local
+    with pytest.raises(ConfigurationError) as info:
+        a.business_days_between(start, "10/11/2026", kl)
+    assert info.value.param == "end"
 
 
 def test_major_units_per_currency_exponent() -> None:
