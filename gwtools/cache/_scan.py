@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import threading
+import uuid
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,8 @@ def _connection() -> duckdb.DuckDBPyConnection:
     # Spilled files go to a folder of this process's own in the system's temporary folder: not
     # a .tmp in the working folder, and not one fixed name, which the first user to spill on a
     # shared server (JupyterHub) would own and every other user's spill would then fail on.
-    spill = tempfile.mkdtemp(prefix="gwtools-duckdb-")
+    # DuckDB makes it at the first spill only, so a kernel killed without spilling leaves none.
+    spill = os.path.join(tempfile.gettempdir(), f"gwtools-duckdb-{os.getpid()}-{uuid.uuid4().hex}")
     atexit.register(shutil.rmtree, spill, ignore_errors=True)
     try:
         con = duckdb.connect(":memory:", config={"memory_limit": limit, "temp_directory": spill})

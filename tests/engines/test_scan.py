@@ -390,6 +390,15 @@ def test_a_spill_needs_no_folder_of_a_fixed_name(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr  # was: Failed to create directory …/gwtools-duckdb
     assert run.stdout.split() == ["3000000"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gwtools-duckdb"]  # its own is gone
+    # A process that never spilled and ends without its exit handlers (a killed kernel) leaves
+    # no folder either: each test run left one empty folder per notebook kernel.
+    quick = (
+        "import os\nfrom gwtools.cache._scan import connection\n"
+        "connection().sql('select 1').fetchall()\nos._exit(0)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", quick], env=env, check=True, timeout=300)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gwtools-duckdb"]
 
 
 @pytest.mark.parametrize("rows", ["all", "none"])
