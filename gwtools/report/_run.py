@@ -7,6 +7,7 @@ import contextlib
 import html
 import os
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Sequence
@@ -220,6 +221,28 @@ def _publish(stage: Path, out: Path, pages: list[Path], notebooks: Sequence[str]
     return written
 
 
+_STAGE = ".gwtools-report-"
+#: The host in a staging folder's name: on a folder shared between machines, a process id is
+#: only known dead on its own host.
+_HOST = socket.gethostname().replace("-", "_") or "host"
+
+
+def _remove_dead_stages(out: Path) -> None:
+    """Remove the staging folders of runs on this host whose process is gone (killed, out of
+    memory: nothing else removes them, and at scale they hold gigabytes of tables). A running
+    report's, or another host's, is left alone."""
+    for stage in out.glob(f"{_STAGE}{_HOST}-*-*"):
+        pid = stage.name[len(_STAGE) + len(_HOST) + 1 :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(stage, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue
+
+
 def run_report(
     out_dir: str | os.PathLike[str],
     *,
@@ -247,7 +270,9 @@ def run_report(
     written are their small results (and, from the overview notebook, the canonical tables,
     streamed). Notebooks run ``workers`` at a time. Pages and tables land in ``out_dir``
     only when every notebook succeeded: a failing one raises :class:`ReportError` (kept as
-    ``<name>.failed.ipynb``) and leaves a report already there as it was.
+    ``<name>.failed.ipynb``) and leaves a report already there as it was. Until then they
+    wait in a hidden ``.gwtools-report-*`` folder in ``out_dir``; a run killed outright leaves
+    it, and the next run there removes it.
     """
     start = time.perf_counter()
     zone = resolve_tz(tz)
@@ -315,7 +340,8 @@ def run_report(
     # Pages and tables are staged in out (one file system: each is renamed into place) and
     # published only when every notebook succeeded: a failed or interrupted run leaves the
     # last report whole, not some pages of each run under the last run's index.
-    stage = Path(tempfile.mkdtemp(prefix=".gwtools-report-", dir=out))
+    _remove_dead_stages(out)
+    stage = Path(tempfile.mkdtemp(prefix=f"{_STAGE}{_HOST}-{os.getpid()}-", dir=out))
     try:
         (stage / "tables").mkdir()
         parameters["out_dir"] = str((stage / "tables").resolve())

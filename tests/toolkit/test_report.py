@@ -954,3 +954,32 @@ def test_the_index_and_summary_say_which_days_and_currency_the_report_chose(
     assert f"Data: a local cache, {chosen}" in capsys.readouterr().out
     everything = report.run_report(tmp_path / "all", source=cache, tz="UTC", notebooks=[])
     assert "Data: a local cache. payments created" in everything.index.read_text()
+
+
+def test_a_killed_runs_staging_folder_is_removed_by_the_next_run(
+    tmp_path: Path, make_payments: Build, make_refunds: Build
+) -> None:
+    """A run killed outright (out of memory) left its hidden staging folder, tables and all, in
+    --out for good. The next run removes those of dead processes on this host, and leaves a
+    running report's and another host's alone."""
+    import os
+    import subprocess
+    import sys
+
+    from gwtools.report._run import _HOST, _STAGE
+
+    payments = make_payments([{"status": "succeeded", "amount": 100}])
+    cache = _synced_cache(tmp_path, payments, make_refunds([]))
+    out = tmp_path / "r"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    dead = out / f"{_STAGE}{_HOST}-{gone}-k1ll3d" / "tables"
+    running = out / f"{_STAGE}{_HOST}-{os.getppid()}-running"
+    elsewhere = out / f"{_STAGE}otherhost-{gone}-shared"
+    for folder in (dead, running, elsewhere):
+        folder.mkdir(parents=True)
+    (dead / "payments.parquet").write_bytes(b"x" * 1000)
+    report.run_report(out, source=cache, tz="UTC", notebooks=[])
+    assert not dead.parent.exists()
+    assert running.exists() and elsewhere.exists()
+    assert not [p for p in out.glob(f"{_STAGE}*") if p not in (running, elsewhere)]
