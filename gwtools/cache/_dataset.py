@@ -212,23 +212,30 @@ def _checked_state(raw: Any, path: Path) -> dict[str, Any]:
         _warn(f"{path} is not a JSON object (hand-edited?){then}")
         return {}
     state = dict(raw)
-    high = state.get("high_water")
-    if high is not None:
-        parsed = _parse_time(high)
+    # The high-water mark plans the next sync; the sync times say whether one completed (a
+    # cache read as complete on a hand-edited "last_full_sync": 5 would hide missing rows).
+    for name, after in (
+        ("high_water", then),
+        ("last_full_sync", "; it is ignored, so the cache reads as partial until a sync completes"),
+        ("last_sync", "; it is ignored"),
+    ):
+        value = state.get(name)
+        if value is None:
+            continue
+        parsed = _parse_time(value)
         now = dt.datetime.now(dt.UTC)
         if parsed is None:
-            problem = f"its high_water {high!r} is not an ISO 8601 time"
+            problem = f"its {name} {value!r} is not an ISO 8601 time"
         elif parsed > now + CLOCK_SKEW:
             problem = (
-                f"its high_water {high!r} is later than this machine's clock "
+                f"its {name} {value!r} is later than this machine's clock "
                 f"({now.isoformat(timespec='seconds')})"
             )
         else:
-            problem = ""
-            state["high_water"] = parsed.isoformat()
-        if problem:
-            _warn(f"{path}: {problem}{then}")
-            del state["high_water"]
+            state[name] = parsed.isoformat()
+            continue
+        _warn(f"{path}: {problem}{after}")
+        del state[name]
     owed = state.get("payments_to_reread")
     if owed is not None and not (isinstance(owed, list) and all(isinstance(i, str) for i in owed)):
         _warn(

@@ -158,6 +158,29 @@ def test_a_state_that_cannot_be_right_is_ignored_and_everything_listed(
     assert len(read(shop)) == 300
 
 
+@pytest.mark.parametrize("value", [5, "last tuesday", "2099-01-01T00:00:00+00:00"])
+def test_a_sync_time_that_cannot_be_right_does_not_make_the_cache_complete(
+    shop: Shop, value: object
+) -> None:
+    # A hand-edited "last_full_sync": 5 (and no high-water mark) read as a completed sync: no
+    # warning that rows may be missing, and strict=True passed.
+    with shop.connect() as gw:
+        assert gw.sync("payments").complete
+    ds = shop.dataset()
+    state = json.loads(ds.state_path.read_text())
+    state.pop("high_water")
+    state["last_full_sync"] = value
+    ds.state_path.write_text(json.dumps(state))
+    with pytest.warns(gwtools.GatewayDataWarning) as caught:
+        frame = read(shop)
+    said = [str(w.message) for w in caught]
+    assert any("its last_full_sync" in m and "reads as partial" in m for m in said), said
+    assert any("are partial" in m for m in said), said
+    assert frame.attrs["gwtools_cache"]["complete"] is False
+    with pytest.raises(gwtools.CacheError, match="partial"):
+        gwtools.read_cache(shop.cache_dir, "payments", account="shop", strict=True)
+
+
 # -- a cache no sync has completed -----------------------------------------------------------
 def test_a_cache_no_sync_completed_is_served_as_partial(shop: Shop) -> None:
     """The first sync dies after merging one month: the rows are readable, but read_cache
