@@ -395,7 +395,7 @@ for n in range(1, 4):  # killed (GWTOOLS_TEST_CRASH_AT) at a step of one of thes
         for half in (slice(0, 1500), slice(1500, 3000)):
             ds.stage_batch(frame(_versions(3000, f"v{n}")[half]))
         ds.compact({"2024-05"}, since_seq=seq)
-        ds.write_state({"last_full_sync": f"round {n}"})
+        ds.write_state({"last_full_sync": f"2024-07-0{n}T00:00:00+00:00"})  # round n ended
 """
 
 #: (step, how many times it is passed before the kill): inside and between staged batches,
