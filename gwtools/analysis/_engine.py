@@ -108,10 +108,9 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
     by that column is ambiguous) or pyarrow-backed columns (``dtype_backend="pyarrow"``: a
     time difference overflows). Categories become their values' dtype, such index levels lose
     their name, and canonical pyarrow columns take their canonical dtype. Naive canonical
-    times, and text in their place, are refused here, as the analyses compare them with
-    aware times.
+    times are refused here, as the analyses compare them with aware times.
     """
-    from gwtools.analysis._time import check_times
+    from gwtools.analysis._time import naive_times
 
     if frame.columns.has_duplicates:
         return frame  # Narwhals refuses it, naming the columns
@@ -125,7 +124,7 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
             with contextlib.suppress(TypeError, ValueError):
                 changed[name] = frame[name].astype(_CANONICAL[name])
         if name in _CANONICAL and _CANONICAL[name] == _schema.TIMESTAMP:
-            check_times(changed.get(name, frame[name]), name)
+            naive_times(changed.get(name, frame[name]).dtype, name)
     named = [n is not None and n in columns for n in frame.index.names]
     if not changed and not any(named):
         return frame

@@ -86,19 +86,17 @@ def _refuse_naive(column: Any, dtype: str = "") -> NoReturn:
     )
 
 
-def check_times(values: pd.Series, column: str) -> None:
-    """Refuse a canonical time column of pandas ``values`` holding naive times (NumPy's or
-    pyarrow's)."""
+def naive_times(dtype: Any, column: str) -> None:
+    """Refuse a pandas column ``dtype`` of naive times (NumPy's or pyarrow's). Text in their
+    place (a CSV read back without parse_dates) is said by the analyses' wrapper, naming every
+    such column of the table argument and the way to convert them."""
     import pyarrow as pa
 
-    dtype = values.dtype
     arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else pa.null()
     if pd.api.types.is_datetime64_dtype(dtype) or (
         pa.types.is_timestamp(arrow) and arrow.tz is None
     ):
         _refuse_naive(column, f" ({dtype})")
-    # Text in their place (a CSV read back without parse_dates) is said by the analyses'
-    # wrapper, naming every such column of the table argument and the way to convert them.
 
 
 def _refuse_text(column: str, dtype: Any, param: str | None = None, others: str = "") -> NoReturn:
