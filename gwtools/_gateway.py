@@ -82,7 +82,13 @@ class _LoopThread:
         try:
             self.loop.run_forever()
         finally:
-            self.loop.close()  # stopped from inside too (release), where nobody joins it
+            try:
+                # What is still running (a half-read stream's listing) is cancelled and let
+                # finish, as asyncio.run does: a task dropped pending with its loop is
+                # reported at exit ("Task was destroyed but it is pending!").
+                self.loop.run_until_complete(_cancel_all(self.loop))
+            finally:
+                self.loop.close()  # stopped from inside too (release), where nobody joins it
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -114,6 +120,15 @@ class _LoopThread:
 
         with contextlib.suppress(RuntimeError):  # the loop has already stopped and closed
             asyncio.run_coroutine_threadsafe(close_then_stop(), self.loop)
+
+
+async def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task of ``loop`` but this one and wait for them to end."""
+    tasks = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await loop.shutdown_asyncgens()
 
 
 #: Tuning arguments that count something: at least 1 (0 would send nothing and wait for ever).
@@ -565,7 +580,12 @@ class Gateway:
             if failed is not None:
                 raise failed
         finally:
-            future.cancel()  # stopped early (or failed): stop the listing too
+            # Stopped early (or failed): stop the listing too. Through the loop, not with
+            # future.cancel(), whose callback raises "Event loop is closed" once the loop has
+            # stopped (a stream dropped at exit, after its Gateway), when there is nothing
+            # left to cancel anyway.
+            with contextlib.suppress(RuntimeError):
+                loop.loop.call_soon_threadsafe(future.cancel)
         if malformed:
             raise malformed[0]
         if not outcome.complete:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -204,3 +207,41 @@ def test_a_stream_read_after_its_gateway_closed_says_so(shop: Shop, tmp_path: Pa
     gw.close()
     with pytest.raises(gwtools.ConfigurationError, match="closed while its payments were being"):
         list(stream)
+
+
+_CONNECT = """
+import os, sys
+import gwtools
+
+gw = gwtools.connect(os.environ["SHOP_KEY"], sys.argv[1], cache_dir=sys.argv[2], account="shop")
+"""
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        # the gateway and its half-read stream both left to the interpreter's exit
+        "stream = gw.iter_payments()\nprint(next(stream)['id'])",
+        # the gateway closed under a half-read stream
+        "stream = gw.iter_payments()\nprint(next(stream)['id'])\ngw.close()",
+        "with gw:\n    stream = gw.iter_payments()\n    print(next(stream)['id'])",
+    ],
+    ids=["left", "closed", "with"],
+)
+def test_a_half_read_stream_left_to_interpreter_exit_is_silent(
+    shop: Shop, tmp_path: Path, rest: str
+) -> None:
+    # Many pages, so the listing is still fetching when the process ends.
+    shop.history(payments=2000, days=5)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CONNECT + rest, shop.base_url, str(tmp_path)],
+        env={**os.environ, "SHOP_KEY": shop.key},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("pay_")
+    # Nothing at exit: no "Event loop is closed", no "Task was destroyed but it is pending".
+    assert proc.stderr == ""
