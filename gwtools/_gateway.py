@@ -464,7 +464,10 @@ class Gateway:
         want a Parquet cache. Pages are fetched on demand, a few ahead of the consumer (four,
         and the requests in flight when it paused), so memory stays flat whatever the size;
         stopping early stops the listing. Each record
-        comes once; the order is the gateway's page order (not sorted). Filters are checked
+        comes once; the order is the gateway's page order (not sorted). An id served twice on
+        a page comes as its last row, as a sync keeps it; one served again on a later page
+        (listings overlap where their time windows meet) is not yielded again, so if it
+        changed in between, the stream has the version read first where a sync keeps the later. Filters are checked
         as in :meth:`payments`, when called. Records the normaliser rejects and unknown
         statuses are reported as :class:`~gwtools.GatewayDataWarning`; a page that stays
         unreadable raises its :class:`~gwtools.MalformedBodyError` after the pages before
@@ -547,7 +550,9 @@ class Gateway:
             )
 
         future = asyncio.run_coroutine_threadsafe(listing(), loop.loop)
-        seen: set[str] = set()  # time windows overlap by a second: a record may come twice
+        # Time windows overlap by a second: a record may come again on a later page. It was
+        # yielded already, so the first page's version stands (a sync keeps the later one).
+        seen: set[str] = set()
         livemode = self.settings.mode == "live"
         try:
             while (body := next_page()) is not done:
@@ -566,7 +571,10 @@ class Gateway:
                         GatewayDataWarning,
                         stacklevel=2,
                     )
-                for record in where.apply(batch.frame).to_dict("records"):
+                # An id twice on one page: its last row wins, as in a sync's batch (before
+                # the filters, so that a stale first row cannot pass them).
+                page = batch.frame.drop_duplicates("id", keep="last")
+                for record in where.apply(page).to_dict("records"):
                     if record["id"] not in seen:
                         seen.add(record["id"])
                         yield _plain(record)
