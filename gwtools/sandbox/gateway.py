@@ -119,6 +119,13 @@ class Gateway:
                         f"UPDATE {table} SET body = ?, status = ? WHERE rid = ?",
                         (body, status, rid),
                     )
+            # An event's object as it was then, in the served variant: else GET /v1/events
+            # showed the other variant's payments beside this one's (the type is unchanged).
+            rows = db.execute("SELECT rid, rec FROM events WHERE raw = 0").fetchall()
+            for rid, blob in rows:
+                again = render.event_again(orjson.loads(blob), self.variant, self.base_url)
+                if again is not None:
+                    db.execute("UPDATE events SET body = ? WHERE rid = ?", (again, rid))
             s._versions.clear()
             s._order_cache.clear()
         s.set_meta("variant", self.variant)
@@ -246,6 +253,7 @@ class Gateway:
                 now,
                 deliver=deliver,
                 created=at,
+                rendered=True,
             )
 
     def emit_object(
@@ -257,11 +265,15 @@ class Gateway:
         *,
         deliver: bool = True,
         created: float | None = None,
+        rendered: bool = False,
     ) -> None:
         """Store an event about ``rec`` (``obj``: its JSON) dated ``created`` (default
-        ``now``), and queue its deliveries, first attempted ``now``."""
+        ``now``), and queue its deliveries, first attempted ``now``. ``rendered``: ``obj`` is
+        ``rec`` as the variant shows it (see :func:`render.event_row`)."""
         when = now if created is None else created
-        evrec, body = render.event_row(self.ids.new("evt"), type_, rec, obj, when, API_VERSION)
+        evrec, body = render.event_row(
+            self.ids.new("evt"), type_, rec, obj, when, API_VERSION, rendered=rendered
+        )
         eid = evrec["id"]
         self.store.insert("events", evrec, body, status=type_)
         if not deliver:

@@ -276,7 +276,9 @@ class _Builder:
     def emit(self, events: list[Event], when: float) -> None:
         for type_, rec in events:
             obj = render.object_json(rec, self.gw.variant, self.gw.base_url)
-            evrec, body = render.event_row(self.ids.new("evt"), type_, rec, obj, when, API_VERSION)
+            evrec, body = render.event_row(
+                self.ids.new("evt"), type_, rec, obj, when, API_VERSION, rendered=True
+            )
             self.events.append((evrec, body, type_, None))
 
 

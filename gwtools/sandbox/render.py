@@ -151,17 +151,48 @@ def object_json(rec: Record, variant: str, base_url: str) -> bytes:
 
 
 def event_row(
-    ident: str, type_: str, rec: Mapping[str, Any], obj: bytes, when: float, version: str
+    ident: str,
+    type_: str,
+    rec: Mapping[str, Any],
+    obj: bytes,
+    when: float,
+    version: str,
+    *,
+    rendered: bool = False,
 ) -> tuple[Record, bytes]:
-    """The stored record and the JSON of an event about ``rec`` (whose JSON is ``obj``)."""
-    evrec = {
+    """The stored record and the JSON of an event about ``rec`` (whose JSON is ``obj``).
+
+    ``rendered``: ``obj`` is :func:`object_json` of ``rec``. The record then keeps ``rec`` as it
+    was (``source``), so that :func:`event_again` can show it in another variant or at
+    another address, as the payments and refunds are shown after a restart.
+    """
+    evrec: Record = {
         "id": ident,
         "account": rec["account"],
         "livemode": rec["livemode"],
         "created": int(when),
         "type": type_,
+        "api_version": version,
     }
+    if rendered:
+        evrec["source"] = dict(rec)
     return evrec, event(ident, type_, when, rec["livemode"], version, obj)
+
+
+def event_again(evrec: Record, variant: str, base_url: str) -> bytes | None:
+    """An event stored by :func:`event_row` with its object rendered for ``variant`` and
+    ``base_url``; None for an event whose object does not depend on them."""
+    source = evrec.get("source")
+    if source is None:
+        return None
+    return event(
+        evrec["id"],
+        evrec["type"],
+        evrec["created"],
+        evrec["livemode"],
+        evrec["api_version"],
+        object_json(source, variant, base_url),
+    )
 
 
 def event(

@@ -177,6 +177,33 @@ def test_state_survives_a_restart_in_a_sqlite_file(tmp_path: Path) -> None:
     assert not db.with_name(db.name + "-wal").exists()
 
 
+def test_events_are_rendered_again_with_their_objects_after_a_restart(tmp_path: Path) -> None:
+    # Reopened in the other variant (and on another port), GET /v1/events showed the objects
+    # in the variant they were created in, beside payments re-rendered in the served one.
+    db = tmp_path / "sandbox.sqlite"
+    with Sandbox("B", db=db, now=NOW) as first:
+        auth = {"Authorization": f"Bearer {first.secret_key}"}
+        card = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2030, "cvc": "123"}
+        created = LOOPBACK.post(
+            f"{first.base_url}/v1/payments",
+            headers=auth,
+            json={"amount": 321, "currency": "myr", "return_url": "https://x.example/r",
+                  "payment_method_data": {"type": "card", "card": card}},
+        )  # fmt: skip
+        assert created.status_code == 201, created.text
+        pid = created.json()["id"]
+        first.gateway.store.close()
+    for variant in ("A", "B"):
+        with Sandbox(variant, db=db, now=NOW) as again:
+            got = LOOPBACK.get(f"{again.base_url}/v1/payments/{pid}", headers=auth).json()
+            events = LOOPBACK.get(f"{again.base_url}/v1/events", headers=auth).json()["data"]
+            again.gateway.store.close()
+        (event,) = [e for e in events if e["type"] == "payment.succeeded"]
+        # the payment has not changed since its event: the same object, as the variant shows it
+        assert event["data"]["object"] == got, variant
+        assert event["data"]["object"]["currency"] == ("MYR" if variant == "A" else "myr")
+
+
 def test_in_process_asgi_app() -> None:
     app = create_app("A", now=NOW)
     key = app.state.gateway.default_account["secret_key"]
