@@ -369,6 +369,30 @@ def test_currency_exponents(currency: str, amount: int, major: float | None, upp
         assert pd.isna(row["amount_major"]) if major is None else row["amount_major"] == major
 
 
+# Where CLDR's digits (Babel's currency precision, which DESIGN.md chooses) and ISO 4217's
+# minor units disagree, amounts are read by CLDR's: IDR, HUF and COP amounts are whole units,
+# as a real gateway counting ISO minor units would not send them. Pinned, so that a Babel
+# upgrade that changes one shows here rather than as amounts off by 100.
+@pytest.mark.parametrize(
+    ("currency", "amount", "major"),
+    [("IDR", 150_000, 150_000.0), ("HUF", 2_500, 2_500.0), ("COP", 9_900, 9_900.0),
+     ("JPY", 500, 500.0), ("KRW", 15_000, 15_000.0), ("CLP", 990, 990.0),
+     ("ISK", 100, 100.0), ("UGX", 5_000, 5_000.0), ("TWD", 1_050, 10.5),
+     ("BHD", 1_234, 1.234), ("SGD", 1_050, 10.5)],
+)  # fmt: skip
+def test_exponents_where_cldr_and_iso_4217_disagree(
+    currency: str, amount: int, major: float
+) -> None:
+    from gwtools.analysis._money import exponent  # the analyses' figures must agree
+
+    for record in (
+        pay_a(currency=currency, amount=amount),
+        pay_b(currency=currency.lower(), amount=amount),
+    ):
+        assert one(record)["amount_major"] == major
+    assert 10 ** exponent(currency) * major == amount
+
+
 def test_a_blank_currency_is_missing_not_empty_text() -> None:
     row = one(pay_b(currency="  "))
     assert pd.isna(row["currency"]) and pd.isna(row["amount_major"])
