@@ -555,13 +555,20 @@ def error_from_response(
         else redact(v if isinstance(v, str) else _json_text(v), key)
         for k, v in _error_body(response.content).items()
     }
+    for name in ("code", "param", "decline_code"):
+        # Text fields (compared and matched as text): a number the gateway sent there too.
+        if isinstance(err.get(name), int | float) and not isinstance(err[name], bool):
+            err[name] = str(err[name])
     etype = err.get("type") if isinstance(err.get("type"), str) else None
     cls = _BY_TYPE.get(etype or "", _status_class(status))
     if cls is InvalidRequestError and status == 404:
         cls = NotFoundError
     said = err.get("message") if isinstance(err.get("message"), str) else None
     gateway_shaped = etype is not None or said is not None
-    if said is None:
+    if said is None and any(isinstance(err.get(k), str) for k in ("code", "param")):
+        gateway_shaped = True  # its own error object, only without the (optional) message
+        said = "the gateway gave no message"
+    elif said is None:
         said = "the body is not a gateway error object" if response.content else "empty body"
     details = ", ".join(
         f"{k}={err[k]}" for k in ("type", "code", "param", "decline_code") if err.get(k)

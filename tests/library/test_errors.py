@@ -351,3 +351,30 @@ def test_masking_a_value_that_is_not_text_shows_no_more_and_does_not_fail(
     assert mask_key(given) == shown  # type: ignore[arg-type]
     assert redact(b"sent with sk_test_51Habcdefabcd") == "sent with sk_test_…abcd"  # type: ignore[arg-type]
     assert redact(None) == "None"  # type: ignore[arg-type]
+
+
+def test_a_gateway_error_without_a_message_is_not_called_a_foreign_body() -> None:
+    # The gateway's error object with no `message` (the spec's rules need only type, code,
+    # param): it was called "not a gateway error object" beside its own type and code.
+    err = error_from_response(
+        response(
+            400,
+            {"type": "invalid_request_error", "code": "parameter_missing", "param": "amount"},
+        )
+    )
+    assert "not a gateway error object" not in err.message
+    assert "gave no message" in err.message
+    assert "(type=invalid_request_error, code=parameter_missing, param=amount)" in err.message
+    assert (err.code, err.param) == ("parameter_missing", "amount")
+    # A body that is not the gateway's error object is still called so.
+    other = error_from_response(response(400, body=b'{"message": 1}'))
+    assert "the body is not a gateway error object" in other.message
+
+
+def test_error_fields_that_are_numbers_are_kept_as_text() -> None:
+    # .code/.param/.decline_code are text: a gateway sending a number must not hand the
+    # caller an int that `err.code == "..."` or `.startswith` trips over.
+    err = error_from_response(
+        response(402, {"type": "card_error", "code": 51, "decline_code": 5, "param": 0})
+    )
+    assert (err.code, err.decline_code, err.param) == ("51", "5", "0")
