@@ -8,7 +8,8 @@ HTTP/1.1 keep-alive pool). Every request:
   ``X-RateLimit-Limit`` header announces; when ``X-RateLimit-Remaining`` runs out, every
   request pauses until ``X-RateLimit-Reset``, and when a 429 arrives, for as long as it asks;
 - is retried by tenacity with jittered exponential back-off on 5xx (after ``Retry-After``
-  instead, when a 5xx gives one within ``max_wait``), timeouts, dropped connections and bodies
+  instead, when a 5xx gives one within ``max_wait``; a longer one is raised at once, as for a
+  429), timeouts, dropped connections and bodies
   that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
   or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s, and
   is retried; a wait longer than ``max_wait`` (60 s; ``connect(max_wait=...)``) is not waited
@@ -430,27 +431,19 @@ class Client:
             error = error_from_response(response, now=self._clock.time())
             wait = error.retry_after if error.retry_after is not None else 1.0
             if wait > self.max_wait:
-                # Not waited out (a sync would hang for it): raised at once, not retried.
-                until = dt.datetime.fromtimestamp(
-                    math.ceil((self._clock.time() + wait) / 60) * 60, dt.UTC
-                )
-                raise _rewritten(
-                    error,
-                    f"The gateway asked to wait {wait:,.0f} s before the next request, longer "
-                    f"than gwtools waits ({self.max_wait:,g} s); nothing more was sent.",
-                    f"sync again after {until:%Y-%m-%d %H:%M} UTC (what is cached so far is "
-                    "kept), or let gwtools wait that long with "
-                    f"gwtools.connect(..., max_wait={math.ceil(wait)}); if something else "
-                    "shares this key, let it slow down",
-                )
+                shared = "; if something else shares this key, let it slow down"
+                raise self._too_long(error, wait, shared)
             self._pacer.pause(wait)
             raise _Retry(error, retry_after=wait)
         if status >= 500:
             # A gateway down for a while (503) may say when to come back (RFC 9110): waited
-            # out as asked when within max_wait, else the usual back-off.
+            # out as asked when within max_wait; longer, asking again meanwhile only goes
+            # against what it said (and fails the same), so raised at once as for a 429.
             error = error_from_response(response, now=self._clock.time())
             asked = error.retry_after
-            raise _Retry(error, retry_after=asked if asked and asked <= self.max_wait else None)
+            if asked is not None and asked > self.max_wait:
+                raise self._too_long(error, asked)
+            raise _Retry(error, retry_after=asked or None)
         if not 200 <= status < 300:
             # A redirect too: not followed (the key must not go to another host) nor retried.
             raise error_from_response(response, listing=is_list_path(path))
@@ -466,6 +459,20 @@ class Client:
         except ValueError as exc:
             failed = self._malformed(response, exc)
         raise _Retry(failed)
+
+    def _too_long(self, error: GatewayError, wait: float, more: str = "") -> GatewayError:
+        """``error``, whose answer asked to wait ``wait`` s, longer than :attr:`max_wait`: not
+        waited out (a sync would hang for it) nor retried, but raised saying when to come back;
+        ``more`` ends its advice."""
+        until = dt.datetime.fromtimestamp(math.ceil((self._clock.time() + wait) / 60) * 60, dt.UTC)
+        return _rewritten(
+            error,
+            f"The gateway asked to wait {wait:,.0f} s before the next request, longer than "
+            f"gwtools waits ({self.max_wait:,g} s); nothing more was sent.",
+            f"sync again after {until:%Y-%m-%d %H:%M} UTC (what is cached so far is kept), or "
+            f"let gwtools wait that long with gwtools.connect(..., max_wait={math.ceil(wait)})"
+            f"{more}",
+        )
 
     def _request_failed(self, exc: Exception, path: str) -> GatewayError:
         """The GatewayError for a request that got no usable answer (a summary, no chain)."""
@@ -571,7 +578,7 @@ class Client:
 
 
 def _rewritten(error: GatewayError, happened: str, advice: str) -> GatewayError:
-    """``error`` (a 429's) with ``happened`` added to what it says and ``advice`` as what to do."""
+    """``error`` (a 429's or a 5xx's) with ``happened`` added to what it says and ``advice`` as what to do."""
     said = error.message.partition(" What to do: ")[0]
     return type(error)(
         f"{said} {happened} What to do: {advice}.",

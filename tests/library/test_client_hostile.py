@@ -25,6 +25,7 @@ import pytest
 from gwtools._config import Settings, normalize_base_url
 from gwtools._errors import (
     APIConnectionError,
+    APIError,
     InvalidRequestError,
     RateLimitError,
     error_from_response,
@@ -267,6 +268,31 @@ def test_a_wait_longer_than_the_cap_is_raised_at_once(
     assert "What to do: sync again after" in text and "[request id req_long]" in text
     assert exc.retry_after == 3600 and exc.request_id == "req_long"
     assert exc.__context__ is None and shop.key not in text
+
+
+def test_a_503_asking_for_longer_than_the_cap_is_raised_at_once(shop: Shop, tmp_path: Path) -> None:
+    """A gateway down for maintenance for an hour (503, ``Retry-After: 3600``) was asked again
+    8 times within about 11 s of back-off against what it said, then the sync failed with
+    "the gateway failed; retry later", not saying how long. Now, as for a 429: once, and the
+    error says when to sync again."""
+    clock = _FakeClock()
+    down = {"error": {"type": "api_error", "code": "processing_error", "message": "maintenance"}}
+    proxy = _Proxy(
+        clock,
+        answer=lambda request, n: httpx.Response(
+            503, json=down, headers={"Retry-After": "3600", "Request-Id": "req_down"},
+            request=request,
+        ),
+    )  # fmt: skip
+    exc = _raised(Client(_settings(shop, tmp_path), transport=proxy, clock=clock), _get)
+    assert isinstance(exc, APIError) and exc.http_status == 503, repr(exc)
+    assert clock.waits == [] and len(proxy.sent_at) == 1  # neither waited nor retried
+    text = str(exc)
+    assert "gateway asked to wait 3,600 s before the next request" in text
+    assert "What to do: sync again after" in text and "max_wait=3600" in text
+    assert "if something else shares this key" not in text  # that is for a 429
+    assert exc.retry_after == 3600 and exc.request_id == "req_down"
+    assert exc.code == "processing_error" and exc.__context__ is None
 
 
 def test_the_cap_is_a_setting(shop: Shop, tmp_path: Path) -> None:
