@@ -394,6 +394,15 @@ class Client:
                 "another program may be using this key's rate limit: sync again in a minute, "
                 "or lower max_rps= in gwtools.connect() (max_429_attempts= allows more tries)",
             )
+        elif (final.http_status or 0) >= 500 and attempts > 1:
+            waited = float(retrying.statistics.get("idle_for", 0.0))
+            final = _rewritten(
+                final,
+                f"The gateway still failed after {attempts} attempts over {waited:.0f} s.",
+                "the gateway is failing; sync again later (what is cached so far is kept), "
+                "and report the request id if it persists (max_attempts= in "
+                "gwtools.connect() allows more tries)",
+            )
         # Raised outside the handler, so the error has no __context__ to lead anywhere.
         raise final
 

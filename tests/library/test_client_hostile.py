@@ -331,6 +331,23 @@ def test_the_last_rate_limit_error_says_how_many_attempts(shop: Shop, tmp_path: 
     assert "max_rps=" in str(exc) and "max_429_attempts=" in str(exc)
 
 
+def test_the_last_server_error_says_how_many_attempts(shop: Shop, tmp_path: Path) -> None:
+    """A 5xx that outlasts every retry said only "the gateway failed; retry later", so a
+    user could not tell one failed request from a gateway failing it again and again."""
+    clock = _FakeClock()
+    shop.faults(error_rate=1.0)  # the sandbox answers 500 api_error to everything
+    try:
+        client = Client(_settings(shop, tmp_path), clock=clock, max_attempts=3)
+        exc = _raised(client, _get)
+    finally:
+        shop.clear_faults()
+    assert isinstance(exc, APIError) and exc.http_status == 500, repr(exc)
+    assert client.stats.requests == 3
+    text = str(exc)
+    assert "The gateway still failed after 3 attempts" in text and "max_attempts=" in text
+    assert exc.code == "processing_error" and exc.request_id and exc.request_id in text
+
+
 # -- 4. The rate limit used up: wait for X-RateLimit-Reset ------------------------------------
 
 
