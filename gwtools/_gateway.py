@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import datetime as dt
 import os
@@ -542,7 +543,16 @@ class Gateway:
 
         def next_page() -> Any:
             if not loop.loop.is_closed():
-                return asyncio.run_coroutine_threadsafe(next_body(), loop.loop).result()
+                waiting = asyncio.run_coroutine_threadsafe(next_body(), loop.loop)
+                # Cancelled: the Gateway was closed (its loop cancels what is left) while this
+                # waited for a page. Sent while it was closing, the wait may never run: the
+                # closed loop says so.
+                with contextlib.suppress(concurrent.futures.CancelledError):
+                    while True:
+                        with contextlib.suppress(TimeoutError):
+                            return waiting.result(timeout=1.0)
+                        if loop.loop.is_closed():
+                            break
             raise ConfigurationError(
                 f"the Gateway was closed while its {resource} were being streamed: finish "
                 f"iterating before gw.close() (or the with-block's end), or call "

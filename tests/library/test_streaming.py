@@ -9,9 +9,11 @@ import subprocess
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas as pd
 import pytest
 
@@ -271,3 +273,67 @@ def test_an_id_twice_on_a_page_streams_as_its_last_row_as_a_sync_keeps_it(
     assert streamed == [(ident, "failed")]
     assert still_open == []
     assert cached[["id", "status"]].values.tolist() == [[ident, "failed"]]
+
+
+class _Stall(httpx.AsyncBaseTransport):
+    """Lets the first request through to the sandbox; later ones never get an answer (a
+    gateway gone quiet). Once the stream's consumer waits for a page (its ``next_body`` is
+    waiting on the loop), ``on_stall`` runs in another thread: what a user closing the
+    Gateway from elsewhere (a notebook's other cell, a signal handler) does."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.passes = 1
+        self.on_stall: Callable[[], None] = lambda: None
+        self.closer: threading.Thread | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.passes -= 1
+        if self.passes >= 0:
+            return await self.inner.handle_async_request(request)
+        if self.closer is None:
+            self.closer = threading.Thread(target=self.on_stall)
+            for _ in range(100_000):  # yields to the loop until the consumer waits there
+                if any(_waits_for_a_page(t) for t in asyncio.all_tasks()):
+                    self.closer.start()
+                    break
+                await asyncio.sleep(0)
+        await asyncio.Event().wait()  # until cancelled
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _waits_for_a_page(task: asyncio.Task[Any]) -> bool:
+    return getattr(task.get_coro(), "__qualname__", "").endswith("next_body")
+
+
+def test_closing_the_gateway_under_a_waiting_stream_ends_the_stream(
+    shop: Shop, tmp_path: Path
+) -> None:
+    # A consumer waiting for the next page when another thread closes the Gateway: its wait
+    # never ended (the loop stopped with the listing pending), or, once pending tasks were
+    # cancelled at close, ended in a bare CancelledError instead of the error that says why.
+    shop.history(payments=2000, days=5)
+    stall = _Stall()
+    gw = shop.connect(tmp_path, transport=stall)
+    stall.on_stall = gw.close
+    outcome: list[BaseException | None] = []
+
+    def consume() -> None:
+        try:
+            for _ in gw.iter_payments():
+                pass
+            outcome.append(None)
+        except BaseException as exc:  # what ended the stream is the test
+            outcome.append(exc)
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    consumer.join(60)  # a bound for a hang, not a wait for something to happen
+    assert stall.closer is not None and stall.closer.ident is not None  # closed while waiting
+    stall.closer.join(60)
+    assert not consumer.is_alive(), "the stream still waits after gw.close()"
+    assert len(outcome) == 1 and isinstance(outcome[0], gwtools.ConfigurationError), outcome
+    assert "closed while its payments were being streamed" in str(outcome[0])
