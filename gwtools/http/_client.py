@@ -426,7 +426,7 @@ class Client:
             except Exception as exc:
                 # Anything else from below httpx (an ExceptionGroup of connection attempts, an
                 # OSError): no point retrying, but still a GatewayError without a chain.
-                failure = (self._request_failed(exc, path), False)
+                failure = (self._request_failed(exc, path, retried=False), False)
         if failure is not None:
             error, retry = failure
             raise _Retry(error) if retry else error
@@ -483,9 +483,15 @@ class Client:
             f"{more}",
         )
 
-    def _request_failed(self, exc: Exception, path: str) -> GatewayError:
-        """The GatewayError for a request that got no usable answer (a summary, no chain)."""
+    def _request_failed(self, exc: Exception, path: str, *, retried: bool = True) -> GatewayError:
+        """The GatewayError for a request that got no usable answer (a summary, no chain);
+        ``retried``: whether such a failure is retried (the message says so)."""
         key = self.settings.api_key
+        tried = (
+            "the request was retried with back-off before giving up"
+            if retried
+            else "this failure is not retried"
+        )
         url = redact(safe_url(self._http.base_url.join(path)), key)
         if isinstance(exc, httpx.ReadTimeout):
             limits = self._http.timeout
@@ -505,8 +511,7 @@ class Client:
                 waited = f" (limits: connect {limits.connect} s, read {limits.read} s)"
             return APIConnectionError(
                 f"could not reach the gateway at GET {url}: {summarize(exc, key)}{waited}. What "
-                "to do: check the base URL and the network; the request was retried with "
-                "back-off before giving up.",
+                f"to do: check the base URL and the network; {tried}.",
                 url=url,
             )
         # Decoding errors, redirect loops: the gateway answered, but not usably.

@@ -456,6 +456,28 @@ def test_a_read_timeout_says_the_gateway_did_not_answer(shop: Shop, tmp_path: Pa
     assert "could not reach the gateway" in str(_raised(client, _get))
 
 
+class _Broken(httpx.AsyncBaseTransport):
+    """A transport failing below httpx (an OSError, not an httpx error): not retried."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        raise OSError(24, "Too many open files")
+
+
+def test_a_failure_that_is_not_retried_does_not_say_it_was(shop: Shop, tmp_path: Path) -> None:
+    """An error from below httpx is raised after one request, but its message said "the
+    request was retried with back-off before giving up"."""
+    broken = _Broken()
+    exc = _raised(Client(_settings(shop, tmp_path), transport=broken, clock=_FakeClock()), _get)
+    assert isinstance(exc, APIConnectionError) and broken.calls == 1, repr(exc)
+    assert "Too many open files" in str(exc)
+    assert "retried with back-off" not in str(exc)
+    assert exc.__context__ is None
+
+
 def test_a_409_from_the_sandbox_gets_advice_for_its_code(shop: Shop) -> None:
     """A refund of a payment that is not paid: ``invalid_state``, no parameter to fix."""
     answer = shop.http.post("/v1/refunds", json={"payment_id": shop.open_payment()})
