@@ -464,12 +464,12 @@ class Gateway:
         For streaming users (a pipeline that forwards records, a one-off count) who do not
         want a Parquet cache. Pages are fetched on demand, a few ahead of the consumer (four,
         and the requests in flight when it paused), so memory stays flat whatever the size;
-        stopping early stops the listing. Each record
-        comes once; the order is the gateway's page order (not sorted). An id served twice on
-        a page comes as its last row, as a sync keeps it; one served again on a later page
-        (listings overlap where their time windows meet) is not yielded again, so if it
-        changed in between, the stream has the version read first where a sync keeps the later. Filters are checked
-        as in :meth:`payments`, when called. Records the normaliser rejects and unknown
+        stopping early stops the listing. Each record comes once; the order is the gateway's
+        page order (not sorted). An id served twice on a page comes as its last row, as a
+        sync keeps it; one served again on a later page (listings overlap where their time
+        windows meet) is not yielded again, so if it changed in between, the stream has the
+        version read first where a sync keeps the later. Filters are checked as in
+        :meth:`payments`, when called. Records the normaliser rejects and unknown
         statuses are reported as :class:`~gwtools.GatewayDataWarning`; a page that stays
         unreadable raises its :class:`~gwtools.MalformedBodyError` after the pages before
         it. Example::

@@ -592,7 +592,8 @@ class Client:
 
 
 def _rewritten(error: GatewayError, happened: str, advice: str) -> GatewayError:
-    """``error`` (a 429's or a 5xx's) with ``happened`` added to what it says and ``advice`` as what to do."""
+    """``error`` (a 429's or a 5xx's) with ``happened`` added to what it says and ``advice``
+    as what to do."""
     said = error.message.partition(" What to do: ")[0]
     return type(error)(
         f"{said} {happened} What to do: {advice}.",
