@@ -10,6 +10,7 @@ import shutil
 import socket
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -198,7 +199,18 @@ def _write_index(report: Report) -> None:
 <h2>Tables (CSV and Parquet)</h2><ul>{tables}</ul>
 </body></html>
 """
-    report.index.write_text(page, encoding="utf-8")
+    _replace_text(report.index, page)
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``path`` under a temporary name beside it, then rename it into place: a run that
+    fails part-way (disk full, killed) leaves the file there before whole, never cut short."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _publish(stage: Path, out: Path, pages: list[Path], notebooks: Sequence[str]) -> list[Path]:

@@ -983,3 +983,43 @@ def test_a_killed_runs_staging_folder_is_removed_by_the_next_run(
     assert not dead.parent.exists()
     assert running.exists() and elsewhere.exists()
     assert not [p for p in out.glob(f"{_STAGE}*") if p not in (running, elsewhere)]
+
+
+_CUT_SHORT_INDEX = """
+import resource, signal, sys
+from pathlib import Path
+
+from gwtools import scan_cache
+from gwtools.analysis import overview
+from gwtools.report._run import Report, _write_index
+
+out, sample = Path(sys.argv[1]), sys.argv[2]
+figures = overview(scan_cache(sample, "payments"), scan_cache(sample, "refunds"))
+report = Report(out_dir=out, html=[], tables=[], overview=figures, source="a cache", seconds=0)
+# A full disk (or quota) part-way through the page: the write fails with EFBIG after 200 bytes.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
+_write_index(report)
+"""
+
+
+def test_an_index_cut_short_leaves_the_last_report_s_index(tmp_path: Path) -> None:
+    """index.html is the report's entry point: a run that fails while writing it (disk full,
+    killed) leaves the last report's index whole, never a page cut off mid-way."""
+    import subprocess
+    import sys
+
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample-cache"
+    out = tmp_path / "report"
+    out.mkdir()
+    last = "<!doctype html><title>the last report</title>" + "<p>figures</p>" * 50
+    (out / "index.html").write_text(last, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _CUT_SHORT_INDEX, str(out), str(sample)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "File too large" in done.stderr, done.stderr
+    assert (out / "index.html").read_text(encoding="utf-8") == last
+    assert sorted(p.name for p in out.iterdir()) == ["index.html"]  # no temporary left
