@@ -516,17 +516,19 @@ def export(
                 table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
             partial = partial_reasons({kind: cache_state(folder, kind)})
         guarded: dict[str, int] = {}  # cells quoted against spreadsheet formulas, per column
-        if out == "-":
-            try:
+        try:
+            if out == "-":
                 with _utf8_stdout() as stream:
                     count = write_table(
                         table, stream, "csv", formula_guard=formula_guard, guarded=guarded
                     )
-            except BrokenPipeError:
-                # The reader stopped early (`| head`): as other tools do, stop quietly.
-                raise SystemExit(1) from None
-        else:
-            count = write_table(table, out, fmt, formula_guard=formula_guard, guarded=guarded)
+            else:  # /dev/stdout or a named pipe as well: a file never raises BrokenPipeError
+                count = write_table(table, out, fmt, formula_guard=formula_guard, guarded=guarded)
+        except BrokenPipeError:
+            # The reader stopped early (`| head`): as other tools do, stop quietly.
+            _drop_stdout()
+            raise SystemExit(1) from None
+        if out != "-":
             click.echo(f"wrote {count:,} {resource} to {out}", err=True)
         if guarded:  # the text was changed: never silently
             click.echo(_guarded_note(guarded), err=True)
@@ -558,12 +560,17 @@ def _utf8_stdout() -> Iterator[Any]:
     try:
         yield sys.stdout if wrapper is None else wrapper
     except BrokenPipeError:
-        # The reader is gone: what is still buffered (here, and at exit) goes nowhere.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()  # before the wrapper below lets go of it, flushing
         raise
     finally:
         if wrapper is not None:  # standard output stays open: let go of it, not close it
             wrapper.detach()
+
+
+def _drop_stdout() -> None:
+    """Send standard output to the null device: its reader is gone, and what is still
+    buffered for it (here, and at exit) would fail again, as a traceback."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _no_rows(
