@@ -12,7 +12,8 @@ holds; a Spark table that is not canonical takes its first batch's. So a file ho
 what ``frame.to_csv(index=False)``/``frame.to_parquet(index=False)`` of the same rows would
 hold, whatever the size (in CSV, batch by batch: a time's fraction has the digits its batch
 needs; for a lazy table's integers the Parquet's pandas metadata says ``Int64``, as whether a
-column holds a null is known only at the end).
+column holds a null is known only at the end; a text cell holding a carriage return is quoted,
+as one holding a line feed is, which Python's csv writer leaves bare before 3.13).
 UTC times are spelled for CSV in one vectorised pass, as pandas spells them; pandas goes value
 by value, which was half of a canonical CSV export's time. ``gwtools export``, the notebooks'
 ``save_tables`` and the dashboards' export buttons use it.
@@ -34,7 +35,7 @@ import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast
 
 import narwhals as nw
 import numpy as np
@@ -327,6 +328,25 @@ def _guard_formulas(frame: pd.DataFrame, guarded: dict[str, int]) -> pd.DataFram
     return out
 
 
+#: A quoted CSV field (quotes inside it doubled), or a row's end as ``to_csv`` spells it
+#: with ``lineterminator="\r\n"``.
+_QUOTED_OR_ROW_END = re.compile(r'("[^"]*(?:""[^"]*)*")|\r\n')
+
+
+def _csv_text(frame: pd.DataFrame, *, header: bool) -> str:
+    """``frame.to_csv(index=False)``, except that a text cell holding a carriage return is
+    quoted (as a line feed is). Python's csv writer (before 3.13) quotes only the characters
+    of its line ending, ``\n``: a lone CR left bare ends the row for every reader (pandas,
+    Excel, Python's csv), shifting the columns after it. Rows still end with ``\n``."""
+    text: str = frame.to_csv(index=False, header=header)
+    if "\r" not in text:
+        return text
+    # Written again ending rows with CRLF, which has the writer quote every field with a CR;
+    # then the rows' ends, never a quoted field's, become \n again.
+    crlf: str = frame.to_csv(index=False, header=header, lineterminator="\r\n")
+    return _QUOTED_OR_ROW_END.sub(lambda m: m.group(1) or "\n", crlf)
+
+
 def _write(
     table: Any,
     fmt: str,
@@ -342,7 +362,8 @@ def _write(
             written += len(frame)
             if guarded is not None:
                 frame = _guard_formulas(frame, guarded)
-            _csv_ready(frame).to_csv(target, index=False, header=i == 0)
+            # (CSV is always written to a text stream: see _write_to)
+            cast("IO[str]", target).write(_csv_text(_csv_ready(frame), header=i == 0))
         return written
     writer: pq.ParquetWriter | None = None
     try:
@@ -425,7 +446,8 @@ def write_table(
     for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, raises
     :class:`~gwtools.ConfigurationError` before anything is written. The file is what
     ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
-    table as its ``.df()``; CSV times: each batch's, see the module). Example::
+    table as its ``.df()``; CSV times: each batch's, and a carriage return in a cell quoted,
+    see the module). Example::
 
         write_table(gwtools.scan_cache(cache, "payments"), "payments.parquet", "parquet")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import warnings
 from collections.abc import Iterator
 from decimal import Decimal
@@ -248,3 +249,29 @@ def test_csv_of_an_object_column_mixing_text_and_numbers_is_what_to_csv_writes(
     quoted = frame.assign(ref=[1, "x", "'=HYPERLINK(1)", None])
     assert guarded.read_text(encoding="utf-8") == quoted.to_csv(index=False)
     assert found == {"ref": 1}
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["pandas", "duckdb"])
+@pytest.mark.parametrize("formula_guard", [True, False])
+def test_csv_quotes_a_bare_carriage_return_so_every_reader_keeps_the_row(
+    tmp_path: Path, lazy: bool, formula_guard: bool
+) -> None:
+    """A failure message or metadata value holding a lone CR (text pasted from an old Mac
+    editor or a gateway's log): unquoted, every CSV reader (pandas, Python's csv, Excel)
+    ends the row there, so the file gains a row and shifts the columns after it."""
+    text = ["card\rdeclined", "ok", "two\r\nlines", "\rstarts", None]
+    frame = pd.DataFrame({"failure_message": text, "amount": [1, 2, 3, 4, 5]})
+    table: Any = duckdb.from_df(frame) if lazy else frame
+    out = tmp_path / "t.csv"
+    assert write_table(table, out, "csv", formula_guard=formula_guard, rows=2) == 5
+    raw = out.read_bytes()
+    assert b'"card\rdeclined"' in raw  # quoted, as RFC 4180 and Excel quote it
+    assert raw.count(b"\r") == 3  # only the ones in the text: rows end with \n as before
+    back = pd.read_csv(out, keep_default_na=False)
+    lead = "'" if formula_guard else ""  # (a CR first is a formula's start: guarded)
+    assert back["failure_message"].tolist() == [*text[:3], lead + "\rstarts", ""]
+    assert back["amount"].tolist() == [1, 2, 3, 4, 5]
+
+    with open(out, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert len(rows) == 6 and rows[1] == ["card\rdeclined", "1"]
