@@ -25,7 +25,7 @@ from gwtools._errors import CacheError, ConfigurationError
 from gwtools._pyspark import quiet_pyspark
 from gwtools.cache._dataset import local_path
 
-__all__ = ["SPARK", "Source", "open_source"]
+__all__ = ["SPARK", "Source", "named_source", "open_source"]
 
 #: The ``source`` value that asks for a Spark session.
 SPARK = "spark"
@@ -142,7 +142,7 @@ def open_source(
 
     given = {"base_url": base_url, "cache_dir": cache_dir, "account": account, "mode": mode,
              "spark_master": spark_master, "spark_path": spark_path}  # fmt: skip
-    source = _named_source(source)
+    source = named_source(source)
     _refuse_unused(source, {k: v for k, v in given.items() if v is not None})
     if sync:
         _refuse_sync(source, spark_path)
@@ -227,9 +227,12 @@ _USES: dict[str, frozenset[str]] = {
 }
 
 
-def _named_source(source: Any) -> Any:
-    """``"gateway"``/``"spark"`` whatever their case and spaces, unless such a folder exists;
-    a near miss (``"gatway"``) that is no folder is refused with the likely name."""
+def named_source(source: Any) -> Any:
+    """``source`` as :func:`open_source` reads it: ``"gateway"``/``"spark"`` whatever their
+    case and spaces (``"GATEWAY"``, ``"Spark "``), unless such a folder exists; anything else
+    as it is. A near miss (``"gatway"``) that is no folder raises
+    :class:`~gwtools.ConfigurationError` with the likely name. What takes a ``source``
+    (:func:`gwtools.report.run_report`, ``gwtools report --source``) reads it through this."""
     if not isinstance(source, str) or source in (_GATEWAY, SPARK) or os.path.exists(source):
         return source
     word = source.strip().lower()

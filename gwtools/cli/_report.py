@@ -11,6 +11,7 @@ Examples::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import os
@@ -177,9 +178,12 @@ def report(
     """
     require_extra("report", "gwtools report")
     from gwtools import ConfigurationError, GatewayError
-    from gwtools.report import ReportError, run_report
+    from gwtools.report import ReportError, named_source, run_report
 
-    source = _source_name(source)
+    # "GATEWAY" or "Spark " is the name, as the library reads it; a near miss ("gatway") is
+    # left to the folder check below, which says it in flags.
+    with contextlib.suppress(ConfigurationError):
+        source = named_source(source)
     if source != "spark" and (spark_master or spark_path):
         raise click.BadParameter("--spark-master/--spark-path need --source spark")
     needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
@@ -236,15 +240,6 @@ def report(
 
 #: The --source values that are names, not folders.
 _NAMES = ("gateway", "spark")
-
-
-def _source_name(source: str) -> str:
-    """``source`` as :func:`gwtools.open_source` reads it: ``GATEWAY`` or ``"Spark "`` is the
-    name, unless a folder of that name exists."""
-    named = source.strip().lower()
-    if named in _NAMES and source != named and not os.path.exists(source):
-        return named
-    return source
 
 
 def _probe(source: str, account: str | None) -> None:

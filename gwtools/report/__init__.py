@@ -19,6 +19,7 @@ Inside: ``_tables`` (what the notebooks analyse and save), ``_html`` (tables and
 HTML), ``_run`` (executing the notebooks, the index page).
 """
 
+from gwtools.cache._source import named_source
 from gwtools.report._html import LONG_TEXT, TABLE_CSS, export_html, sandbox_banner, tidy_tables
 from gwtools.report._run import NOTEBOOKS, TITLES, Report, ReportError, notebooks_dir, run_report
 from gwtools.report._tables import (
@@ -47,6 +48,7 @@ __all__ = [
     "describe_source",
     "export_html",
     "load_tables",
+    "named_source",
     "notebook_display",
     "notebooks_dir",
     "quiet_embedded_notice",

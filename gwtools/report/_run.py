@@ -20,6 +20,7 @@ from typing import Any
 
 from gwtools import ConfigurationError, connect
 from gwtools.analysis import Overview, overview, resolve_tz
+from gwtools.cache._source import named_source
 from gwtools.report._html import export_html, sandbox_banner
 from gwtools.report._tables import (
     SPARK,
@@ -292,7 +293,7 @@ def run_report(
     if unknown:
         raise ConfigurationError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
     out = Path(out_dir).resolve()
-    chosen = None if source is None else os.fspath(source)
+    chosen = None if source is None else os.fspath(named_source(source))
     embedded = False
     sync_problems = None
     source_name = None  # a cache folder, URL or Spark path: as load_tables describes it

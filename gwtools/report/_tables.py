@@ -28,6 +28,7 @@ from gwtools.analysis._money import exponent
 from gwtools.analysis._quality import judge_completeness
 from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import as_utc, to_timestamp
+from gwtools.cache._source import named_source
 from gwtools.plots import SANDBOX_NOTE
 from gwtools.sync._result import hold_back_incompleteness
 
@@ -458,6 +459,7 @@ def load_tables(
     until_s = str(until) if until else None
     if source is None and cache is not None:
         source = cache
+    source = named_source(source)  # "GATEWAY" is the gateway here too, as open_source reads it
     gateway_cache = (source is None or source == "gateway") or (
         source == SPARK and spark_path is None
     )

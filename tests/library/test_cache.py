@@ -494,12 +494,12 @@ def test_part_files_use_a_codec_every_engine_reads(ds: Dataset) -> None:
 def test_source_names_read_whatever_their_case_unless_such_a_folder_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gwtools.cache._source import _named_source
+    from gwtools.cache._source import named_source
 
     monkeypatch.chdir(tmp_path)
-    assert _named_source(" Spark ") == "spark" and _named_source("GATEWAY") == "gateway"
+    assert named_source(" Spark ") == "spark" and named_source("GATEWAY") == "gateway"
     (tmp_path / "Spark").mkdir()
-    assert _named_source("Spark") == "Spark"  # a folder of that name is read as one
+    assert named_source("Spark") == "Spark"  # a folder of that name is read as one
     with pytest.raises(ValueError, match="did you mean 'spark'"):
-        _named_source("sprak")
-    assert _named_source("data/gatway") == "data/gatway"  # a path: no guessing
+        named_source("sprak")
+    assert named_source("data/gatway") == "data/gatway"  # a path: no guessing

@@ -1023,3 +1023,14 @@ def test_an_index_cut_short_leaves_the_last_report_s_index(tmp_path: Path) -> No
     assert done.returncode != 0 and "File too large" in done.stderr, done.stderr
     assert (out / "index.html").read_text(encoding="utf-8") == last
     assert sorted(p.name for p in out.iterdir()) == ["index.html"]  # no temporary left
+
+
+def test_run_report_reads_source_names_as_open_source_does(
+    gateway_with_payments: tuple[Gateway, str], tmp_path: Path
+) -> None:
+    """open_source (and `gwtools report --source`) read "GATEWAY" as the gateway; run_report
+    compared the text as it was, and read some other gateway than the one it was given."""
+    gw, _ = gateway_with_payments
+    result = report.run_report(tmp_path / "report", source="GATEWAY", gateway=gw, notebooks=[])
+    assert result.overview.payments == 6
+    assert result.source == report.run_report(tmp_path / "again", gateway=gw, notebooks=[]).source
