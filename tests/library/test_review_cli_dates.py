@@ -185,3 +185,21 @@ def test_iso_forms_are_still_taken(tmp_path: Path) -> None:
                   "2026-10-01T08:00:00.5+0800", "2026-10", "2026"):  # fmt: skip
         result = _run([*args, "--since", value], env)
         assert result.exit_code == 0, (value, result.output)
+
+
+def test_empty_text_is_no_value_in_the_library_and_refused_by_the_commands(
+    tmp_path: Path,
+) -> None:
+    """The split docs/decisions.md decides: a widget's cleared date box or tz="" is "no
+    bound"/"the default" in the library, while an empty option on the command line is
+    refused (`--tz "$ZONE"` with the variable unset is a script's mistake)."""
+    import gwtools
+    from gwtools.analysis import between, resolve_tz
+
+    payments = gwtools.read_cache(SAMPLE, "payments")
+    assert resolve_tz("") == resolve_tz(None)
+    assert len(between(payments, since="", until=" ")) == payments["created_at"].notna().sum()
+    args, env = _command("monitor", tmp_path)
+    for option in ("--tz", "--since"):
+        result = _run([*args, option, ""], env)
+        assert result.exit_code == 2 and f"{option}='' is empty" in result.output, result.output
