@@ -37,6 +37,9 @@ from gwtools.analysis._time import DateLike, next_day, resolve_tz, to_timestamp
 
 #: Monitor kinds, in the order alerts of one start time are listed.
 MONITOR_KINDS: Final = ("decline_spike", "card_testing", "fpx_bank_outage", "refund_spike")
+#: The kinds whose ``observed``/``expected``/``limit`` are fractions (a decline rate, an FPX
+#: bank's success rate); the others' are counts (attempts, refunds).
+RATE_KINDS: Final = frozenset({"decline_spike", "fpx_bank_outage"})
 #: FPX outages are judged per hour of Malaysia time (FPX is Malaysian).
 FPX_TZ: Final = "Asia/Kuala_Lumpur"
 

@@ -25,6 +25,7 @@ from gwtools._embedded import REGISTRY
 from gwtools.analysis import _engine as E
 from gwtools.analysis import between, resolve_tz
 from gwtools.analysis._money import exponent
+from gwtools.analysis._monitor import RATE_KINDS
 from gwtools.analysis._quality import judge_completeness
 from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import as_utc, to_timestamp
@@ -253,7 +254,7 @@ def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
             digits_of[code] = exponent(code) if known else None
         return digits_of[code]
 
-    view = None
+    view = _alerts_view(frame)
     for i, name in enumerate(frame.columns):
         if not isinstance(name, str) or not pd.api.types.is_float_dtype(frame.dtypes.iloc[i]):
             continue
@@ -274,6 +275,39 @@ def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
         view = frame.copy() if view is None else view
         view.isetitem(i, pd.array(shown, dtype=object))
     return frame if view is None else view
+
+
+#: The figures of an alert (:func:`gwtools.analysis.monitor`), in the unit of its kind.
+_ALERT_FIGURES = ("observed", "expected", "limit")
+
+
+def _alerts_view(frame: pd.DataFrame) -> pd.DataFrame | None:
+    """A copy of ``frame`` showing an alerts table's figures in each row's unit: a rate kind's
+    as percentages (``35.0%``), a count kind's as counts (``120``; an expected rate of them,
+    ``3.50``); None for any other table. One column holds both units, which pandas' float
+    format showed alike (``0.3500`` beside ``120.00``)."""
+    columns = list(frame.columns)
+    if any(columns.count(c) != 1 for c in ("kind", *_ALERT_FIGURES)):
+        return None
+    rates = frame["kind"].isin(RATE_KINDS).fillna(False).to_numpy(dtype=bool)
+    view = frame.copy()
+    for name in _ALERT_FIGURES:
+        i = columns.index(name)
+        if not pd.api.types.is_float_dtype(frame.dtypes.iloc[i]):
+            return None
+        shown = [
+            _percent(v) if rate else _count(v)
+            for v, rate in zip(frame.iloc[:, i], rates, strict=True)
+        ]
+        view.isetitem(i, pd.array(shown, dtype=object))
+    return view
+
+
+def _count(value: Any) -> Any:
+    """A count as a whole number (``120``); an average of counts as :func:`_number` shows it."""
+    if pd.isna(value):
+        return value
+    return f"{value:,.0f}" if float(value).is_integer() else _number(value)
 
 
 def _frame_html(frame: pd.DataFrame) -> str | None:

@@ -248,3 +248,30 @@ def test_a_table_name_that_is_not_a_file_name_is_refused_before_anything_is_writ
         save_tables({"first": frame, name: frame}, out)  # type: ignore[dict-item]
     assert info.value.param == "tables" and repr(name) in str(info.value)
     assert sorted(p.name for p in tmp_path.rglob("*")) == []  # not even the first table
+
+
+def test_alert_figures_are_shown_in_each_alerts_own_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """monitor()'s observed/expected/limit are rates for a decline spike or an FPX outage and
+    counts for card testing or a refund spike: one column, two units. They were shown alike by
+    pandas' floats (0.3500 beside 120.00); each row now reads in its own unit."""
+    from gwtools import analysis
+
+    alerts = pd.DataFrame(
+        {
+            "kind": ["decline_spike", "card_testing", "fpx_bank_outage", "refund_spike"],
+            "observed": [0.35, 120.0, 0.0, 7.0],
+            "expected": [0.1, 3.5, 0.92, 1.25],
+            "limit": [0.2, 20.0, 0.5, 4.0],
+            "n": [40, 120, 12, 7],
+        }
+    ).astype({"kind": "string"})
+    assert set(analysis.MONITOR_KINDS) == set(alerts["kind"])  # every kind has its unit
+    rows, text = _shown(alerts, monkeypatch)
+    assert rows == [
+        ["decline_spike", "35.0%", "10.0%", "20.0%", "40"],
+        ["card_testing", "120", "3.50", "20", "120"],
+        ["fpx_bank_outage", "0.0%", "92.0%", "50.0%", "12"],
+        ["refund_spike", "7", "1.25", "4", "7"],
+    ]
+    assert "35.0%" in text and "0.3500" not in text
+    assert alerts["observed"].tolist() == [0.35, 120.0, 0.0, 7.0]  # saved as numbers
