@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import difflib
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,7 @@ def report(
     from gwtools import ConfigurationError, GatewayError
     from gwtools.report import ReportError, named_source, run_report
 
+    _check_window(since, until, tz)
     # "GATEWAY" or "Spark " is the name, as the library reads it; a near miss ("gatway") is
     # left to the folder check below, which says it in flags.
     with contextlib.suppress(ConfigurationError):
@@ -236,6 +238,31 @@ def report(
         if gw is not None:
             gw.close()
     _print_report(result, _address(gw))
+
+
+def _check_window(since: str | None, until: str | None, tz: str | None) -> None:
+    """Refuse ``--since`` after ``--until`` before anything is synced or read, in the options'
+    words, by the library's own rule (:func:`gwtools.analysis.between`'s, which the report's
+    tables are cut with: days are whole local days in ``tz``), asked of a table with no row."""
+    import pandas as pd
+
+    from gwtools import ConfigurationError
+    from gwtools.analysis import between
+
+    if since is None or until is None:
+        return
+    no_rows = pd.DataFrame({"created_at": pd.Series([], dtype="datetime64[us, UTC]")})
+    try:
+        between(no_rows, since, until, tz=tz)
+    except ConfigurationError as exc:
+        if exc.param != "since":
+            raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
+        raise click.BadParameter(
+            f"--since={shlex.quote(since)} is after --until={shlex.quote(until)} (a date as "
+            "--until takes that whole day, in --tz's time), so no payment can match: swap "
+            "them, or move one",
+            param_hint="--since",
+        ) from None
 
 
 #: The --source values that are names, not folders.

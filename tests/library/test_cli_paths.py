@@ -63,7 +63,7 @@ def test_report_refuses_days_in_the_wrong_order_and_an_absent_currency(tmp_path:
     code, said = _run("report", "--out", str(out), "--source", str(SAMPLE),
                       "--since", "2024-05-10", "--until", "2024-05-01")  # fmt: skip
     assert code == 2 and "Invalid value for --since" in said, said
-    assert "since='2024-05-10' is after until='2024-05-01'" in said, said
+    assert "--since=2024-05-10 is after --until=2024-05-01" in said, said
     code, said = _run("report", "--out", str(out), "--source", str(SAMPLE), "--currency", "ZZZ")
     assert code == 2 and "Invalid value for --currency" in said, said
     assert "currency='ZZZ': the payments are in MYR" in said, said

@@ -203,3 +203,29 @@ def test_empty_text_is_no_value_in_the_library_and_refused_by_the_commands(
     for option in ("--tz", "--since"):
         result = _run([*args, option, ""], env)
         assert result.exit_code == 2 and f"{option}='' is empty" in result.output, result.output
+
+
+def test_report_refuses_since_after_until_before_syncing_in_the_options_words(
+    tmp_path: Path,
+) -> None:
+    """`gwtools report --since 2026-11-20 --until 2026-11-01`: refused as monitor refuses it,
+    naming the options; it was found only after the sync (on a real gateway, minutes of it,
+    here a gateway that is not there: a connection error, status 1), in the library's words
+    (since='2026-11-20' is after until=…)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"GW_API_KEY": "sk_test_" + "k" * 28, "GW_BASE_URL": f"http://127.0.0.1:{port}",
+           "GW_CACHE_DIR": str(tmp_path / "cache"), "GW_SANDBOX_VARIANT": "none"}  # fmt: skip
+    out = tmp_path / "report"
+    for since in ("2026-11-20", "2026-11-20T08:00"):
+        args = ["report", "--out", str(out), "--since", since, "--until", "2026-11-01"]
+        result = _run(args, env)
+        said = result.output
+        assert result.exit_code == 2, said
+        assert f"--since={since} is after --until=2026-11-01" in said, said
+        assert "since='" not in said and not out.exists()
+    result = _run([*args[:-1], "2026-11-20"], env)  # one whole day: since == until is fine
+    assert "is after" not in result.output
