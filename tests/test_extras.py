@@ -138,6 +138,8 @@ def test_the_dashboards_work_without_the_extras(tmp_path: Path) -> None:
     ("command", "absent", "extra"),
     [
         (["report", "--out", "r"], {"papermill"}, "report"),
+        # the notebooks' kernels read with Spark: refused before any sync or kernel starts
+        (["report", "--out", "r", "--source", "Spark", "--spark-path", "p"], {"pyspark"}, "spark"),
         (["demo", "--out", "r"], {"nbconvert"}, "report"),
         (["demo", "--out", "r"], {"fastapi"}, "sandbox"),
         (["sandbox", "--variant", "B"], {"fastapi"}, "sandbox"),

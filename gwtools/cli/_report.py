@@ -186,6 +186,8 @@ def report(
     # left to the folder check below, which says it in flags.
     with contextlib.suppress(ConfigurationError):
         source = named_source(source)
+    if source == "spark":  # each notebook's kernel reads with Spark
+        require_extra("spark", "gwtools report --source spark")
     if source != "spark" and (spark_master or spark_path):
         raise click.BadParameter("--spark-master/--spark-path need --source spark")
     needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
