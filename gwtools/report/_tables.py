@@ -239,7 +239,8 @@ def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
     Money columns are float columns (major units) named ``amount``, ``amount_major`` or
     ending in ``_amount`` (``captured_amount``, ``refunded_amount``), in the currency of
     each row's ``currency`` column (a table without one keeps them as numbers), and
-    ``amount_<CUR>`` (``amount_JPY``: totals in that currency). Fractions are the columns
+    ``amount_<CUR>`` (``amount_JPY``: totals in that currency); the ``amount`` text beside such
+    totals, which spells the same figures, is left out of the view. Fractions are the columns
     :func:`gwtools.analysis._rates.is_fraction` names (``rate``, ``ci_low``, ``share``,
     ``amount_rate``, ``*_rate``...). Everything else is shown by pandas' float format
     (:func:`_number`): days, counts, other fractions; integer columns, such as the canonical
@@ -274,7 +275,20 @@ def _money_view(frame: pd.DataFrame) -> pd.DataFrame:
         shown = [_money(v, digits(c)) for v, c in zip(frame.iloc[:, i], codes, strict=True)]
         view = frame.copy() if view is None else view
         view.isetitem(i, pd.array(shown, dtype=object))
+    if view is not None and _spelled_totals(frame):
+        view = view.drop(columns="amount")
     return frame if view is None else view
+
+
+def _spelled_totals(frame: pd.DataFrame) -> bool:
+    """Whether ``frame``'s ``amount`` is the text ``totals_by_currency`` spells its
+    ``amount_<CUR>`` totals in (``RM6,513.00``): the same figures as those columns, which the
+    view shows at each currency's decimals, so shown once."""
+    columns = list(frame.columns)
+    if columns.count("amount") != 1:
+        return False
+    text = pd.api.types.is_string_dtype(frame["amount"].dtype)
+    return text and any(isinstance(c, str) and _AMOUNT_IN.fullmatch(c) for c in columns)
 
 
 #: The figures of an alert (:func:`gwtools.analysis.monitor`), in the unit of its kind.

@@ -71,7 +71,9 @@ def test_money_is_shown_at_each_rows_currency_precision(monkeypatch: pytest.Monk
 def test_money_of_one_named_currency_and_tables_without_money(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``amount_<CUR>`` totals (one column per currency) take that currency's precision; a
+    """``amount_<CUR>`` totals (one column per currency) take that currency's precision, and
+    the ``amount`` text beside them (the same totals, spelled with their symbols, which put
+    ``RM6,513.00`` beside ``6,513.00`` in every declines table) is left out of the view; a
     table with no money column is shown as before."""
     totals = pd.DataFrame(
         {
@@ -82,11 +84,10 @@ def test_money_of_one_named_currency_and_tables_without_money(
             "share": [0.25, 0.75],
         }
     )
-    rows, _ = _shown(totals, monkeypatch)
-    assert rows == [
-        ["full", "5,000", "1.500", "JP¥5,000; KWD1.500", "25.0%"],
-        ["partial", "0", "12.345", "KWD12.345", "75.0%"],
-    ]
+    rows, text = _shown(totals, monkeypatch)
+    assert rows == [["full", "5,000", "1.500", "25.0%"], ["partial", "0", "12.345", "75.0%"]]
+    assert "KWD12.345" not in text
+    assert list(totals.columns) == ["kind", "amount_JPY", "amount_KWD", "amount", "share"]
     days = pd.DataFrame({"day": ["a", "b"], "days_to_refund": [1234.5, 0.5]})
     rows, _ = _shown(days, monkeypatch)
     assert rows == [["a", "1,234.50"], ["b", "0.5000"]]  # not a fraction: a number
