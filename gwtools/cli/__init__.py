@@ -14,7 +14,9 @@ it runs, so ``gwtools sandbox`` starts without loading pandas::
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import re
 import sys
 import warnings
@@ -100,7 +102,8 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         """Any gwtools error a command lets through is one line (``Error: …``), exit 1; a
-        gwtools warning is one line too (``Warning: …``), without Python's source lines.
+        gwtools warning is one line too (``Warning: …``), without Python's source lines. A
+        reader that stopped early (``| head``) ends the command quietly, exit status 141.
         Ctrl-C is ``Interrupted.`` and exit status 130 (as a shell reports SIGINT), never 1,
         which ``check`` and ``monitor`` use for "a rule failed" and "alerts fired"."""
         try:
@@ -112,6 +115,8 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             _mask_keys(exc)
             raise
+        except BrokenPipeError:
+            reader_gone()
         except Exception as exc:
             if is_interrupt(exc):
                 _interrupted()
@@ -146,6 +151,20 @@ def _mask_keys(exc: click.ClickException) -> None:
 
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
+
+
+#: The exit status of a command whose reader went away (``| head``): 128 + SIGPIPE, as a
+#: shell reports a tool the signal ended; never 1 (a rule failed, alerts fired).
+BROKEN_PIPE = 141
+
+
+def reader_gone() -> NoReturn:
+    """End the command quietly, as Unix tools end when the reader of their output stops
+    early (``gwtools check | head -c 5``): standard output goes to the null device, so that
+    what is still buffered for it does not fail again at exit, and no ``Error:`` line."""
+    with contextlib.suppress(OSError, ValueError):  # (a stream with no file behind it)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise click.exceptions.Exit(BROKEN_PIPE)
 
 
 def _interrupted() -> NoReturn:

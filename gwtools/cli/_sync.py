@@ -11,7 +11,6 @@ argument: arguments end up in shell history and in every process listing. Exampl
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import sys
 import warnings
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 import click
 from click.core import ParameterSource
 
-from gwtools.cli import require_extra
+from gwtools.cli import reader_gone, require_extra
 from gwtools.cli._dates import check_date, created_span, not_before
 from gwtools.cli._paths import out_file
 from gwtools.cli._source import check_source_folder, source_advice
@@ -525,9 +524,7 @@ def export(
             else:  # /dev/stdout or a named pipe as well: a file never raises BrokenPipeError
                 count = write_table(table, out, fmt, formula_guard=formula_guard, guarded=guarded)
         except BrokenPipeError:
-            # The reader stopped early (`| head`): as other tools do, stop quietly.
-            _drop_stdout()
-            raise SystemExit(1) from None
+            reader_gone()  # (`| head`, or the reader of a FIFO --out): stop quietly
         if out != "-":
             click.echo(f"wrote {count:,} {resource} to {out}", err=True)
         if guarded:  # the text was changed: never silently
@@ -560,17 +557,10 @@ def _utf8_stdout() -> Iterator[Any]:
     try:
         yield sys.stdout if wrapper is None else wrapper
     except BrokenPipeError:
-        _drop_stdout()  # before the wrapper below lets go of it, flushing
-        raise
+        reader_gone()  # before the wrapper below lets go of it, flushing
     finally:
         if wrapper is not None:  # standard output stays open: let go of it, not close it
             wrapper.detach()
-
-
-def _drop_stdout() -> None:
-    """Send standard output to the null device: its reader is gone, and what is still
-    buffered for it (here, and at exit) would fail again, as a traceback."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _no_rows(

@@ -370,7 +370,25 @@ def test_export_to_a_reader_that_stops_early_ends_quietly(fmt: str, out: str) ->
     assert process.stdout.read(4) == (b"id,a" if fmt == "csv" else b"PAR1")
     process.stdout.close()  # what head does after its line
     said = process.stderr.read().decode()
-    assert process.wait(timeout=120) == 1
+    assert process.wait(timeout=120) == 141  # 128 + SIGPIPE, as a shell reports it
+    assert "Error" not in said and "Traceback" not in said and "Broken pipe" not in said, said
+
+
+@pytest.mark.parametrize("command", [["check"], ["check", "--json"], ["monitor"]])
+def test_any_command_whose_reader_is_gone_ends_quietly(command: list[str]) -> None:
+    """`gwtools check | head -c 5`: head gone before the report is written. The command ends
+    quietly, as Unix tools do, with 141 (SIGPIPE's status, never check's and monitor's 1 for
+    "a rule failed"/"alerts fired"); it printed 'Error: Broken pipe' and exited 1."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gwtools", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **NO_KEY, "GW_CACHE_DIR": str(SAMPLE)},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command has written anything: every write fails
+    said = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141  # 128 + SIGPIPE, as a shell reports it
     assert "Error" not in said and "Traceback" not in said and "Broken pipe" not in said, said
 
 
