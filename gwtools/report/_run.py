@@ -205,8 +205,10 @@ def _write_index(report: Report) -> None:
 
 def _replace_text(path: Path, text: str) -> None:
     """Write ``path`` under a temporary name beside it, then rename it into place: a run that
-    fails part-way (disk full, killed) leaves the file there before whole, never cut short."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    fails part-way (disk full, killed) leaves the file there before whole, never cut short.
+    The name is a staging one (this host and process), which the next run removes if this
+    one was killed while writing."""
+    tmp = path.with_name(f"{_STAGE}{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}.{path.name}")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
@@ -241,9 +243,9 @@ _HOST = socket.gethostname().replace("-", "_") or "host"
 
 
 def _remove_dead_stages(out: Path) -> None:
-    """Remove the staging folders of runs on this host whose process is gone (killed, out of
-    memory: nothing else removes them, and at scale they hold gigabytes of tables). A running
-    report's, or another host's, is left alone."""
+    """Remove the staging folders (and a half-written ``index.html``) of runs on this host
+    whose process is gone (killed, out of memory: nothing else removes them, and at scale they
+    hold gigabytes of tables). A running report's, or another host's, is left alone."""
     for stage in out.glob(f"{_STAGE}{_HOST}-*-*"):
         pid = stage.name[len(_STAGE) + len(_HOST) + 1 :].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -251,7 +253,10 @@ def _remove_dead_stages(out: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            shutil.rmtree(stage, ignore_errors=True)
+            if stage.is_dir():
+                shutil.rmtree(stage, ignore_errors=True)
+            else:  # a page it was renaming into place (see _replace_text)
+                stage.unlink(missing_ok=True)
         except OSError:  # alive, another user's
             continue
 

@@ -996,16 +996,19 @@ from gwtools.report._run import Report, _write_index
 out, sample = Path(sys.argv[1]), sys.argv[2]
 figures = overview(scan_cache(sample, "payments"), scan_cache(sample, "refunds"))
 report = Report(out_dir=out, html=[], tables=[], overview=figures, source="a cache", seconds=0)
-# A full disk (or quota) part-way through the page: the write fails with EFBIG after 200 bytes.
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+# A full disk (or quota) part-way through the page: the write fails with EFBIG after 200
+# bytes; or, with SIGXFSZ's default action (Python ignores the signal), it is killed there.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN if sys.argv[3] == "fails" else signal.SIG_DFL)
 resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
 _write_index(report)
 """
 
 
-def test_an_index_cut_short_leaves_the_last_report_s_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["fails", "killed"])
+def test_an_index_cut_short_leaves_the_last_report_s_index(tmp_path: Path, how: str) -> None:
     """index.html is the report's entry point: a run that fails while writing it (disk full,
-    killed) leaves the last report's index whole, never a page cut off mid-way."""
+    killed) leaves the last report's index whole, never a page cut off mid-way; what a
+    killed one leaves beside it, the next run removes, as it removes a killed run's stage."""
     import subprocess
     import sys
 
@@ -1015,14 +1018,19 @@ def test_an_index_cut_short_leaves_the_last_report_s_index(tmp_path: Path) -> No
     last = "<!doctype html><title>the last report</title>" + "<p>figures</p>" * 50
     (out / "index.html").write_text(last, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-c", _CUT_SHORT_INDEX, str(out), str(sample)],
+        [sys.executable, "-c", _CUT_SHORT_INDEX, str(out), str(sample), how],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode != 0 and "File too large" in done.stderr, done.stderr
+    if how == "fails":
+        assert done.returncode == 1 and "File too large" in done.stderr, done.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["index.html"]  # no temporary left
+    else:
+        assert done.returncode == -25, done.stderr  # SIGXFSZ
     assert (out / "index.html").read_text(encoding="utf-8") == last
-    assert sorted(p.name for p in out.iterdir()) == ["index.html"]  # no temporary left
+    report.run_report(out, source=sample, notebooks=[])  # the next run
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "tables"]
 
 
 def test_run_report_reads_source_names_as_open_source_does(
