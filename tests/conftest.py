@@ -152,6 +152,7 @@ def spark() -> Iterator[Any]:
     session = spark_session(
         "local[2]",
         config={
+            "spark.sql.session.timeZone": "UTC",
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",
             "spark.driver.memory": "1g",

@@ -154,7 +154,9 @@ def _check_spark(lf: nw.LazyFrame[Any]) -> None:
     if not _is_utc(zone):
         raise ConfigurationError(
             f"the Spark session's time zone is {zone!r}: gwtools reads timestamps as UTC; set "
-            "spark.conf.set('spark.sql.session.timeZone', 'UTC') (or builder.config(...))"
+            "spark.conf.set('spark.sql.session.timeZone', 'UTC') (or builder.config(...)), or "
+            "read the cache with gwtools.open_source('spark', spark_path=...), which reads it "
+            "in UTC and leaves your session's zone alone"
         )
 
 

@@ -30,6 +30,7 @@ __all__ = ["SPARK", "Source", "named_source", "open_source"]
 #: The ``source`` value that asks for a Spark session.
 SPARK = "spark"
 _GATEWAY = "gateway"
+_ZONE = "spark.sql.session.timeZone"
 
 
 @dataclass
@@ -70,7 +71,8 @@ def describe_url(text: str) -> str:
 
 def spark_session(master: str | None = None, config: Mapping[str, str] | None = None) -> Any:
     """The active Spark session, else a new one on ``master`` (default ``local[2]``) with
-    ``config`` set; either way its time zone is set to UTC, as gwtools reads timestamps."""
+    ``config`` set. Its time zone is left as it is: gwtools reads in a session of its own
+    (:func:`_utc_session`)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -79,15 +81,29 @@ def spark_session(master: str | None = None, config: Mapping[str, str] | None = 
         ) from None
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
-        session = active
-    else:
-        builder = SparkSession.builder.master(master or "local[2]").appName("gwtools")
-        for key, value in {"spark.sql.session.timeZone": "UTC", **(config or {})}.items():
-            builder = builder.config(key, value)
-        with quiet_pyspark():
-            session = builder.getOrCreate()
-    session.conf.set("spark.sql.session.timeZone", "UTC")
-    return session
+        return active
+    builder = SparkSession.builder.master(master or "local[2]").appName("gwtools")
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    with quiet_pyspark():
+        return builder.getOrCreate()
+
+
+def _utc_session(session: Any) -> Any:
+    """A copy of ``session`` in UTC, for the tables gwtools reads: its settings (storage
+    credentials, ...), views and functions, on the same context (one JVM, one cache).
+
+    The analyses read times in their table's session zone and refuse any zone but UTC; setting
+    the analyst's own session to UTC instead changed the meaning of their other queries in it
+    (a date literal, ``hour()``, the times ``toPandas`` shows), with nothing said.
+    """
+    clone = getattr(session, "cloneSession", None)  # Spark Connect's public copy
+    if callable(clone):
+        own = clone()
+    else:  # classic PySpark: the JVM session's copy (cloneSession, Spark 2.2+)
+        own = type(session)(session.sparkContext, session._jsparkSession.cloneSession())
+    own.conf.set(_ZONE, "UTC")
+    return own
 
 
 def _spark_tables(session: Any, path: str) -> tuple[Any, Any]:
@@ -132,6 +148,8 @@ def open_source(
     - ``"spark"``: a Spark session (the active one, else a new one on ``spark_master``,
       default ``local[2]``) reads ``spark_path``, the folder holding ``payments/`` and
       ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
+      The tables live in a copy of that session set to UTC, so the session's own time zone
+      (``spark.sql.session.timeZone``) stays as it was for its other queries.
 
     ``sync=False`` reads the configured gateway's cache as it is; ``sync=True`` for a source
     that is read as it is (a Gateway, a folder or URL, ``spark_path``) is refused, saying how
@@ -163,7 +181,7 @@ def open_source(
         )
     text = None if source is None else os.fspath(source)
     if text == SPARK:
-        session = spark_session(spark_master)
+        session = _utc_session(spark_session(spark_master))
         if spark_path is not None:
             payments, refunds = _spark_tables(session, spark_path)
             states = _states(spark_path)

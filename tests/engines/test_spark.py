@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+import gwtools
 from gwtools import ConfigurationError
 from gwtools import analysis as a
 
@@ -149,3 +151,32 @@ def test_a_session_in_utc_by_any_name_is_taken(
                 a.status_counts(payments)
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_open_source_leaves_the_users_session_in_its_own_time_zone(
+    spark: Any, engine_cache: Path
+) -> None:
+    # open_source("spark") set the analyst's active session to UTC and left it so: their own
+    # queries in the same session (a date literal, hour(), a collected time) then read in UTC
+    # rather than their zone, with nothing said. Its tables live in a session of their own.
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kuala_Lumpur")
+    spark.conf.set("fs.s3a.endpoint", "http://minio.internal:9000")  # set at run time
+    try:
+        src = gwtools.open_source("spark", spark_path=str(engine_cache / "acct" / "test"))
+        assert spark.conf.get("spark.sql.session.timeZone") == "Asia/Kuala_Lumpur"
+        midnight = spark.range(1).select(F.lit("2026-10-02 00:00:00").cast("timestamp").alias("t"))
+        assert midnight.select(F.hour("t"), F.unix_timestamp("t")).first() == (0, 1790870400)
+        # gwtools' tables read in UTC, with the session's other settings (storage...).
+        own = src.payments.sparkSession
+        assert own.conf.get("spark.sql.session.timeZone") == "UTC"
+        assert own.conf.get("fs.s3a.endpoint") == "http://minio.internal:9000"
+        pandas_payments = gwtools.read_cache(engine_cache, "payments")
+        pd.testing.assert_frame_equal(
+            a.decline_rate(src.payments, freq="day", tz="Asia/Kuala_Lumpur"),
+            a.decline_rate(pandas_payments, freq="day", tz="Asia/Kuala_Lumpur"),
+        )
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        spark.conf.unset("fs.s3a.endpoint")
