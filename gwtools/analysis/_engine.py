@@ -654,7 +654,10 @@ def json_field(
     Narwhals has no JSON expression, so this dispatches on the engine to its own JSON reader
     (no SQL text): DuckDB's ``json_extract_string``, Spark's ``get_json_object``, orjson on
     pandas. A string value comes as is, a number or object as its compact JSON text; missing,
-    null, empty, or text that is not a JSON object gives null. ``where``: a boolean column;
+    null, empty, or text that is not a JSON object gives null. What is JSON is the standard's
+    (RFC 8259) on every engine: what Spark's reader also takes (single quotes, raw control
+    characters, text after the object) or DuckDB's (trailing commas, NaN, Infinity) gives null,
+    as orjson refuses it. ``where``: a boolean column;
     only its true rows are parsed (the others get null), as parsing JSON costs more than
     anything else a row goes through.
     """
@@ -673,16 +676,40 @@ def json_field(
             got = duckdb.CaseExpression(duckdb.ColumnExpression(where), got)
         raw = f"_{alias}_raw"
         rel = lf.to_native().project(duckdb.StarExpression(), got.alias(raw))
-        # Empty text is null, in a step of its own: nullif() would parse the JSON twice.
-        text = nw.col(raw)
-        out = nw.from_native(rel).with_columns(nw.when(text != "").then(text).alias(alias))
-        return cast(nw.LazyFrame[Any], out.drop(raw))
+        # In a step of its own, so the JSON is parsed once: empty text is null, and so is
+        # text DuckDB's reader takes but JSON does not (checked only where a value was found).
+        found, none = duckdb.ColumnExpression(raw), duckdb.ConstantExpression(None)
+
+        def call(name: str, *args: Any) -> Any:
+            return duckdb.FunctionExpression(
+                name, col, *(duckdb.ConstantExpression(arg) for arg in args)
+            )
+
+        # Cheap tests first (the full check, run on every text, made this step 5x slower):
+        # no comma before a closing bracket and no "nan" or "inf" in the text, then JSON.
+        suspect = (
+            (call("contains", ",") & call("regexp_matches", _TRAILING_COMMA))
+            | call("~~*", "%nan%")
+            | call("~~*", "%inf%")
+        )
+        value = (
+            duckdb.CaseExpression(found.isnull() | (found == duckdb.ConstantExpression("")), none)
+            .when(~suspect, found)
+            .when(call("regexp_matches", _DUCKDB_LENIENT), none)
+            .otherwise(found)
+        )
+        rel = rel.project(duckdb.StarExpression(exclude=[raw]), value.alias(alias))
+        return cast(nw.LazyFrame[Any], nw.from_native(rel))
     if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
         from pyspark.sql import functions as F
 
         frame = lf.to_native()
-        found = F.get_json_object(F.col(column), "$['" + key.replace("'", "\\'") + "']")
-        kept = F.when(found != "", found)
+        text = F.col(column)
+        member = F.get_json_object(text, "$['" + key.replace("'", "\\'") + "']")
+        # get_json_object takes single quotes and raw control characters, and stops at the
+        # object's end: a strict reader must find exactly one JSON value in "[" text "]".
+        values = F.from_json(F.concat(F.lit("["), text, F.lit("]")), "array<string>", _STRICT)
+        kept = F.when((member != "") & (F.size(values) == 1), member)
         if where is not None:
             kept = F.when(F.col(where), kept)
         return cast(nw.LazyFrame[Any], nw.from_native(frame.withColumn(alias, kept)))
@@ -693,6 +720,19 @@ def json_field(
     values = texts.map(lambda text: _json_value(text, key))
     frame[alias] = pd.array(values, dtype=_schema.STRING)
     return cast(nw.LazyFrame[Any], nw.from_native(frame).lazy())
+
+
+#: What DuckDB's JSON reader (yyjson) takes beyond JSON: a trailing comma, NaN or Infinity
+#: (any case, signed), outside the text's strings (the start: whole strings or other bytes).
+_TRAILING_COMMA: Final = r",[ \t\n\r]*[}\]]"
+_DUCKDB_LENIENT: Final = (
+    r'^(?:[^"]|"(?:[^"\\]|\\.)*")*'
+    + f"(?:{_TRAILING_COMMA}|"
+    + r"[:,\[][ \t\n\r]*[+-]?(?i:nan|inf))"
+)
+
+#: Spark's JSON reader held to JSON (its defaults take single quotes and NaN).
+_STRICT: Final = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
 
 
 def hashed(lf: nw.LazyFrame[Any], column: str, alias: str) -> tuple[nw.LazyFrame[Any], str]:

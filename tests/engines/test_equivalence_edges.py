@@ -150,6 +150,45 @@ def test_an_order_key_the_json_text_escapes(make_tables: Callable[..., Tables]) 
     assert keys == {engine: ["order:P-7", "order:P-7"] for engine in ENGINES}
 
 
+#: metadata that is not JSON, each read leniently by one engine's own reader: Spark's takes
+#: single quotes, raw control characters and text after the object, DuckDB's trailing commas
+#: and NaN or Infinity.
+NOT_JSON = [
+    "{'order_id': 'A'}",
+    '{"order_id": "A\tB"}',  # a raw tab inside the text
+    '{"order_id": "A"} and more',
+    '{"order_id": "A"}{"order_id": "B"}',
+    '{"order_id": "A",}',
+    '{"order_id": "A", "lines": [1, 2,]}',
+    '{"order_id": "A", "total": NaN}',
+    '{"order_id": "A", "total": -Infinity}',
+]
+
+
+def test_metadata_that_is_not_json_gives_no_order_id_on_any_engine(
+    make_tables: Callable[..., Tables],
+) -> None:
+    # Each engine read invalid metadata its own way: Spark gave order A for the first four,
+    # DuckDB for the last four, pandas for none, so the same payments made other orders.
+    valid = ['{"order_id": "A", "note": "x,}"}', '{"order_id": "A", "total": "NaN"}']
+    rows = [
+        {
+            "status": "failed",
+            "amount": 100,
+            "metadata": m,
+            "created_at": f"2026-11-02T02:{i:02}:00Z",
+        }
+        for i, m in enumerate([*valid, *NOT_JSON])
+    ]
+    tables = make_tables(rows)
+    expected = ["order:A", "order:A"] + [f"payment:pay_{i}" for i in range(3, len(rows) + 1)]
+    keys = {engine: a.order_key(p).tolist() for engine, (p, _) in tables.items()}
+    assert keys == {engine: expected for engine in ENGINES}
+    table = _on_every_engine(tables, lambda p, r: a.acceptance(p))
+    n = table.set_index(["metric", "unit"])["n"]
+    assert (n["conversion", "order"], n["acceptance_rate", "attempt"]) == (9, 10)
+
+
 NY = "America/New_York"
 
 #: New York local days around the 2026 clock changes and a year's end (hand-read offsets:
