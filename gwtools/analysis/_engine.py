@@ -77,14 +77,19 @@ _MAX_PIECES = 8
 
 def lazy(table: Table) -> nw.LazyFrame[Any]:
     """``table`` as a Narwhals LazyFrame on its own engine (pandas stays pandas)."""
+    from gwtools.analysis._time import refuse_naive_columns
+
     if isinstance(table, nw.LazyFrame):
         # A Narwhals frame over Spark reads its times in the session's zone all the same.
         _check_spark(table)
+        refuse_naive_columns(table)
         return table
     if isinstance(table, nw.DataFrame):
-        return table.lazy()
+        out = table.lazy()
+        refuse_naive_columns(out)
+        return out
     if isinstance(table, pd.DataFrame):
-        table = _plain_pandas(table)
+        table = _plain_pandas(table)  # refuses naive times itself, naming the dtype
     try:
         frame = nw.from_native(table)
     except TypeError:
@@ -94,9 +99,12 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
             "DataFrame with the canonical columns"
         ) from None
     if isinstance(frame, nw.DataFrame):
-        return frame.lazy()
-    _check_spark(frame)
-    return cast(nw.LazyFrame[Any], frame)
+        out = frame.lazy()
+    else:
+        _check_spark(frame)
+        out = cast(nw.LazyFrame[Any], frame)
+    refuse_naive_columns(out)
+    return out
 
 
 def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:

@@ -78,12 +78,43 @@ def _aware(ts: pd.Series) -> pd.Series:
     return ts
 
 
-def _refuse_naive(column: Any, dtype: str = "") -> NoReturn:
+#: How each engine's table takes naive times as the UTC times they are (``{c}``: the column).
+_AS_UTC: Final = {
+    "pandas": "frame[{c!r}] = frame[{c!r}].dt.tz_localize('UTC')",
+    "duckdb": "rel = rel.project(\"* REPLACE (timezone('UTC', {c}) AS {c})\")",
+    "spark": "df = df.withColumn({c!r}, F.col({c!r}).cast('timestamp')) in a session in UTC",
+}
+
+
+def _refuse_naive(column: Any, dtype: str = "", engine: str = "pandas") -> NoReturn:
+    fix = _AS_UTC.get(engine, "make the column's times UTC-aware").format(c=column)
     raise ConfigurationError(
-        f"column {column!r} holds naive timestamps{dtype}; canonical tables are UTC-aware: "
-        f"if they are UTC times, localize them (frame[{column!r}].dt.tz_localize('UTC')), or "
-        "build the frame with gwtools._schema.conform()"
+        f"column {column!r} holds naive timestamps{dtype}; canonical tables hold UTC-aware "
+        f"times (as gwtools.read_cache/scan_cache give them): if they are UTC times, say so "
+        f"first: {fix}"
     )
+
+
+def engine_name(impl: Any) -> str:
+    """``"pandas"``, ``"duckdb"`` or ``"spark"`` for a Narwhals implementation (else its name)."""
+    import narwhals as nw
+
+    if impl in (nw.Implementation.PYSPARK, nw.Implementation.PYSPARK_CONNECT):
+        return "spark"
+    return "pandas" if impl.is_pandas_like() else str(impl.name).lower()
+
+
+def refuse_naive_columns(lf: Any) -> None:
+    """Refuse a Narwhals frame whose canonical time columns hold naive times, any engine:
+    pandas' are refused, and DuckDB's TIMESTAMP or Spark's TIMESTAMP_NTZ were read as UTC by
+    every analysis but ``between`` and the ``freq=`` rates, unasked."""
+    import narwhals as nw
+
+    schema = lf.collect_schema()
+    for name in sorted(_TIME_COLUMNS & set(schema.names())):
+        dtype = schema[name]
+        if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
+            _refuse_naive(name, f" ({dtype})", engine_name(lf.implementation))
 
 
 def naive_times(dtype: Any, column: str) -> None:
@@ -130,10 +161,11 @@ def check_aware(table: Any, column: str, *, param: str | None = None) -> None:
 
     from gwtools.analysis._engine import lazy
 
-    schema = lazy(table).collect_schema()
+    lf = lazy(table)
+    schema = lf.collect_schema()
     dtype = schema.get(column)
     if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
-        _refuse_naive(column)
+        _refuse_naive(column, engine=engine_name(lf.implementation))
     if (
         param is not None
         and column not in _TIME_COLUMNS

@@ -180,3 +180,38 @@ def test_open_source_leaves_the_users_session_in_its_own_time_zone(
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         spark.conf.unset("fs.s3a.endpoint")
+
+
+#: Analyses that read no time of a payment's, or only to order rows: they read naive times as
+#: UTC unasked, where between and the freq= rates refused them.
+NAIVE_CALLS = {
+    "status_counts": lambda p, r: a.status_counts(p),
+    "decline_rate": lambda p, r: a.decline_rate(p),
+    "classify_declines": lambda p, r: a.classify_declines(p),
+    "acceptance": lambda p, r: a.acceptance(p),
+    "refund_rate": lambda p, r: a.refund_rate(p, r),
+    "between": lambda p, r: a.between(p, "2026-10-01", "2026-10-31"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(NAIVE_CALLS))
+def test_naive_times_are_refused_by_every_analysis_on_every_engine(
+    tables: dict[str, tuple[Any, Any]], call: str
+) -> None:
+    from pyspark.sql import functions as F
+
+    (p_pd, r_pd), (p_db, r_db), (p_sp, r_sp) = (tables[e] for e in ("pandas", "duckdb", "spark"))
+    naive = {
+        "pandas": (p_pd.assign(created_at=p_pd["created_at"].dt.tz_localize(None)), r_pd),
+        "duckdb": (p_db.project("* REPLACE (created_at::TIMESTAMP AS created_at)"), r_db),
+        "spark": (p_sp.withColumn("created_at", F.col("created_at").cast("timestamp_ntz")), r_sp),
+    }
+    fixes = {
+        "pandas": ".dt.tz_localize('UTC')",
+        "duckdb": "timezone('UTC', created_at)",
+        "spark": "F.col('created_at').cast('timestamp')",
+    }
+    for engine, (payments, refunds) in naive.items():
+        with pytest.raises(ConfigurationError, match="'created_at' holds naive timestamps") as err:
+            NAIVE_CALLS[call](payments, refunds)
+        assert fixes[engine] in str(err.value) and "_schema" not in str(err.value), engine
