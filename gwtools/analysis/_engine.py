@@ -1001,19 +1001,32 @@ def _mistyped_argument(
             schema = lazy(value).collect_schema()
         except Exception:  # only a better message is at stake
             continue
-        wrong = [
-            f"{column} ({schema[column]}, not {_KINDS[kind][0]})"
+        mistyped = [
+            column
             for column, kind in canonical.items()
             if column in schema and kind in _KINDS and not _KINDS[kind][1](schema[column])
         ]
-        if not wrong:
+        if not mistyped:
             continue
-        resource = what if what in ("payments", "refunds") else "payments"
+        wrong = [f"{c} ({schema[c]}, not {_KINDS[canonical[c]][0]})" for c in mistyped]
+        # The times are what the analyses cannot read as text; say how (pandas, the usual
+        # case of a CSV read back), creation time first.
+        times = sorted(
+            (c for c in mistyped if canonical[c] == _schema.TIMESTAMP),
+            key=lambda c: c != "created_at",
+        )
+        how = (
+            f"Convert the times first, e.g. frame[{times[0]!r}] = "
+            f"pd.to_datetime(frame[{times[0]!r}], utc=True)"
+            + (f" (and {', '.join(times[1:])})" if times[1:] else "")
+            + ", "
+            if times
+            else "Convert them to their types (docs/tables.md), "
+        )
         return name, (
             f"{name}=: its {what} columns {', '.join(wrong)} are not of the canonical types "
-            "(a CSV read back with pandas.read_csv holds times as text). Convert them first, "
-            f'e.g. gwtools._schema.conform(frame, "{resource}") for pandas, or read the '
-            "cache or a Parquet export, which keep the types; docs/tables.md lists them."
+            f"(a CSV read back with pandas.read_csv holds times as text). {how}or read the "
+            "cache or a Parquet export, which keep every type; docs/tables.md lists them."
         )
     return None, ""
 
