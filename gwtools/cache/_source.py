@@ -82,11 +82,28 @@ def spark_session(master: str | None = None, config: Mapping[str, str] | None = 
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    running = _running_master()
+    if running is not None and running != master:
+        # One context per process: getOrCreate would hand back the running session (and
+        # only log it), so the analyses would run there, not on the master asked for.
+        raise ConfigurationError(
+            f"spark_master={master!r}, but a Spark session on {running!r} is already running "
+            "in this process: stop it first (spark.stop()), or leave spark_master out to use it"
+        )
     builder = SparkSession.builder.master(master or "local[2]").appName("gwtools")
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     with quiet_pyspark():
         return builder.getOrCreate()
+
+
+def _running_master() -> str | None:
+    """The master URL of this process's running Spark context, if any (whichever thread
+    started it; a Spark Connect session has none)."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    return None if context is None else str(context.master)
 
 
 def _utc_session(session: Any) -> Any:
@@ -149,7 +166,9 @@ def open_source(
       default ``local[2]``) reads ``spark_path``, the folder holding ``payments/`` and
       ``refunds/``; without ``spark_path``, the configured gateway's cache (synced first).
       The tables live in a copy of that session set to UTC, so the session's own time zone
-      (``spark.sql.session.timeZone``) stays as it was for its other queries.
+      (``spark.sql.session.timeZone``) stays as it was for its other queries. A
+      ``spark_master`` other than that of a session already running in the process is
+      refused (Spark runs one context per process and would hand back the running one).
 
     ``sync=False`` reads the configured gateway's cache as it is; ``sync=True`` for a source
     that is read as it is (a Gateway, a folder or URL, ``spark_path``) is refused, saying how

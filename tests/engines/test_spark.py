@@ -215,3 +215,18 @@ def test_naive_times_are_refused_by_every_analysis_on_every_engine(
         with pytest.raises(ConfigurationError, match="'created_at' holds naive timestamps") as err:
             NAIVE_CALLS[call](payments, refunds)
         assert fixes[engine] in str(err.value) and "_schema" not in str(err.value), engine
+
+
+def test_a_master_other_than_the_running_sessions_is_refused(
+    spark: Any, engine_cache: Path
+) -> None:
+    # Spark runs one context per process: asked for another master while a session runs,
+    # getOrCreate handed back the running one (a log line at most), so spark_master=
+    # "spark://head:7077" ran the analyses on the local session instead of the cluster.
+    folder = str(engine_cache / "acct" / "test")
+    running = spark.sparkContext.master
+    with pytest.raises(ConfigurationError, match=r"spark_master") as err:
+        gwtools.open_source("spark", spark_master="local[1]", spark_path=folder)
+    assert running in str(err.value) and "spark.stop()" in str(err.value)
+    same = gwtools.open_source("spark", spark_master=running, spark_path=folder)
+    assert same.payments.sparkSession.sparkContext.master == running
