@@ -713,14 +713,24 @@ def json_field(
 
         frame = lf.to_native()
         text = F.col(column)
-        member = F.get_json_object(text, "$['" + key.replace("'", "\\'") + "']")
+        if "'" in key or key == "*" or key.strip() != key:
+            # A JSON path cannot spell it (no escape in ['...'], '*' is the wildcard, outer
+            # spaces are dropped): json_tuple takes the name as it is, but a repeated key's
+            # last value where the path (and the other engines) take its first.
+            picked = f"_{alias}_member"
+            frame = frame.select("*", F.json_tuple(text, key).alias(picked))
+            member = F.col(picked)
+        else:
+            picked = None
+            member = F.get_json_object(text, "$['" + key + "']")
         # get_json_object takes single quotes and raw control characters, and stops at the
         # object's end: a strict reader must find exactly one JSON value in "[" text "]".
         values = F.from_json(F.concat(F.lit("["), text, F.lit("]")), "array<string>", _STRICT)
         kept = F.when((member != "") & (F.size(values) == 1), member)
         if where is not None:
             kept = F.when(F.col(where), kept)
-        return cast(nw.LazyFrame[Any], nw.from_native(frame.withColumn(alias, kept)))
+        frame = frame.withColumn(alias, kept)
+        return cast(nw.LazyFrame[Any], nw.from_native(frame.drop(picked) if picked else frame))
     frame = lf.collect().to_native().copy()
     texts = frame[column]
     if where is not None:

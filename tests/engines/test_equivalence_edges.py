@@ -189,6 +189,23 @@ def test_metadata_that_is_not_json_gives_no_order_id_on_any_engine(
     assert (n["conversion", "order"], n["acceptance_rate", "attempt"]) == (9, 10)
 
 
+@pytest.mark.parametrize("key", ["o'id", "*", " oid"])
+def test_an_order_key_spark_paths_cannot_spell(
+    make_tables: Callable[..., Tables], key: str
+) -> None:
+    # Spark read the key through a JSON path, where a quote cannot be written inside ['...'],
+    # '*' is the wildcard and a leading space is dropped: every payment was its own order there.
+    metadata = json.dumps({key: "P-7", "note": "x"})
+    tables = make_tables(
+        [
+            {"status": "failed", "amount": 900, "metadata": metadata},
+            {"status": "succeeded", "amount": 400, "metadata": metadata},
+        ]
+    )
+    keys = {engine: a.order_key(p, key=key).tolist() for engine, (p, _) in tables.items()}
+    assert keys == {engine: ["order:P-7", "order:P-7"] for engine in ENGINES}
+
+
 NY = "America/New_York"
 
 #: New York local days around the 2026 clock changes and a year's end (hand-read offsets:
