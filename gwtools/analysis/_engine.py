@@ -919,6 +919,14 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
 
                 if (gone := files_gone(exc, "scan the cache again")) is not None:
                     raise gone from None  # DuckDB's "No files found" names no way out
+                if "relations of different connections" in str(exc):
+                    # DuckDB's words name neither table nor a way out.
+                    raise ConfigurationError(
+                        f"{fn.__name__}() was given tables on different DuckDB connections "
+                        "(e.g. gwtools.scan_cache() and duckdb.read_parquet()), which DuckDB "
+                        "cannot join: read both with gwtools.scan_cache() (or Gateway.scan), "
+                        "or both through one connection of yours"
+                    ) from None
                 if not _is_missing_column(exc):
                     if isinstance(exc, GatewayError):
                         raise

@@ -411,3 +411,24 @@ def test_times_read_back_from_csv_as_text_are_named(
         pd.testing.assert_frame_equal(
             TIMED[name](fixed, refunds), TIMED[name](payments, refunds), check_exact=False
         )
+
+
+def test_tables_on_two_duckdb_connections_are_refused_saying_what_to_do(
+    tables: dict[str, Any], tmp_path: Path
+) -> None:
+    # Refunds read with duckdb.read_parquet (the default connection) beside payments from
+    # scan_cache: the join failed with DuckDB's "Cannot combine LEFT and RIGHT relations of
+    # different connections!", which names neither table nor a way out.
+    import duckdb
+
+    refunds = tables["pandas"][1]
+    pq.write_table(to_arrow(refunds, "refunds"), tmp_path / "refunds.parquet")
+    own = duckdb.connect()
+    try:
+        other = own.read_parquet(str(tmp_path / "refunds.parquet"))
+        for call in (a.refund_rate, a.refund_details):
+            with pytest.raises(ConfigurationError, match="different DuckDB connections") as err:
+                call(tables["duckdb"][0], other)
+            assert "scan_cache" in str(err.value)
+    finally:
+        own.close()
