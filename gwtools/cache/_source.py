@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,10 +116,26 @@ def _utc_session(session: Any) -> Any:
     (a date literal, ``hour()``, the times ``toPandas`` shows), with nothing said.
     """
     clone = getattr(session, "cloneSession", None)  # Spark Connect's public copy
-    if callable(clone):
-        own = clone()
-    else:  # classic PySpark: the JVM session's copy (cloneSession, Spark 2.2+)
-        own = type(session)(session.sparkContext, session._jsparkSession.cloneSession())
+    try:
+        if callable(clone):
+            own = clone()
+        else:  # classic PySpark: the JVM session's copy (cloneSession, Spark 2.2+)
+            own = type(session)(session.sparkContext, session._jsparkSession.cloneSession())
+    except Exception as exc:  # py4j's errors, a Connect without the method, ...
+        # Some clusters keep the JVM session out of reach (shared access modes) and Spark
+        # Connect 3.5 has no copy: the session itself is read in UTC then, and said so.
+        zone = session.conf.get(_ZONE)
+        if zone != "UTC":
+            warnings.warn(
+                f"gwtools could not copy the Spark session to read the cache in UTC "
+                f"({type(exc).__name__}), so it set this session's time zone "
+                f"(spark.sql.session.timeZone) from {zone!r} to 'UTC': your other queries in "
+                f"it now read times in UTC; set it back with spark.conf.set("
+                f"'spark.sql.session.timeZone', {zone!r}) once you are done with gwtools",
+                UserWarning,
+                stacklevel=3,
+            )
+        own = session
     own.conf.set(_ZONE, "UTC")
     return own
 

@@ -8,6 +8,7 @@ one cache read by Spark.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,37 @@ def test_open_source_leaves_the_users_session_in_its_own_time_zone(
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         spark.conf.unset("fs.s3a.endpoint")
+
+
+class _NoCopy:
+    """A session as some clusters hand it over: no copy of it to be had (no cloneSession,
+    the JVM session out of reach)."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("cloneSession", "_jsparkSession"):
+            raise AttributeError(name)
+        return getattr(self._session, name)
+
+
+def test_a_session_that_cannot_be_copied_is_read_in_utc_and_the_change_is_said(
+    spark: Any,
+) -> None:
+    from gwtools.cache._source import _utc_session
+
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kuala_Lumpur")
+    try:
+        with pytest.warns(UserWarning, match=r"from 'Asia/Kuala_Lumpur' to 'UTC'"):
+            own = _utc_session(_NoCopy(spark))
+        assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+        assert own.conf.get("spark.sql.session.timeZone") == "UTC"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # already in UTC: nothing changed, nothing said
+            _utc_session(_NoCopy(spark))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
 #: Analyses that read no time of a payment's, or only to order rows: they read naive times as
