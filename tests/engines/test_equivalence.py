@@ -24,6 +24,7 @@ import pytest
 
 import gwtools
 from gwtools import analysis as a
+from gwtools._pyspark import quiet_pyspark
 from gwtools.cache._scan import connection
 
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # pyspark
@@ -43,7 +44,8 @@ def _counts(p: Any, r: Any) -> Any:
         return counts
     if type(p).__module__.startswith("duckdb"):
         return connection().from_df(counts)
-    return p.sparkSession.createDataFrame(counts)
+    with quiet_pyspark():  # PySpark's own pandas-3 notice, as gwtools' calls silence it
+        return p.sparkSession.createDataFrame(counts)
 
 
 #: Monitors that alert on the sample (its history is calm under the calibrated defaults).
