@@ -290,7 +290,14 @@ class MalformedBodyError(APIError):
 
 class CacheError(GatewayError, OSError):
     """The local Parquet cache cannot be written or read (full disk, read-only folder, a path
-    that is a file). The message names the folder and what to do; nothing was lost."""
+    that is a file). The message names the folder and what to do; nothing was lost.
+
+    ``path``: the part file the error is about (one that cannot be read), as its filesystem
+    names it, when it is about one; else None."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class CacheNotFoundError(CacheError, FileNotFoundError):

@@ -750,8 +750,9 @@ def cache_state(
     ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder, or
     a cache's URL on shared storage); ``account``/``mode`` pick one of several datasets under
     it, as in :func:`~gwtools.read_cache`. ``sandbox_data`` says the embedded sandbox filled it;
-    ``unreadable_files`` ({path: why}, local caches) names part files that cannot be read,
-    whose rows the readers leave out until a sync fetches their months again.
+    ``unreadable_files`` ({path: why}) names part files that cannot be read, whose rows the
+    readers leave out until a sync fetches their months again (on shared storage, where each
+    footer costs a request: those too small to be Parquet, and those a read found damaged).
     Use it to check a cache's freshness or completeness without reading its rows.
     """
     from gwtools.cache._scan import dataset_state

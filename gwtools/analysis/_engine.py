@@ -905,7 +905,8 @@ def first_last(
 def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn "no such column" from any engine into a :class:`ConfigurationError` that says which
     column is missing and where canonical tables come from, and a lazy table's part file that a
-    sync has since replaced into a :class:`CacheError` (every public analysis is wrapped)."""
+    sync has since replaced, or that cannot be read, into a :class:`CacheError` (every public
+    analysis is wrapped)."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -915,10 +916,10 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
             try:
                 out = fn(*args, **kwargs)
             except Exception as exc:
-                from gwtools.cache._scan import files_gone
+                from gwtools.cache._scan import read_error
 
-                if (gone := files_gone(exc, "scan the cache again")) is not None:
-                    raise gone from None  # DuckDB's "No files found" names no way out
+                if (error := read_error(exc, "scan the cache again")) is not None:
+                    raise error from None  # the engine's words name no way out
                 if "relations of different connections" in str(exc):
                     # DuckDB's words name neither table nor a way out.
                     raise ConfigurationError(

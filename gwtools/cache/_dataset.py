@@ -1344,10 +1344,11 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _unreadable(path: Path) -> str | None:
-    """Why ``path``'s Parquet footer cannot be read, or None if it can."""
+def _unreadable(path: Path | str, filesystem: pafs.FileSystem | None = None) -> str | None:
+    """Why ``path``'s Parquet footer (on ``filesystem``, else local) cannot be read, or None
+    if it can."""
     try:
-        pq.read_metadata(path)
+        pq.read_metadata(path, filesystem=filesystem)
     except FileNotFoundError:
         return None  # gone since it was listed: nothing to move
     except (pa.ArrowException, OSError) as exc:
@@ -1414,7 +1415,7 @@ def set_cache_attrs(
     path: str,
     state: dict[str, Any],
     message: str | None,
-    damaged: Iterable[Path] = (),
+    damaged: Iterable[Path | str] = (),
 ) -> None:
     """What a frame read from the cache says of it: ``attrs["gwtools_cache"]`` (complete
     unless ``message`` says what is missing) and, for data the embedded sandbox synced,
@@ -1542,13 +1543,18 @@ def visible(name: str) -> bool:
 
 def dataset_files(fs: pafs.FileSystem, folder: str) -> list[str]:
     """The part files of the dataset at ``folder``, month by month in write order."""
+    return [f.path for f in dataset_file_infos(fs, folder)]
+
+
+def dataset_file_infos(fs: pafs.FileSystem, folder: str) -> list[pafs.FileInfo]:
+    """:func:`dataset_files` with what the listing says of each (size, modification time)."""
     months = sorted(
         i.path
         for i in fs.get_file_info(pafs.FileSelector(folder))
         if i.type == pafs.FileType.Directory and i.base_name.startswith(f"{PARTITION}=")
     )
     return [
-        f.path
+        f
         for m in months
         for f in sorted(
             fs.get_file_info(pafs.FileSelector(m, allow_not_found=True)), key=lambda i: i.path

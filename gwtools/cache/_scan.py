@@ -35,7 +35,7 @@ import uuid
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import narwhals as nw
@@ -43,6 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from gwtools import _schema
 from gwtools._config import check_filters
@@ -51,10 +52,12 @@ from gwtools._memory import ResultMeter
 from gwtools._schema import Resource
 from gwtools._stack import user_stacklevel
 from gwtools.cache._dataset import (
+    QUARANTINE,
     READ_ATTEMPTS,
     Dataset,
     _arrow_schema,
     _unreadable,
+    dataset_file_infos,
     dataset_files,
     find_dataset,
     local_path,
@@ -67,6 +70,17 @@ __all__ = ["connection", "scan_cache"]
 
 _FILE = "__gw_file"
 _lock = threading.Lock()
+
+#: Every part file a lazy table of this process was made on, as its filesystem names it, to
+#: that filesystem (None: a local file). An engine's error naming one of them is about the
+#: cache, however the engine words it around the name (see :func:`unreadable_part`).
+_parts: dict[str, pafs.FileSystem | None] = {}
+#: Part files on shared storage a query found unreadable: (filesystem, path) to the size and
+#: modification time the listing gave them then, and why. While the listing still gives those,
+#: scans leave the file out, as a local scan leaves out a file whose footer it cannot read.
+_unreadable_shared: dict[tuple[str, str], tuple[int, Any, str]] = {}
+#: A Parquet file is at least "PAR1", a footer's length (4 bytes) and "PAR1".
+_SMALLEST_PARQUET = 12
 
 #: DuckDB's working memory for lazy tables unless ``GW_DUCKDB_MEMORY_LIMIT`` says otherwise
 #: (DuckDB's own default is 80% of the machine). Past it, the large group-bys and sorts of the
@@ -125,6 +139,80 @@ def files_gone(exc: BaseException, again: str) -> CacheError | None:
         f"gone (a sync merged its month into a new file). {again[:1].upper()}{again[1:]} "
         "to read the cache as it is now"
     )
+
+
+def unreadable_part(exc: BaseException, again: str | None) -> CacheError | None:
+    """The :class:`gwtools.CacheError` to raise instead of ``exc`` when it is an engine's error
+    about a part file a lazy table reads that cannot be read (zero bytes, cut short, not
+    Parquet), with the file as ``path`` (None for any other error). ``again``: what reads the
+    cache without it meanwhile, e.g. "scan the cache again" (None: nothing does).
+
+    The file is recognised by its path in the error's text, whatever the words around it
+    (DuckDB's and pyarrow's differ, and change between versions), then its footer is read to
+    tell a damaged file from storage that failed once. A file on shared storage is remembered,
+    so the next scan leaves it out while it stays as it is."""
+    if not isinstance(exc, duckdb.Error | pa.ArrowException):
+        return None
+    text = str(exc)
+    known = dict(_parts)  # a copy: another thread's scan may add to it meanwhile
+    named = [p for p in known if p in text]
+    if not named:
+        return None
+    path = max(named, key=len)  # "x/a.parquet" is in "bucket/x/a.parquet" too
+    fs = known[path]
+    why = _footer_damage(path, fs)
+    if why is None:  # its footer reads: bytes lost inside it, or storage that failed once
+        said = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        return CacheError(
+            f"cannot read {path}, a part file of the cache ({said}). Try again; if it fails "
+            "again, the file is damaged inside: `gwtools sync --full` into the cache reads "
+            f"every file, moves a damaged one to {QUARANTINE} and fetches its month again",
+            path=path,
+        )
+    if fs is not None:
+        info = fs.get_file_info(path)
+        _unreadable_shared[(fs.type_name, path)] = (info.size, info.mtime, why)
+    meanwhile = f"; meanwhile, {again}: that leaves it out (its rows missing), with a warning"
+    return CacheError(
+        f"cannot read {path} ({why}): the part file is damaged (cut short, or not Parquet). "
+        f"The next `gwtools sync` into the cache moves it to {QUARANTINE} and fetches its "
+        f"month again{meanwhile if again else ''}",
+        path=path,
+    )
+
+
+def read_error(exc: BaseException, again: str) -> CacheError | None:
+    """:func:`files_gone`'s or :func:`unreadable_part`'s error for ``exc`` (``again``: how
+    to read the cache as it is now, e.g. "scan the cache again"), None for any other."""
+    gone = files_gone(exc, again)
+    if gone is not None:
+        return gone
+    return unreadable_part(exc, again)
+
+
+def _footer_damage(path: str, fs: pafs.FileSystem | None) -> str | None:
+    """Why the footer of the part file at ``path`` (on ``fs``; None: local) shows it damaged,
+    or None if it reads, or could not be fetched (storage failing is not damage)."""
+    if fs is None:
+        return _unreadable(Path(path))
+    try:
+        pq.read_metadata(path, filesystem=fs)
+    except pa.ArrowInvalid as exc:  # zero bytes, no magic bytes: what is there is not Parquet
+        return str(exc).splitlines()[0] or type(exc).__name__
+    except (pa.ArrowException, OSError):
+        return None
+    return None
+
+
+def _known_unreadable(fs: pafs.FileSystem, info: pafs.FileInfo) -> str | None:
+    """Why a part file on shared storage is known not to be readable from its listing alone
+    (no request spent): too small to be Parquet, or found damaged by a query and unchanged."""
+    if info.size is not None and info.size < _SMALLEST_PARQUET:
+        return f"{info.size} bytes, too small to be a Parquet file"
+    known = _unreadable_shared.get((fs.type_name, info.path))
+    if known is not None and known[:2] == (info.size, info.mtime):
+        return known[2]
+    return None
 
 
 def _needs_dedup(files: Sequence[str]) -> bool:
@@ -206,20 +294,25 @@ def dataset_state(
     mode: str | None = None,
 ) -> dict[str, Any]:
     """The ``_state.json`` of ``resource``'s dataset under ``cache_dir`` (a folder or URL, as
-    :func:`scan_cache` finds it), ``{}`` when nothing was synced there. A local dataset's part
-    files that cannot be read (zero bytes, cut short) are added as ``unreadable_files``
-    ({path: why}): the readers leave their rows out, so the data is partial."""
+    :func:`scan_cache` finds it), ``{}`` when nothing was synced there. Part files that cannot
+    be read (zero bytes, cut short) are added as ``unreadable_files`` ({path: why}): the readers
+    leave their rows out, so the data is partial. On shared storage, where reading each footer
+    costs a request, those are the files its listing shows too small to be Parquet and those a
+    query of this process found damaged."""
     remote = _resolve_filesystem(cache_dir, None)
     try:
         dataset = _find(cache_dir, resource, remote, account, mode)
     except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet
         return {}
     state = dataset.state()
-    if remote is None:  # a local folder (a remote one is not read file by file here)
+    if isinstance(dataset, _RemoteDataset):  # footers not read: a request per file
+        infos = dataset_file_infos(dataset.fs, dataset.folder)
+        unreadable = {i.path: why for i in infos if (why := _known_unreadable(dataset.fs, i))}
+    else:
         files = dataset_files(pafs.LocalFileSystem(), str(dataset.path))
         unreadable = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
-        if unreadable:
-            state = {**state, "unreadable_files": unreadable}
+    if unreadable:
+        state = {**state, "unreadable_files": unreadable}
     return state
 
 
@@ -295,7 +388,7 @@ def scan_cache(
     filters = check_filters(resource, since, until, status).expressions()  # before the cache
     remote = _resolve_filesystem(cache_dir, filesystem)
     where = (account, mode, filters, strict)
-    return _relation(cache_dir, resource, remote, *where, caller="scan_cache")[0]
+    return _relation(cache_dir, resource, remote, *where, caller="scan_cache").rel
 
 
 def scan_dataset(
@@ -308,7 +401,16 @@ def scan_dataset(
     """:func:`scan_cache`'s whole table and the dataset it reads (whose state says more of
     it), found once."""
     remote = _resolve_filesystem(cache_dir, None)
-    return _relation(cache_dir, resource, remote, account, mode, [], False, caller="scan_cache")
+    scan = _relation(cache_dir, resource, remote, account, mode, [], False, caller="scan_cache")
+    return scan.rel, scan.dataset
+
+
+class _Scan(NamedTuple):
+    """A lazy table, the dataset it reads, and the part files it leaves out (with why)."""
+
+    rel: duckdb.DuckDBPyRelation
+    dataset: Dataset
+    damaged: dict[str, str]
 
 
 def _relation(
@@ -321,18 +423,27 @@ def _relation(
     strict: bool,
     *,
     caller: str,
-) -> tuple[duckdb.DuckDBPyRelation, Dataset]:
+) -> _Scan:
     """:func:`scan_cache`'s table and the dataset it reads; ``caller`` names who warns of a
-    partial cache."""
-    columns = list(_schema.columns(resource))
-    con = connection()
-    rel: duckdb.DuckDBPyRelation
+    partial cache or of files left out."""
     dataset = _find(cache_dir, resource, remote, account, mode)
     _check_complete(dataset, strict, caller)
-    if remote is None:
+    scan = _table(dataset, filters)
+    if scan.damaged:
+        _say_damaged(dataset, scan.damaged, strict, caller)
+    return scan
+
+
+def _table(dataset: Dataset, filters: list[nw.Expr]) -> _Scan:
+    """The lazy table of ``dataset``'s part files as listed now, with the files it leaves out
+    (not said here)."""
+    columns = list(_schema.columns(dataset.resource))
+    con = connection()
+    rel: duckdb.DuckDBPyRelation
+    if not isinstance(dataset, _RemoteDataset):
         for attempt in range(READ_ATTEMPTS):
             try:
-                local = _scan_local(con, dataset, strict, caller)
+                local, damaged = _scan_local(con, dataset)
                 break
             except duckdb.IOException as exc:
                 # A sync merged a month (or dropped one) since the listing: list again, as
@@ -343,15 +454,20 @@ def _relation(
                 if attempt == READ_ATTEMPTS - 1:
                     raise gone from None
         if local is None:
-            return _empty(resource, con), dataset
+            return _Scan(_empty(dataset.resource, con), dataset, damaged)
         rel = local
     else:
-        assert isinstance(dataset, _RemoteDataset)
         fs = dataset.fs
-        files = dataset_files(fs, dataset.folder)
+        # Known from the listing alone: reading every footer first would cost a request per
+        # file. A file found damaged only when a query reads it is named by that query's
+        # error (unreadable_part), and left out from then on.
+        infos = dataset_file_infos(fs, dataset.folder)
+        damaged = {i.path: why for i in infos if (why := _known_unreadable(fs, i)) is not None}
+        files = [i.path for i in infos if i.path not in damaged]
+        _parts.update(dict.fromkeys(files, fs))
         if not files:
-            return _empty(resource, con), dataset
-        schema = _arrow_schema(resource)
+            return _Scan(_empty(dataset.resource, con), dataset, damaged)
+        schema = dataset.schema
         if _needs_dedup(files):
             # One dataset per file: the file's name (write order) decides which version wins.
             parts = [pads.dataset(f, filesystem=fs, format="parquet", schema=schema) for f in files]
@@ -377,34 +493,35 @@ def _relation(
         lf = lf.filter(*filters)
     if lf.columns != columns:  # another tool's files, or the file names of a deduplication
         lf = lf.select(columns)
-    return lf.to_native(), dataset
+    return _Scan(lf.to_native(), dataset, damaged)
 
 
 def _scan_local(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, strict: bool, caller: str
-) -> duckdb.DuckDBPyRelation | None:
-    """The lazy scan of a local dataset's part files as listed now (None: there are none)."""
+    con: duckdb.DuckDBPyConnection, dataset: Dataset
+) -> tuple[duckdb.DuckDBPyRelation | None, dict[str, str]]:
+    """The lazy scan of a local dataset's part files as listed now (None: there are none),
+    and the files left out because their footers cannot be read (with why)."""
     files = dataset_files(pafs.LocalFileSystem(), os.fspath(dataset.path))
+    _parts.update(dict.fromkeys(files))
     if not files:
-        return None
+        return None, {}
     # union_by_name: a file missing a column (written by another tool) gives nulls there.
     # No hive partitioning: the month folder's column would need a projection to drop,
     # and DuckDB pushes a filter on an expression (the JSON order id of the customer
     # chains) into the Parquet scan only when no projection sits between (0.95 s -> 0.52 s
     # for that filter over 10M payments).
     try:
-        return _read_parquet(con, files)
+        return _read_parquet(con, files), {}
     except duckdb.Error:
         # A part file whose footer cannot be read (zero bytes, truncated, not Parquet):
         # its rows are left out and said, as read_cache does; the other files are read.
         damaged = {f: why for f in files if (why := _unreadable(Path(f))) is not None}
         if not damaged:
             raise
-        _say_damaged(dataset, damaged, strict, caller)
         files = [f for f in files if f not in damaged]
         if not files:
-            return None
-        return _read_parquet(con, files)
+            return None, damaged
+        return _read_parquet(con, files), damaged
 
 
 def _read_parquet(con: duckdb.DuckDBPyConnection, files: list[str]) -> duckdb.DuckDBPyRelation:
@@ -417,7 +534,11 @@ def _read_parquet(con: duckdb.DuckDBPyConnection, files: list[str]) -> duckdb.Du
 def _say_damaged(dataset: Dataset, damaged: dict[str, str], strict: bool, caller: str) -> None:
     """Warn (or raise, ``strict``) that the part files ``damaged`` (with why each cannot be
     read) are left out of a lazy table, in read_cache's words."""
-    message = (
+    _partial(_damaged_message(dataset, damaged), strict, caller)
+
+
+def _damaged_message(dataset: Dataset, damaged: dict[str, str]) -> str:
+    return (
         "; ".join(
             f"{f} cannot be read ({why}), so its rows are missing; the next sync moves it to "
             f"{dataset.quarantine_path} and fetches its month again"
@@ -425,7 +546,6 @@ def _say_damaged(dataset: Dataset, damaged: dict[str, str], strict: bool, caller
         )
         + ". Run `gwtools sync` (or gwtools.connect().sync()) to complete the cache"
     )
-    _partial(message, strict, caller)
 
 
 def read_shared(
@@ -441,22 +561,51 @@ def read_shared(
     """:func:`gwtools.read_cache` of a cache on shared storage (``filters`` already checked):
     :func:`scan_cache`'s table in ``read_cache``'s order (creation time, then id), counted
     batch by batch as it arrives."""
-    where = (account, mode, filters, strict)
-    rel, dataset = _relation(cache_dir, resource, remote, *where, caller="read_cache")
-    ordered = nw.from_native(rel).sort("created_at", "id", nulls_last=True).to_native()
     meter = ResultMeter(
         f"Reading the cached {resource} at {os.fspath(cache_dir)} into pandas",
         f"Ask for part of them (since=, until=, status=), or work on them without loading "
         f"them: gwtools.scan_cache(url, {resource!r}) is a lazy table every analysis takes.",
     )
-    frame = to_pandas(metered_arrow(ordered, meter), resource)
+    dataset = _find(cache_dir, resource, remote, account, mode)
+    _check_complete(dataset, strict, "read_cache")
+    # Only reading a footer tells whether a file is damaged (a request per file): a file the
+    # read finds damaged is left out of the next one, as a local read leaves it out, and
+    # the files left out are said once, the read done.
+    found: set[str] = set()
+    while True:
+        scan = _table(dataset, filters)
+        if strict and scan.damaged:
+            _say_damaged(dataset, scan.damaged, strict, "read_cache")
+        ordered = nw.from_native(scan.rel).sort("created_at", "id", nulls_last=True).to_native()
+        meter.reset()
+        try:
+            frame = to_pandas(metered_arrow(ordered, meter), resource)
+            break
+        except duckdb.Error as exc:
+            error = unreadable_part(exc, None)
+            if error is None:
+                raise
+            if error.path in found or not _left_out(dataset, error.path):
+                raise error from None  # not damaged (storage that failed), or still read
+            found.add(str(error.path))
     state = dataset.state()
-    partial = (
-        None if dataset.completed(state) else "no sync of them has completed: run `gwtools sync`"
-    )
-    set_cache_attrs(frame, os.fspath(cache_dir), state, partial)
+    problems = [] if dataset.completed(state) else [_NOT_COMPLETED]
+    if scan.damaged:
+        _say_damaged(dataset, scan.damaged, strict, "read_cache")
+        problems.append(_damaged_message(dataset, scan.damaged))
+    partial = "; ".join(problems) or None
+    set_cache_attrs(frame, os.fspath(cache_dir), state, partial, scan.damaged)
     return frame
 
+
+def _left_out(dataset: Dataset, path: str | None) -> bool:
+    """Whether ``path`` is a file of ``dataset`` (on shared storage) that scans leave out."""
+    return (
+        isinstance(dataset, _RemoteDataset) and (dataset.fs.type_name, path) in _unreadable_shared
+    )
+
+
+_NOT_COMPLETED = "no sync of them has completed: run `gwtools sync`"
 
 #: Rows per batch fetched from DuckDB.
 _BATCH_ROWS = 1_000_000

@@ -31,7 +31,7 @@ from gwtools.analysis import between, local_time, resolve_tz
 from gwtools.analysis._money import resolve_locale
 from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import DateLike, to_timestamp
-from gwtools.cache._scan import files_gone
+from gwtools.cache._scan import read_error
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, sync_summary, tidy_tables
 from gwtools.report._tables import _money_view, _percent
@@ -184,15 +184,16 @@ def _newest_first(lf: nw.LazyFrame[Any], columns: list[str]) -> nw.LazyFrame[Any
 @contextmanager
 def _current_files() -> Iterator[None]:
     """Say a cache a sync changed since the dashboard opened (its lazy tables read files
-    that are gone) as a :class:`gwtools.CacheError` with what to do, not DuckDB's IOException."""
+    that are gone), or a part file that cannot be read, as a :class:`gwtools.CacheError` with
+    what to do, not DuckDB's own error."""
     try:
         yield
     except Exception as exc:
         # DuckDB's own error, or an analysis' CacheError made of it (which says to scan again:
         # here, opening the dashboard again is what does that).
         for error in (exc, exc.__context__):
-            if error is not None and (gone := files_gone(error, "open the dashboard again")):
-                raise gone from None
+            if error is not None and (said := read_error(error, "open the dashboard again")):
+                raise said from None
         raise
 
 

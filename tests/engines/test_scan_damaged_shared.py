@@ -1,0 +1,138 @@
+"""A part file that cannot be read, on shared storage (a filesystem URL, or ``filesystem=``) as
+on a local disk: left out with a warning naming it, or a CacheError naming it and what to do;
+never the engine's own error about an "Arrow source".
+
+Shared storage is stood in for by pyarrow's in-memory and local filesystems and fsspec's
+memory filesystem (no cloud).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.fs as pafs
+import pytest
+
+import gwtools
+from gwtools import analysis as a
+from tests.engines.conftest import SAMPLE
+
+KINDS = ["pyarrow-memory", "pyarrow-local", "fsspec-url"]
+
+
+def _damaged_cache(tmp_path: Path, how: str, folder: str = "cache") -> tuple[Path, Path]:
+    """A copy of the sample cache with one payments month file zero bytes or cut short (or,
+    ``how="readable"``, as it is)."""
+    cache = tmp_path / folder
+    shutil.copytree(SAMPLE.parents[1], cache)
+    (part,) = cache.glob("sandbox/test/payments/created_month=2026-09/*.parquet")
+    if how != "readable":
+        part.write_bytes(b"" if how == "zero-byte" else part.read_bytes()[:1000])
+    return cache, part
+
+
+def _shared(cache: Path, kind: str) -> tuple[str, dict[str, Any], str]:
+    """``cache`` on shared storage: the location to read, the keywords that go with it, and
+    the prefix the filesystem names the cache's files with."""
+    if kind == "pyarrow-memory":
+        memory = pafs._MockFileSystem()
+        pafs.copy_files(str(cache), "bucket", destination_filesystem=memory)
+        return "bucket", {"filesystem": memory}, "bucket/"
+    if kind == "pyarrow-local":
+        return "", {"filesystem": pafs.SubTreeFileSystem(str(cache), pafs.LocalFileSystem())}, ""
+    fsspec = pytest.importorskip("fsspec")
+    root = f"/shared-{uuid.uuid4().hex[:8]}"
+    fsspec.filesystem("memory").put(str(cache), root, recursive=True)
+    return f"memory://{root}", {}, f"{root}/"
+
+
+def _name(cache: Path, part: Path, prefix: str) -> str:
+    return prefix + part.relative_to(cache).as_posix()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("how", ["zero-byte", "truncated"])
+def test_read_cache_of_shared_storage_leaves_a_damaged_file_out_with_a_warning(
+    tmp_path: Path, kind: str, how: str
+) -> None:
+    # DuckDB's "reading the Arrow source failed: Invalid: Could not open Parquet input source
+    # …: Parquet file size is 0 bytes" (or "magic bytes not found"), where a local folder's
+    # read_cache leaves the file out with a warning.
+    cache, part = _damaged_cache(tmp_path, how)
+    with pytest.warns(gwtools.GatewayDataWarning, match="rows are missing"):
+        local = gwtools.read_cache(cache, "payments")
+    where, kw, prefix = _shared(cache, kind)
+    name = _name(cache, part, prefix)
+    with pytest.warns(gwtools.GatewayDataWarning) as caught:
+        shared = gwtools.read_cache(where or "/", "payments", **kw)
+    said = [str(w.message) for w in caught if f"{name} cannot be read" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+    assert "rows are missing" in said[0] and "`gwtools sync`" in said[0]
+    assert "read_cache(..., strict=True) raises instead" in said[0]
+    pd.testing.assert_frame_equal(shared, local)
+    attrs = shared.attrs["gwtools_cache"]
+    assert attrs["complete"] is False and attrs["damaged_files"] == [name]
+    with pytest.raises(gwtools.CacheError, match="cannot be read"):
+        gwtools.read_cache(where or "/", "payments", strict=True, **kw)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scan_cache_of_shared_storage_leaves_a_zero_byte_file_out_with_a_warning(
+    tmp_path: Path, kind: str
+) -> None:
+    # Its size comes with the listing: no request is spent to know it is not Parquet.
+    cache, part = _damaged_cache(tmp_path, "zero-byte")
+    where, kw, prefix = _shared(cache, kind)
+    name = _name(cache, part, prefix)
+    with pytest.warns(gwtools.GatewayDataWarning, match=f"{name} cannot be read"):
+        lazy = gwtools.scan_cache(where or "/", "payments", **kw)
+    with pytest.warns(gwtools.GatewayDataWarning):
+        local = gwtools.read_cache(cache, "payments")
+    assert set(a.to_pandas(lazy)["id"]) == set(local["id"])
+    with pytest.raises(gwtools.CacheError, match="cannot be read"):
+        gwtools.scan_cache(where or "/", "payments", strict=True, **kw)
+    if not kw:  # cache_state takes a URL (no filesystem=)
+        state = gwtools.cache_state(where, "payments")
+        assert list(state["unreadable_files"]) == [name]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_lazy_table_meeting_a_cut_short_file_on_shared_storage_names_it(
+    tmp_path: Path, kind: str
+) -> None:
+    # Only a query reads a footer (a request per file on S3): the analysis raises CacheError
+    # naming the file and what to do; scanning again, as it says, leaves the file out.
+    cache, part = _damaged_cache(tmp_path, "truncated")
+    where, kw, prefix = _shared(cache, kind)
+    name = _name(cache, part, prefix)
+    lazy = gwtools.scan_cache(where or "/", "payments", **kw)
+    with pytest.raises(gwtools.CacheError) as info:
+        a.decline_rate(lazy)
+    said = str(info.value)
+    assert info.value.path == name
+    assert f"cannot read {name}" in said and "`gwtools sync`" in said, said
+    assert "scan the cache again" in said and "Arrow source" not in said, said
+    with pytest.warns(gwtools.GatewayDataWarning, match=f"{name} cannot be read"):
+        again = gwtools.scan_cache(where or "/", "payments", **kw)
+    with pytest.warns(gwtools.GatewayDataWarning):
+        local = gwtools.read_cache(cache, "payments")
+    assert set(a.to_pandas(again)["id"]) == set(local["id"])
+
+
+@pytest.mark.parametrize("folder", ["it's a cache", 'a "quoted" cache', "cache ☕"])
+def test_a_file_cut_short_after_the_scan_is_named_whatever_its_folder_is_called(
+    tmp_path: Path, folder: str
+) -> None:
+    # An analysis said DuckDB's raw error ("No magic bytes found at end of file …").
+    cache, part = _damaged_cache(tmp_path, "readable", folder)
+    lazy = gwtools.scan_cache(cache, "payments")
+    part.write_bytes(part.read_bytes()[:1000])  # cut short after the scan read its footer
+    with pytest.raises(gwtools.CacheError) as info:
+        a.decline_rate(lazy)
+    assert info.value.path == str(part)
+    said = str(info.value)
+    assert f"cannot read {part} (" in said and "scan the cache again" in said, said
