@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import re
 import sys
 import warnings
 from typing import Any, NoReturn, TextIO
@@ -210,33 +209,16 @@ def error_line(exc: BaseException) -> str | None:
     errors = sys.modules.get("gwtools._errors")
     if errors is not None and isinstance(exc, errors.GatewayError):
         return str(exc)
-    duckdb = sys.modules.get("duckdb")
-    if duckdb is not None and isinstance(exc, duckdb.Error):
-        return _unreadable_file(str(exc))
+    scans = sys.modules.get("gwtools.cache._scan")  # only lazy tables name part files
+    if scans is not None:
+        said = scans.files_gone(exc, "run the command again") or scans.unreadable_part(exc, None)
+        if said is not None:
+            return str(said)
     if isinstance(exc, OSError):
         from gwtools.cli._paths import oserror_line
 
         return oserror_line(exc)
     return None
-
-
-#: A Parquet file DuckDB names in its error ("No magic bytes found at end of file '…'").
-_PARQUET_FILE = re.compile(r"[Ff]ile '([^']+\.parquet)'")
-
-
-def _unreadable_file(message: str) -> str | None:
-    """DuckDB's error about a cached Parquet file it cannot read (cut short, zero bytes, not
-    Parquet) as one line naming the file and what repairs it; None for any other."""
-    found = _PARQUET_FILE.search(message)
-    if found is None:
-        return None
-    path = found.group(1)
-    why = " ".join(message.split(" Error: ", 1)[-1].replace(f"'{path}'", "").split())
-    return (
-        f"cannot read {path}: {why}. The file is damaged (cut short, or not "
-        "Parquet): run gwtools sync, which moves it aside to _quarantine and fetches its "
-        "month again (gwtools sync --full rebuilds the whole cache)"
-    )
 
 
 def require_extra(extra: str | tuple[str, ...], needed_for: str) -> None:

@@ -16,9 +16,11 @@ from typing import Any
 import pandas as pd
 import pyarrow.fs as pafs
 import pytest
+from click.testing import CliRunner
 
 import gwtools
 from gwtools import analysis as a
+from gwtools.cli import main
 from tests.engines.conftest import SAMPLE
 
 KINDS = ["pyarrow-memory", "pyarrow-local", "fsspec-url"]
@@ -123,11 +125,29 @@ def test_a_lazy_table_meeting_a_cut_short_file_on_shared_storage_names_it(
     assert set(a.to_pandas(again)["id"]) == set(local["id"])
 
 
+def test_the_cli_names_a_damaged_file_on_shared_storage_in_one_line(tmp_path: Path) -> None:
+    # The CLI looked for DuckDB's "file '…'" and missed pyarrow's "input source '…'":
+    # a traceback.
+    cache, part = _damaged_cache(tmp_path, "truncated")
+    where, _, prefix = _shared(cache, "fsspec-url")
+    out = tmp_path / "p.csv"
+    args = ["export", "payments", "--format", "csv", "--out", str(out), "--source", where]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert result.output.count("Error: ") == 1, result.output
+    assert f"cannot read {_name(cache, part, prefix)}" in result.output, result.output
+    assert "`gwtools sync`" in result.output, result.output
+
+
 @pytest.mark.parametrize("folder", ["it's a cache", 'a "quoted" cache', "cache ☕"])
 def test_a_file_cut_short_after_the_scan_is_named_whatever_its_folder_is_called(
     tmp_path: Path, folder: str
 ) -> None:
-    # An analysis said DuckDB's raw error ("No magic bytes found at end of file …").
+    # The CLI found the file by parsing DuckDB's text for "file '…'": a path holding a quote
+    # was missed (a traceback), and the reason carried DuckDB's "LINE 1: SELECT * FROM
+    # parquet_scan([…" excerpt. An analysis said DuckDB's raw error.
+    from gwtools.cli import error_line
+
     cache, part = _damaged_cache(tmp_path, "readable", folder)
     lazy = gwtools.scan_cache(cache, "payments")
     part.write_bytes(part.read_bytes()[:1000])  # cut short after the scan read its footer
@@ -136,3 +156,9 @@ def test_a_file_cut_short_after_the_scan_is_named_whatever_its_folder_is_called(
     assert info.value.path == str(part)
     said = str(info.value)
     assert f"cannot read {part} (" in said and "scan the cache again" in said, said
+    try:
+        lazy.df()
+    except Exception as exc:  # DuckDB's own error, as a command would let it through
+        line = error_line(exc)
+    assert line is not None and f"cannot read {part} (" in line, line
+    assert "LINE 1" not in line and "`gwtools sync`" in line, line
