@@ -332,6 +332,7 @@ class Gateway:
         )
         for resource in wanted:
             check_resource(resource)
+        asked = full  # only a full sync asked for may take over a cache another gateway filled
         if self.settings.embedded:
             from gwtools._embedded import REGISTRY
 
@@ -349,7 +350,7 @@ class Gateway:
             )
             failed: GatewayError | None = None
             try:
-                result = loop.run(run_sync(ctx, wanted, full=full))
+                result = loop.run(run_sync(ctx, wanted, full=full, take_over=asked))
             except BaseExceptionGroup as group:
                 # Concurrent requests (a task group) fail together: raise the gateway's
                 # error itself, which says what to do, rather than a group of them.

@@ -4,7 +4,7 @@ Layout (plain Parquet that pyarrow, DuckDB, Polars and Spark read as it is)::
 
     {cache_dir}/{account}/{test|live}/{payments|refunds}/
         created_month=2024-05/part-00001716900000000000000-1a2b3c4d.parquet   one file a month
-        _state.json        high-water mark, last sync, schema version (written last)
+        _state.json        high-water mark, last sync, schema version, the gateway (written last)
         _rejects.jsonl     records the gateway sent that could not be used, with the reason
         _sync.lock         held by the sync that is running (a second one waits)
     {cache_dir}/{account}/{test|live}/_staging/{resource}/     a running sync's batches
@@ -245,6 +245,8 @@ def _checked_state(raw: Any, path: Path) -> dict[str, Any]:
         del state["payments_to_reread"]
     if state.get("api_variant") not in (None, "A", "B"):
         del state["api_variant"]  # only a hint for planning: detected again from the answers
+    if "gateway" in state and not isinstance(state["gateway"], dict):
+        del state["gateway"]  # a hand edit: the next sync records its own gateway again
     return state
 
 

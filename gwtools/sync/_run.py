@@ -36,8 +36,8 @@ import pyarrow as pa
 from filelock import FileLock, Timeout
 
 from gwtools import _schema
-from gwtools._config import Settings
-from gwtools._errors import InvalidRequestError, NotFoundError
+from gwtools._config import Settings, shown_base_url
+from gwtools._errors import CacheError, InvalidRequestError, NotFoundError
 from gwtools._schema import Resource
 from gwtools.cache._dataset import Dataset, MergeStats, _next_seq
 from gwtools.http._client import Client, MalformedBodyError, RequestStats
@@ -94,8 +94,14 @@ async def run_sync(
     resources: Sequence[Resource],
     *,
     full: bool = False,
+    take_over: bool | None = None,
 ) -> SyncResult:
-    """Sync ``resources`` (refunds first, so their payments can be re-read) into the cache."""
+    """Sync ``resources`` (refunds first, so their payments can be re-read) into the cache.
+
+    A dataset another gateway filled is refused unless ``take_over`` (default: ``full``; a
+    full sync the caller did not ask for, as the embedded sandbox's first of a process, may
+    not replace another gateway's rows)."""
+    take_over = full if take_over is None else take_over
     wanted = list(dict.fromkeys(resources))
     for r in wanted:
         _schema.columns(r)
@@ -117,6 +123,8 @@ async def run_sync(
         # only after the refunds were synced would leave half a sync behind.
         for ds in datasets.values():
             ds.check_version()
+            if not take_over:  # a full sync replaces every row: it may take the folder over
+                _refuse_other_gateway(ds, s)
         for r in order:
             refunds = datasets["refunds"]
             owed = set(refunds.state().get(_OWED, []))
@@ -179,6 +187,59 @@ def _set_owed(refunds: Dataset, ids: set[str]) -> None:
     state = refunds.state()
     state[_OWED] = sorted(ids)
     refunds.write_state(state)
+
+
+def gateway_record(settings: Settings) -> dict[str, Any]:
+    """Which gateway a sync fetches from, as its datasets' state records it: the base URL,
+    the key's mode and the key as :func:`gwtools.secrets.mask_key` shows it (its prefix and
+    last four characters, never more); or the embedded sandbox, whose address and key change
+    with every process."""
+    if settings.embedded:
+        return {"embedded_sandbox": True, "mode": settings.mode}
+    return {
+        "base_url": shown_base_url(settings.base_url, settings.api_key),
+        "mode": settings.mode,
+        "key": settings.masked_key,
+    }
+
+
+def _same_gateway(recorded: Any, here: dict[str, Any]) -> bool:
+    """Whether the gateway ``recorded`` in a dataset's state is the one of ``here``: same
+    mode, and the same address or the same key. One of them may change: a gateway moved to a
+    new address, or a key rotated. A record without them (hand-edited) is taken as this one."""
+    if not isinstance(recorded, dict) or recorded == here:
+        return True
+    if recorded.get("embedded_sandbox") or here.get("embedded_sandbox"):
+        return False
+    if recorded.get("mode", here["mode"]) != here["mode"]:
+        return False
+    return bool(recorded.get("base_url") == here["base_url"] or recorded.get("key") == here["key"])
+
+
+def _describe_record(record: dict[str, Any]) -> str:
+    if record.get("embedded_sandbox"):
+        return "the embedded sandbox"
+    return f"{record.get('base_url')} (key {record.get('key')})"
+
+
+def _refuse_other_gateway(ds: Dataset, settings: Settings) -> None:
+    """Refuse, before anything is touched, an incremental sync into a dataset another
+    gateway filled: it would list from that gateway's high-water mark and mix both gateways'
+    rows. A dataset without a record (written before it was kept) is taken as this one's."""
+    recorded = ds.state().get("gateway")
+    here = gateway_record(settings)
+    if recorded is None or _same_gateway(recorded, here):
+        return
+    raise CacheError(
+        f"the cache at {ds.path.parent} holds {ds.resource} synced from "
+        f"{_describe_record(recorded)}, and this sync is from {_describe_record(here)}: "
+        "synced into one cache, their rows would be mixed, each sync listing from the other's "
+        "high-water mark. Nothing was changed. Give this gateway a cache of its own: another "
+        "account name (account='…' in gwtools.connect, --account NAME) or another cache "
+        "folder (cache_dir=, --cache-dir). If it is the same gateway at a new address with a "
+        "new key, a full sync (gw.sync(full=True), `gwtools sync --full`) lists everything "
+        "from it, replaces the cached rows and records the new gateway"
+    )
 
 
 async def _sync_one(
@@ -306,9 +367,7 @@ async def _sync_one(
         # A new or changed refund changes its payment's refunded amount: owed until a
         # payments sync has re-read it (written with the high-water mark, in one step).
         state = {**state, _OWED: sorted(owed | stats.changed)}
-    _write_state(
-        ds, state, res, outcome, writer, incremental=incremental, sandbox=ctx.settings.embedded
-    )
+    _write_state(ds, state, res, outcome, writer, incremental=incremental, settings=ctx.settings)
     res.seconds = time.perf_counter() - started
     log.info("synced %s: %s", resource, res)
     return res
@@ -545,12 +604,19 @@ def _write_state(
     writer: BatchWriter,
     *,
     incremental: bool,
-    sandbox: bool,
+    settings: Settings,
 ) -> None:
     """Record the sync in the dataset's state, last: an incomplete sync keeps the old
-    high-water mark, so the next one lists the gap again. ``sandbox``: the rows came from the
-    embedded sandbox, so whoever reads the folder later labels them "sandbox data"."""
+    high-water mark, so the next one lists the gap again. Rows from the embedded sandbox are
+    recorded as such (``sandbox_data``), so whoever reads the folder later labels them
+    "sandbox data"; and which gateway filled the dataset (``gateway``): a full sync from
+    another one takes the dataset over only once it is complete, having replaced every row."""
     high_water = state.get("high_water")
+    here = gateway_record(settings)
+    recorded = state.get("gateway")
+    taken_over = res.complete and not incremental
+    same = recorded is None or _same_gateway(recorded, here)
+    gateway = here if same or taken_over else recorded
     new_high = high_water
     if writer.max_created is not None and res.complete:
         top = writer.max_created.isoformat()
@@ -569,7 +635,8 @@ def _write_state(
             "api_variant": (outcome.variant if res.complete else None) or state.get("api_variant"),
             "strategy": outcome.strategy,
             "time_filters_ignored": outcome.time_filters_ignored,
-            "sandbox_data": sandbox,
+            "sandbox_data": settings.embedded,
+            "gateway": gateway,
             # What this sync's checks found (`gwtools check` reports an incomplete last sync).
             "completeness": res.report(),
         }

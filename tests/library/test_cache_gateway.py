@@ -1,0 +1,129 @@
+"""A cache folder records which gateway filled it (its base URL, key mode and masked key, never
+the key), and a sync from another gateway into it is refused before anything is touched: two
+gateways given the same ``account=`` merged their payments into one cache, each incremental
+sync listing from the other's high-water mark. The same address with another key (a rotated
+key), or the same key at another address (a gateway moved), is the same gateway.
+
+Real syncs against the two session sandboxes over loopback HTTP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import gwtools
+from gwtools.secrets import mask_key
+from tests.library.test_crash_consistency import Shop
+
+
+def _shops(sandbox_a: Any, sandbox_b: Any, tmp_path: Path) -> tuple[Shop, Shop]:
+    """Two gateways' accounts, both synced as account 'shop' into one cache folder."""
+    cache = tmp_path / "cache"
+    return Shop(sandbox_a, cache, payments=40), Shop(sandbox_b, cache, payments=30)
+
+
+def _ids(shop: Shop) -> set[str]:
+    return set(shop.dataset().read()["id"])
+
+
+def test_a_sync_from_another_gateway_into_a_filled_folder_is_refused(
+    sandbox_a: Any, sandbox_b: Any, tmp_path: Path
+) -> None:
+    first, second = _shops(sandbox_a, sandbox_b, tmp_path)
+    cached = first.synced_ids()
+    states = {r: first.dataset(r).state_path.read_bytes() for r in ("payments", "refunds")}
+    with second.connect() as gw, pytest.raises(gwtools.CacheError) as info:
+        gw.sync()
+    said = str(info.value)
+    assert f"{first.base_url}/v1" in said and f"{second.base_url}/v1" in said, said
+    assert "account=" in said and "--account" in said and "--full" in said, said
+    assert str(first.dataset().path.parent) in said, said
+    assert first.key not in said and second.key not in said
+    # Nothing touched: the rows and both states are the first gateway's.
+    assert _ids(first) == cached
+    assert {r: first.dataset(r).state_path.read_bytes() for r in states} == states
+    recorded = gwtools.cache_state(first.cache_dir, "payments", account="shop", mode="test")
+    assert recorded["gateway"] == {
+        "base_url": f"{first.base_url}/v1",
+        "mode": "test",
+        "key": mask_key(first.key),
+    }
+    for r in states:
+        assert first.key not in first.dataset(r).state_path.read_text()
+    # The gateway that filled it syncs on as before.
+    with first.connect() as gw:
+        assert gw.sync().complete
+
+
+def test_a_cache_synced_before_the_record_is_adopted_by_its_next_sync(
+    sandbox_a: Any, sandbox_b: Any, tmp_path: Path
+) -> None:
+    first, second = _shops(sandbox_a, sandbox_b, tmp_path)
+    cached = first.synced_ids()
+    for r in ("payments", "refunds"):  # as an older gwtools wrote it
+        path = first.dataset(r).state_path
+        state = orjson.loads(path.read_bytes())
+        del state["gateway"]
+        path.write_bytes(orjson.dumps(state))
+    assert _ids(first) == cached  # read as it is
+    with first.connect() as gw:
+        result = gw.sync()
+    assert result.complete and result.resources["payments"].mode == "incremental"
+    recorded = first.dataset().state()["gateway"]
+    assert recorded["base_url"] == f"{first.base_url}/v1" and recorded["mode"] == "test"
+    with second.connect() as gw, pytest.raises(gwtools.CacheError):
+        gw.sync()
+
+
+def test_a_full_sync_from_the_other_gateway_replaces_the_cache_and_its_record(
+    sandbox_a: Any, sandbox_b: Any, tmp_path: Path
+) -> None:
+    # The way out the error names when it is the same gateway at a new address: a full
+    # sync makes the cache equal to what it lists, and records where it came from.
+    first, second = _shops(sandbox_a, sandbox_b, tmp_path)
+    first_ids = first.synced_ids()
+    with second.connect() as gw:
+        assert gw.sync(full=True).complete
+    assert _ids(second).isdisjoint(first_ids) and len(_ids(second)) == 30
+    assert second.dataset().state()["gateway"]["base_url"] == f"{second.base_url}/v1"
+    with second.connect() as gw:
+        assert gw.sync().complete
+    with first.connect() as gw, pytest.raises(gwtools.CacheError):
+        gw.sync()
+
+
+def test_a_rotated_key_or_a_moved_gateway_is_the_same_gateway(
+    sandbox_a: Any, tmp_path: Path
+) -> None:
+    first = Shop(sandbox_a, tmp_path / "cache", payments=20)
+    first.synced_ids()
+    # The same address with another key, as a rotated key is.
+    rotated = Shop(sandbox_a, tmp_path / "cache", payments=5)
+    with rotated.connect() as gw:
+        assert gw.sync().resources["payments"].mode == "incremental"
+    assert rotated.dataset().state()["gateway"]["key"] == mask_key(rotated.key)
+    # The same key at another address (here the sandbox by name instead of by number).
+    moved = rotated.base_url.replace("127.0.0.1", "localhost")
+    assert moved != rotated.base_url
+    with gwtools.connect(rotated.key, moved, cache_dir=rotated.cache_dir, account="shop") as gw:
+        assert gw.sync().resources["payments"].mode == "incremental"
+    assert rotated.dataset().state()["gateway"]["base_url"] == f"{moved}/v1"
+
+
+def test_the_embedded_sandbox_does_not_take_over_a_folder_a_gateway_filled(
+    sandbox_a: Any, tmp_path: Path
+) -> None:
+    # connect(account="shop") with GW_API_KEY unset is the embedded sandbox: its first sync
+    # of a process is a full one, which replaced the gateway's cached rows with sandbox data.
+    first = Shop(sandbox_a, tmp_path / "cache", payments=20)
+    cached = first.synced_ids()
+    with (
+        gwtools.connect(cache_dir=first.cache_dir, account="shop", progress=False) as gw,
+        pytest.raises(gwtools.CacheError, match="the embedded sandbox"),
+    ):
+        gw.sync()
+    assert _ids(first) == cached
