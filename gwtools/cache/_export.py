@@ -136,7 +136,8 @@ def _pieces(
     if isinstance(native, duckdb.DuckDBPyRelation):
         resource = canonical_resource(list(native.columns))
         # One schema for the whole result, whatever the first batch holds (all nulls, say).
-        reader = native.to_arrow_reader(rows)
+        with _part_files_said():
+            reader = native.to_arrow_reader(rows)
         if resource is not None:
             return None, (_to_frame(b, resource) for b in _arrow_pieces(reader))
         schema = _file_schema(reader.schema)
@@ -160,12 +161,31 @@ def _arrow_pieces(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
     """The reader's non-empty batches as tables in its schema; one empty table if none."""
     schema = reader.schema
     empty = True
-    for batch in reader:
-        if batch.num_rows:
-            empty = False
-            yield pa.Table.from_batches([batch], schema=schema)
+    with _part_files_said():
+        for batch in reader:
+            if batch.num_rows:
+                empty = False
+                yield pa.Table.from_batches([batch], schema=schema)
     if empty:
         yield schema.empty_table()
+
+
+@contextlib.contextmanager
+def _part_files_said() -> Iterator[None]:
+    """A cache part file that is gone or cannot be read, met while DuckDB streams a lazy
+    table, as the :class:`gwtools.CacheError` naming it (DuckDB's error arrives as its own,
+    or inside the stream as pyarrow's ArrowInvalid, a ValueError)."""
+    import duckdb
+
+    try:
+        yield
+    except (duckdb.Error, pa.ArrowException) as exc:
+        from gwtools.cache._scan import files_gone, unreadable_part
+
+        said = files_gone(exc, "scan the cache again") or unreadable_part(exc, None)
+        if said is None:
+            raise
+        raise said from None
 
 
 def batches(table: Any, rows: int | None = None) -> Iterator[pd.DataFrame]:

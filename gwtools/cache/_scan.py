@@ -134,18 +134,24 @@ def files_gone(exc: BaseException, again: str) -> CacheError | None:
     if not isinstance(exc, duckdb.IOException) or "No files found that match" not in text:
         return None
     name = text.partition('pattern "')[2].partition('"')[0]
+    return _gone(name or None, again)
+
+
+def _gone(name: str | None, again: str) -> CacheError:
     return CacheError(
         f"the cache changed since this lazy table was made: {name or 'a file it reads'} is "
         f"gone (a sync merged its month into a new file). {again[:1].upper()}{again[1:]} "
-        "to read the cache as it is now"
+        "to read the cache as it is now",
+        path=name,
     )
 
 
 def unreadable_part(exc: BaseException, again: str | None) -> CacheError | None:
     """The :class:`gwtools.CacheError` to raise instead of ``exc`` when it is an engine's error
     about a part file a lazy table reads that cannot be read (zero bytes, cut short, not
-    Parquet), with the file as ``path`` (None for any other error). ``again``: what reads the
-    cache without it meanwhile, e.g. "scan the cache again" (None: nothing does).
+    Parquet), or that is gone (as :func:`files_gone`), with the file as ``path`` (None for any
+    other error). ``again``: what reads the cache without it meanwhile, e.g. "scan the cache
+    again" (None: nothing does).
 
     The file is recognised by its path in the error's text, whatever the words around it
     (DuckDB's and pyarrow's differ, and change between versions), then its footer is read to
@@ -160,6 +166,8 @@ def unreadable_part(exc: BaseException, again: str | None) -> CacheError | None:
         return None
     path = max(named, key=len)  # "x/a.parquet" is in "bucket/x/a.parquet" too
     fs = known[path]
+    if not _exists(path, fs):  # shared storage's way of saying what files_gone says
+        return _gone(path, again or "run it again")
     why = _footer_damage(path, fs)
     if why is None:  # its footer reads: bytes lost inside it, or storage that failed once
         said = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
@@ -188,6 +196,13 @@ def read_error(exc: BaseException, again: str) -> CacheError | None:
     if gone is not None:
         return gone
     return unreadable_part(exc, again)
+
+
+def _exists(path: str, fs: pafs.FileSystem | None) -> bool:
+    """Whether the part file at ``path`` (on ``fs``; None: local) is still there."""
+    if fs is None:
+        return os.path.exists(path)
+    return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
 
 
 def _footer_damage(path: str, fs: pafs.FileSystem | None) -> str | None:
@@ -457,32 +472,17 @@ def _table(dataset: Dataset, filters: list[nw.Expr]) -> _Scan:
             return _Scan(_empty(dataset.resource, con), dataset, damaged)
         rel = local
     else:
-        fs = dataset.fs
-        # Known from the listing alone: reading every footer first would cost a request per
-        # file. A file found damaged only when a query reads it is named by that query's
-        # error (unreadable_part), and left out from then on.
-        infos = dataset_file_infos(fs, dataset.folder)
-        damaged = {i.path: why for i in infos if (why := _known_unreadable(fs, i)) is not None}
-        files = [i.path for i in infos if i.path not in damaged]
-        _parts.update(dict.fromkeys(files, fs))
-        if not files:
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                remote, damaged = _scan_remote(con, dataset, columns)
+                break
+            except FileNotFoundError:
+                # A sync merged a month since the listing, as above.
+                if attempt == READ_ATTEMPTS - 1:
+                    raise _gone(None, "scan the cache again") from None
+        if remote is None:
             return _Scan(_empty(dataset.resource, con), dataset, damaged)
-        schema = dataset.schema
-        if _needs_dedup(files):
-            # One dataset per file: the file's name (write order) decides which version wins.
-            parts = [pads.dataset(f, filesystem=fs, format="parquet", schema=schema) for f in files]
-            tables = [
-                con.from_arrow(p).project(
-                    *[duckdb.ColumnExpression(c) for c in columns],
-                    duckdb.ConstantExpression(f).alias(_FILE),
-                )
-                for p, f in zip(parts, files, strict=True)
-            ]
-            rel = functools.reduce(lambda a, b: a.union(b), tables)
-        else:
-            rel = con.from_arrow(
-                pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
-            )
+        rel = remote
     lf = nw.from_native(rel)
     if "filename" in lf.columns:
         lf = lf.rename({"filename": _FILE})
@@ -494,6 +494,38 @@ def _table(dataset: Dataset, filters: list[nw.Expr]) -> _Scan:
     if lf.columns != columns:  # another tool's files, or the file names of a deduplication
         lf = lf.select(columns)
     return _Scan(lf.to_native(), dataset, damaged)
+
+
+def _scan_remote(
+    con: duckdb.DuckDBPyConnection, dataset: _RemoteDataset, columns: list[str]
+) -> tuple[duckdb.DuckDBPyRelation | None, dict[str, str]]:
+    """The lazy scan of a dataset's part files on shared storage as listed now (None: there
+    are none), and the files left out as known unreadable (with why)."""
+    fs = dataset.fs
+    # Known from the listing alone: reading every footer first would cost a request per
+    # file. A file found damaged only when a query reads it is named by that query's
+    # error (unreadable_part), and left out from then on.
+    infos = dataset_file_infos(fs, dataset.folder)
+    damaged = {i.path: why for i in infos if (why := _known_unreadable(fs, i)) is not None}
+    files = [i.path for i in infos if i.path not in damaged]
+    _parts.update(dict.fromkeys(files, fs))
+    if not files:
+        return None, damaged
+    schema = dataset.schema
+    if not _needs_dedup(files):
+        return con.from_arrow(
+            pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
+        ), damaged
+    # One dataset per file: the file's name (write order) decides which version wins.
+    parts = [pads.dataset(f, filesystem=fs, format="parquet", schema=schema) for f in files]
+    tables = [
+        con.from_arrow(p).project(
+            *[duckdb.ColumnExpression(c) for c in columns],
+            duckdb.ConstantExpression(f).alias(_FILE),
+        )
+        for p, f in zip(parts, files, strict=True)
+    ]
+    return functools.reduce(lambda a, b: a.union(b), tables), damaged
 
 
 def _scan_local(
@@ -572,6 +604,7 @@ def read_shared(
     # read finds damaged is left out of the next one, as a local read leaves it out, and
     # the files left out are said once, the read done.
     found: set[str] = set()
+    gone = 0
     while True:
         scan = _table(dataset, filters)
         if strict and scan.damaged:
@@ -585,6 +618,10 @@ def read_shared(
             error = unreadable_part(exc, None)
             if error is None:
                 raise
+            if error.path is not None and not _exists(error.path, _fs(dataset)):
+                gone += 1  # a sync merged its month since the listing: list again
+                if gone < READ_ATTEMPTS:
+                    continue
             if error.path in found or not _left_out(dataset, error.path):
                 raise error from None  # not damaged (storage that failed), or still read
             found.add(str(error.path))
@@ -596,6 +633,10 @@ def read_shared(
     partial = "; ".join(problems) or None
     set_cache_attrs(frame, os.fspath(cache_dir), state, partial, scan.damaged)
     return frame
+
+
+def _fs(dataset: Dataset) -> pafs.FileSystem | None:
+    return dataset.fs if isinstance(dataset, _RemoteDataset) else None
 
 
 def _left_out(dataset: Dataset, path: str | None) -> bool:

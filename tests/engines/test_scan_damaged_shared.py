@@ -162,3 +162,62 @@ def test_a_file_cut_short_after_the_scan_is_named_whatever_its_folder_is_called(
         line = error_line(exc)
     assert line is not None and f"cannot read {part} (" in line, line
     assert "LINE 1" not in line and "`gwtools sync`" in line, line
+
+
+def _merge_first_month(cache: Path) -> None:
+    """What a sync's merge does to a month of several files: the old file goes, a new one
+    (here: of the same rows) takes its place under another name."""
+    old = sorted(cache.glob("sandbox/test/payments/created_month=*/*.parquet"))[0]
+    old.rename(old.with_name("part-09999999999999999999-merged.parquet"))
+
+
+def test_a_lazy_table_on_shared_storage_whose_file_a_sync_replaced_says_to_scan_again(
+    tmp_path: Path,
+) -> None:
+    # As on a local folder: "the cache changed … scan the cache again", not "damaged inside:
+    # gwtools sync --full" (nor, before, pyarrow's "Failed to open local file").
+    cache, _ = _damaged_cache(tmp_path, "readable")
+    where, kw, _ = _shared(cache, "pyarrow-local")
+    lazy = gwtools.scan_cache(where or "/", "payments", **kw)
+    _merge_first_month(cache)
+    with pytest.raises(gwtools.CacheError, match=r"changed since.*Scan the cache again"):
+        a.decline_rate(lazy)
+    assert len(gwtools.scan_cache(where or "/", "payments", **kw)) == 2000
+
+
+def test_read_cache_of_shared_storage_racing_a_syncs_merge_lists_the_files_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local read lists again when a listed file has gone; a read of a URL raised.
+    from gwtools.cache import _scan
+
+    cache, _ = _damaged_cache(tmp_path, "readable")
+    where, kw, _ = _shared(cache, "pyarrow-local")
+    listed = _scan.dataset_file_infos
+    merged: list[bool] = []
+
+    def listing_then_a_merge(fs: pafs.FileSystem, folder: str) -> list[pafs.FileInfo]:
+        files = listed(fs, folder)
+        if not merged:  # the first listing only: a merge lands just after it
+            merged.append(True)
+            _merge_first_month(cache)
+        return files
+
+    monkeypatch.setattr(_scan, "dataset_file_infos", listing_then_a_merge)
+    frame = gwtools.read_cache(where or "/", "payments", **kw)
+    assert merged and len(frame) == 2000
+    assert frame.attrs["gwtools_cache"]["complete"] is True
+
+
+def test_writing_a_lazy_table_that_meets_a_damaged_file_names_it(tmp_path: Path) -> None:
+    # write_table (gwtools export, save_tables) streams DuckDB's batches: the damage arrived
+    # as DuckDB's error, or, met inside the stream, as pyarrow's ArrowInvalid (a ValueError,
+    # which `gwtools export` printed raw), depending on when the file was read.
+    cache, part = _damaged_cache(tmp_path, "truncated")
+    for n in range(3):
+        where, _, prefix = _shared(cache, "fsspec-url")  # each round a copy not yet known
+        lazy = gwtools.scan_cache(where, "payments")
+        with pytest.raises(gwtools.CacheError) as info:
+            gwtools.write_table(lazy, tmp_path / f"p{n}.csv", "csv")
+        assert info.value.path == _name(cache, part, prefix), str(info.value)
+        assert "`gwtools sync`" in str(info.value) and "Arrow source" not in str(info.value)
