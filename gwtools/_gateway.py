@@ -744,9 +744,12 @@ def cache_state(
     *,
     account: str | None = None,
     mode: str | None = None,
+    filesystem: Any = None,
 ) -> dict[str, Any]:
     """What the last sync recorded about a cached dataset (its ``_state.json``: high-water
     mark, last full sync, the completeness report), ``{}`` if nothing was synced there.
+    ``filesystem``: a ``pyarrow.fs.FileSystem`` or fsspec filesystem, ``cache_dir`` a path on
+    it, as :func:`~gwtools.read_cache` takes them.
 
     ``cache_dir`` is a folder as :func:`cache_path` returns (or the dataset's own folder, or
     a cache's URL on shared storage); ``account``/``mode`` pick one of several datasets under
@@ -759,4 +762,4 @@ def cache_state(
     from gwtools.cache._scan import dataset_state
 
     check_resource(resource)
-    return dataset_state(cache_dir, resource, account=account, mode=mode)
+    return dataset_state(cache_dir, resource, account=account, mode=mode, filesystem=filesystem)

@@ -307,14 +307,16 @@ def dataset_state(
     *,
     account: str | None = None,
     mode: str | None = None,
+    filesystem: Any = None,
 ) -> dict[str, Any]:
-    """The ``_state.json`` of ``resource``'s dataset under ``cache_dir`` (a folder or URL, as
-    :func:`scan_cache` finds it), ``{}`` when nothing was synced there. Part files that cannot
+    """The ``_state.json`` of ``resource``'s dataset under ``cache_dir`` (a folder or URL, or a
+    path on ``filesystem``, as :func:`scan_cache` finds it), ``{}`` when nothing was synced
+    there. Part files that cannot
     be read (zero bytes, cut short) are added as ``unreadable_files`` ({path: why}): the readers
     leave their rows out, so the data is partial. On shared storage, where reading each footer
     costs a request, those are the files its listing shows too small to be Parquet and those a
     query of this process found damaged."""
-    remote = _resolve_filesystem(cache_dir, None)
+    remote = _resolve_filesystem(cache_dir, filesystem)
     try:
         dataset = _find(cache_dir, resource, remote, account, mode)
     except FileNotFoundError:  # CacheNotFoundError: nothing synced there yet

@@ -97,9 +97,8 @@ def test_scan_cache_of_shared_storage_leaves_a_zero_byte_file_out_with_a_warning
     assert set(a.to_pandas(lazy)["id"]) == set(local["id"])
     with pytest.raises(gwtools.CacheError, match="cannot be read"):
         gwtools.scan_cache(where or "/", "payments", strict=True, **kw)
-    if not kw:  # cache_state takes a URL (no filesystem=)
-        state = gwtools.cache_state(where, "payments")
-        assert list(state["unreadable_files"]) == [name]
+    state = gwtools.cache_state(where or "/", "payments", **kw)
+    assert list(state["unreadable_files"]) == [name]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -221,3 +220,13 @@ def test_writing_a_lazy_table_that_meets_a_damaged_file_names_it(tmp_path: Path)
             gwtools.write_table(lazy, tmp_path / f"p{n}.csv", "csv")
         assert info.value.path == _name(cache, part, prefix), str(info.value)
         assert "`gwtools sync`" in str(info.value) and "Arrow source" not in str(info.value)
+
+
+def test_cache_state_takes_a_filesystem_as_the_readers_do(tmp_path: Path) -> None:
+    # read_cache and scan_cache take filesystem=; cache_state did not (TypeError), so a cache
+    # read through a filesystem object could not be checked for freshness or damage.
+    cache, part = _damaged_cache(tmp_path, "zero-byte")
+    where, kw, prefix = _shared(cache, "pyarrow-memory")
+    state = gwtools.cache_state(where, "payments", **kw)
+    assert state["last_full_sync"] == gwtools.cache_state(cache, "payments")["last_full_sync"]
+    assert list(state["unreadable_files"]) == [_name(cache, part, prefix)]
