@@ -133,8 +133,17 @@ def files_gone(exc: BaseException, again: str) -> CacheError | None:
     text = str(exc)
     if not isinstance(exc, duckdb.IOException) or "No files found that match" not in text:
         return None
-    name = text.partition('pattern "')[2].partition('"')[0]
+    # The file's whole path, as a lazy table of this process named it: DuckDB's quotes
+    # around it end at the first '"' of a folder's name.
+    name = _named_part(text) or text.partition('pattern "')[2].partition('"')[0]
     return _gone(name or None, again)
+
+
+def _named_part(text: str) -> str | None:
+    """The path of the part file (of those lazy tables were made on) an engine's error text
+    names, whatever the words and quotes around it; None if it names none."""
+    named = [p for p in tuple(_parts) if p in text]  # a copy: another thread may scan
+    return max(named, key=len) if named else None  # "x/a.parquet" is in "b/x/a.parquet" too
 
 
 def _gone(name: str | None, again: str) -> CacheError:
@@ -160,12 +169,10 @@ def unreadable_part(exc: BaseException, again: str | None) -> CacheError | None:
     if not isinstance(exc, duckdb.Error | pa.ArrowException):
         return None
     text = str(exc)
-    known = dict(_parts)  # a copy: another thread's scan may add to it meanwhile
-    named = [p for p in known if p in text]
-    if not named:
+    path = _named_part(text)
+    if path is None:
         return None
-    path = max(named, key=len)  # "x/a.parquet" is in "bucket/x/a.parquet" too
-    fs = known[path]
+    fs = _parts.get(path)
     if not _exists(path, fs):  # shared storage's way of saying what files_gone says
         return _gone(path, again or "run it again")
     why = _footer_damage(path, fs)

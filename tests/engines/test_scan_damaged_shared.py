@@ -230,3 +230,19 @@ def test_cache_state_takes_a_filesystem_as_the_readers_do(tmp_path: Path) -> Non
     state = gwtools.cache_state(where, "payments", **kw)
     assert state["last_full_sync"] == gwtools.cache_state(cache, "payments")["last_full_sync"]
     assert list(state["unreadable_files"]) == [_name(cache, part, prefix)]
+
+
+@pytest.mark.parametrize("folder", ['a "quoted" cache', "plain"])
+def test_a_file_a_sync_replaced_is_named_whole_whatever_its_folder_is_called(
+    tmp_path: Path, folder: str
+) -> None:
+    # files_gone cut the name out of DuckDB's 'pattern "…"': a folder holding a " was cut
+    # at it ('…/a  is gone').
+    cache, _ = _damaged_cache(tmp_path, "readable", folder)
+    lazy = gwtools.scan_cache(cache, "payments")
+    old = sorted(cache.glob("sandbox/test/payments/created_month=*/*.parquet"))[0]
+    _merge_first_month(cache)
+    with pytest.raises(gwtools.CacheError) as info:
+        a.decline_rate(lazy)
+    assert info.value.path == str(old)
+    assert f"{old} is gone" in str(info.value), str(info.value)
