@@ -210,10 +210,11 @@ def _same_gateway(recorded: Any, here: dict[str, Any]) -> bool:
     if not isinstance(recorded, dict) or recorded == here:
         return True
     if recorded.get("embedded_sandbox") or here.get("embedded_sandbox"):
-        return False
+        return bool(recorded.get("embedded_sandbox") and here.get("embedded_sandbox"))
     if recorded.get("mode", here["mode"]) != here["mode"]:
         return False
-    return bool(recorded.get("base_url") == here["base_url"] or recorded.get("key") == here["key"])
+    url, key = recorded.get("base_url"), recorded.get("key")
+    return (url is None and key is None) or url == here["base_url"] or key == here["key"]
 
 
 def _describe_record(record: dict[str, Any]) -> str:

@@ -64,15 +64,19 @@ def test_a_cache_synced_before_the_record_is_adopted_by_its_next_sync(
 ) -> None:
     first, second = _shops(sandbox_a, sandbox_b, tmp_path)
     cached = first.synced_ids()
-    for r in ("payments", "refunds"):  # as an older gwtools wrote it
-        path = first.dataset(r).state_path
-        state = orjson.loads(path.read_bytes())
-        del state["gateway"]
-        path.write_bytes(orjson.dumps(state))
-    assert _ids(first) == cached  # read as it is
-    with first.connect() as gw:
-        result = gw.sync()
-    assert result.complete and result.resources["payments"].mode == "incremental"
+    # As an older gwtools wrote it (no record), or a hand edit (an empty one, not an object).
+    for record in (None, {}, "shop"):
+        for r in ("payments", "refunds"):
+            path = first.dataset(r).state_path
+            state = orjson.loads(path.read_bytes())
+            del state["gateway"]
+            if record is not None:
+                state["gateway"] = record
+            path.write_bytes(orjson.dumps(state))
+        assert _ids(first) == cached  # read as it is
+        with first.connect() as gw:
+            result = gw.sync()
+        assert result.complete and result.resources["payments"].mode == "incremental"
     recorded = first.dataset().state()["gateway"]
     assert recorded["base_url"] == f"{first.base_url}/v1" and recorded["mode"] == "test"
     with second.connect() as gw, pytest.raises(gwtools.CacheError):
