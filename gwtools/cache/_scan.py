@@ -368,9 +368,12 @@ def _partial(message: str, strict: bool, caller: str) -> None:
     )
 
 
-def _check_complete(dataset: Dataset, strict: bool, caller: str) -> None:
-    """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache does."""
-    if dataset.completed():
+def _check_complete(
+    dataset: Dataset, strict: bool, caller: str, state: dict[str, Any] | None = None
+) -> None:
+    """Warn (or raise, ``strict``) when no sync of the dataset has completed, as read_cache
+    does; pass ``state`` when it was already read (each read warns of what is wrong in it)."""
+    if dataset.completed(state):
         return
     message = (
         f"the cached {dataset.resource} at {dataset.path} are partial: no sync of them has "
@@ -608,7 +611,8 @@ def read_shared(
         f"them: gwtools.scan_cache(url, {resource!r}) is a lazy table every analysis takes.",
     )
     dataset = _find(cache_dir, resource, remote, account, mode)
-    _check_complete(dataset, strict, "read_cache")
+    state = dataset.state()
+    _check_complete(dataset, strict, "read_cache", state)
     # Only reading a footer tells whether a file is damaged (a request per file): a file the
     # read finds damaged is left out of the next one, as a local read leaves it out, and
     # the files left out are said once, the read done.
@@ -634,7 +638,6 @@ def read_shared(
             if error.path in found or not _left_out(dataset, error.path):
                 raise error from None  # not damaged (storage that failed), or still read
             found.add(str(error.path))
-    state = dataset.state()
     problems = [] if dataset.completed(state) else [_NOT_COMPLETED]
     if scan.damaged:
         _say_damaged(dataset, scan.damaged, strict, "read_cache")

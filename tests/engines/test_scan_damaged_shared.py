@@ -246,3 +246,20 @@ def test_a_file_a_sync_replaced_is_named_whole_whatever_its_folder_is_called(
         a.decline_rate(lazy)
     assert info.value.path == str(old)
     assert f"{old} is gone" in str(info.value), str(info.value)
+
+
+def test_read_cache_of_shared_storage_says_a_bad_state_once(tmp_path: Path) -> None:
+    # The state was read twice (is it complete? then for the frame's attrs): every warning
+    # about it came twice where warnings are always shown (pytest, some notebooks).
+    cache, _ = _damaged_cache(tmp_path, "readable")
+    state = cache / "sandbox" / "test" / "payments" / "_state.json"
+    state.write_text('{"high_water": "last tuesday", "last_full_sync": "2026-11-24T14:14:54Z"}')
+    where = _shared(cache, "fsspec-url")[0]
+    for read in (
+        lambda: gwtools.read_cache(cache, "payments"),
+        lambda: gwtools.read_cache(where, "payments"),
+    ):
+        with pytest.warns(gwtools.GatewayDataWarning) as caught:
+            read()
+        said = [str(w.message) for w in caught if "'last tuesday'" in str(w.message)]
+        assert len(said) == 1, said
