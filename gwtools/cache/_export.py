@@ -174,12 +174,12 @@ def _arrow_pieces(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
 def _part_files_said() -> Iterator[None]:
     """A cache part file that is gone or cannot be read, met while DuckDB streams a lazy
     table, as the :class:`gwtools.CacheError` naming it (DuckDB's error arrives as its own,
-    or inside the stream as pyarrow's ArrowInvalid, a ValueError)."""
+    or inside the stream as pyarrow's ArrowInvalid, a ValueError, or its IOError)."""
     import duckdb
 
     try:
         yield
-    except (duckdb.Error, pa.ArrowException) as exc:
+    except (duckdb.Error, pa.ArrowException, OSError) as exc:
         from gwtools.cache._scan import files_gone, unreadable_part
 
         said = files_gone(exc, "scan the cache again") or unreadable_part(exc, None)

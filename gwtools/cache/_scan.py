@@ -166,7 +166,8 @@ def unreadable_part(exc: BaseException, again: str | None) -> CacheError | None:
     (DuckDB's and pyarrow's differ, and change between versions), then its footer is read to
     tell a damaged file from storage that failed once. A file on shared storage is remembered,
     so the next scan leaves it out while it stays as it is."""
-    if not isinstance(exc, duckdb.Error | pa.ArrowException):
+    # OSError: pyarrow hands some of DuckDB's errors out of a batch stream as an IOError.
+    if not isinstance(exc, duckdb.Error | pa.ArrowException | OSError):
         return None
     text = str(exc)
     path = _named_part(text)
