@@ -199,7 +199,9 @@ def test_id_stored_damaged_keeps_every_sync_incomplete(shop: Shop, tmp_path: Pat
             assert not result.complete
             assert result.resources["payments"].rejects_by_reason == {"malformed id": 1}
             assert _state(gw).get("high_water") is None
-        assert gw.payments(refresh=False)["id"].tolist() == [good]
+        # no sync ever completed, so reading the cache says its rows may be missing
+        with pytest.warns(GatewayDataWarning, match="no sync of them has completed"):
+            assert gw.payments(refresh=False)["id"].tolist() == [good]
     reason = gw._dataset("payments").rejects()["reason"].iloc[0]
     assert "'pay_'" in reason and "letters and digits" in reason
 

@@ -38,6 +38,7 @@ from gwtools._errors import (
     error_from_response,
 )
 from gwtools.http._client import Client
+from gwtools.sync._result import GatewayDataWarning
 from tests.library._shop import CARD_DECLINE, Shop
 
 ZWSP = "\u200b"
@@ -274,12 +275,18 @@ def test_bodies_that_are_not_json(shop: Shop, tmp_path: Path) -> None:
     shop.faults(non_json_rate=1.0)
     try:
         with shop.connect(tmp_path, **OPTIONS) as gw:
-            result = gw.sync()
-            frame = gw.payments(refresh=True)
+            with pytest.warns(GatewayDataWarning, match="the sync is incomplete.*unreadable"):
+                result = gw.sync()
+            # the refresh's sync is incomplete too, so the table read says it is partial
+            with pytest.warns(GatewayDataWarning) as said:
+                frame = gw.payments(refresh=True)
         error = raised(_client_get(_settings(shop.key, shop.base_url, tmp_path)))
     finally:
         shop.clear_faults()
     assert not result.complete and frame.empty
+    messages = [str(w.message) for w in said]
+    assert any(m.startswith("the sync is incomplete") for m in messages), messages
+    assert any("no sync of them has completed" in m for m in messages), messages
     assert isinstance(error, APIError) and error.code == "malformed_body", repr(error)
     for thing in (result, gw.last_result, error):
         assert_clean(thing, shop.key)

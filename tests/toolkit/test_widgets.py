@@ -768,8 +768,15 @@ def test_a_dashboard_given_a_gateway_scans_its_cache(
         "sk_test_" + "a" * 24, "http://127.0.0.1:9", cache_dir=tmp_path, account="shop"
     )
     try:  # nothing is contacted: the dashboard reads the cache as it is
-        Dataset(gw._dataset("payments").path, "payments").write_batch(payments)
-        Dataset(gw._dataset("refunds").path, "refunds").write_batch(refunds)
+        done = "2026-11-01T00:00:00+00:00"
+        for name, frame in (("payments", payments), ("refunds", refunds)):
+            ds = Dataset(gw._dataset(name).path, name)
+            ds.write_batch(frame)
+            # as a completed sync leaves it (a never-synced cache warns its rows are partial)
+            ds.write_state(
+                {"last_full_sync": done, "high_water": done, "last_sync": done,
+                 "completeness": {"complete": True}}
+            )  # fmt: skip
         d = w.refunds_dashboard(gw, tz="UTC", now="2026-11-10T00:00:00Z")
         # Every dashboard takes a Gateway (the quality and monitor ones once needed tables).
         q = w.quality_dashboard(gw, tz="UTC")
