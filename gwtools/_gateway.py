@@ -26,6 +26,7 @@ import concurrent.futures
 import contextlib
 import datetime as dt
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -471,8 +472,9 @@ class Gateway:
         sync keeps it; one served again on a later page (listings overlap where their time
         windows meet) is not yielded again, so if it changed in between, the stream has the
         version read first where a sync keeps the later. Filters are checked as in
-        :meth:`payments`, when called. Records the normaliser rejects and unknown
-        statuses are reported as :class:`~gwtools.GatewayDataWarning`; a page that stays
+        :meth:`payments`, when called. Records the normaliser rejects are reported as one
+        :class:`~gwtools.GatewayDataWarning` with their count when the stream ends (or is
+        closed), unknown statuses as warnings too; a page that stays
         unreadable raises its :class:`~gwtools.MalformedBodyError` after the pages before
         it. Example::
 
@@ -566,6 +568,10 @@ class Gateway:
         # yielded already, so the first page's version stands (a sync keeps the later one).
         seen: set[str] = set()
         livemode = self.settings.mode == "live"
+        # Said once, when the stream ends (however it ends), as a sync says it: per page, a
+        # long stream over a damaged listing repeated it page after page.
+        skipped = 0
+        first_reason = ""
         try:
             while (body := next_page()) is not done:
                 batch = normalize_bodies(resource, [body], livemode=livemode, check_ids=True)
@@ -577,12 +583,8 @@ class Gateway:
                         stacklevel=2,
                     )
                 if batch.rejects:
-                    warnings.warn(
-                        f"{len(batch.rejects)} {resource} records could not be read and were "
-                        f"skipped (first: {batch.rejects[0].reason})",
-                        GatewayDataWarning,
-                        stacklevel=2,
-                    )
+                    first_reason = first_reason or batch.rejects[0].reason
+                    skipped += len(batch.rejects)
                 # An id twice on one page: its last row wins, as in a sync's batch (before
                 # the filters, so that a stale first row cannot pass them).
                 page = batch.frame.drop_duplicates("id", keep="last")
@@ -600,6 +602,14 @@ class Gateway:
             if failed is not None:
                 raise failed
         finally:
+            # Not at interpreter exit: a stream left half-read then ends silently.
+            if skipped and not sys.is_finalizing():
+                warnings.warn(
+                    f"{skipped} {resource} records could not be read and were skipped "
+                    f"(first: {first_reason})",
+                    GatewayDataWarning,
+                    stacklevel=2,
+                )
             # Stopped early (or failed): stop the listing too. Through the loop, not with
             # future.cancel(), whose callback raises "Event loop is closed" once the loop has
             # stopped (a stream dropped at exit, after its Gateway), when there is nothing

@@ -337,3 +337,30 @@ def test_closing_the_gateway_under_a_waiting_stream_ends_the_stream(
     assert not consumer.is_alive(), "the stream still waits after gw.close()"
     assert len(outcome) == 1 and isinstance(outcome[0], gwtools.ConfigurationError), outcome
     assert "closed while its payments were being streamed" in str(outcome[0])
+
+
+def test_records_skipped_on_several_pages_are_reported_once_with_their_count(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """A sync says once how many records it rejected; a stream said it once per page that had
+    any, so a long stream over a damaged listing repeated the warning page after page."""
+    shop.history(payments=250, days=10)  # three pages of 100
+    shop.faults(garbled_id_rate=1.0, seed=3)  # one damaged id on every page
+    try:
+        with shop.connect(tmp_path) as gw:
+            with pytest.warns(gwtools.GatewayDataWarning) as said:
+                streamed = list(gw.iter_payments())
+            # stopped early, it still says what it skipped on the pages it read
+            stopped = gw.iter_payments()
+            next(stopped)
+            with pytest.warns(gwtools.GatewayDataWarning, match="^1 payments records could"):
+                stopped.close()
+    finally:
+        shop.clear_faults()
+    skipped = [str(w.message) for w in said if "could not be read" in str(w.message)]
+    assert len(skipped) == 1, skipped
+    # the pages' rejects summed: one per page, on more than one page
+    count, rest = skipped[0].split(" ", 1)
+    assert int(count) > 1 and len(streamed) < 250
+    assert rest.startswith("payments records could not be read and were skipped (first: ")
+    assert "(first: malformed id 'pay_" in rest
