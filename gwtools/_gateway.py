@@ -474,7 +474,7 @@ class Gateway:
         version read first where a sync keeps the later. Filters are checked as in
         :meth:`payments`, when called. Records the normaliser rejects are reported as one
         :class:`~gwtools.GatewayDataWarning` with their count when the stream ends (or is
-        closed), unknown statuses as warnings too; a page that stays
+        closed), unknown statuses as one each; a page that stays
         unreadable raises its :class:`~gwtools.MalformedBodyError` after the pages before
         it. Example::
 
@@ -572,11 +572,13 @@ class Gateway:
         # long stream over a damaged listing repeated it page after page.
         skipped = 0
         first_reason = ""
+        unknown_said: set[tuple[str, str]] = set()
         try:
             while (body := next_page()) is not done:
                 batch = normalize_bodies(resource, [body], livemode=livemode, check_ids=True)
                 unknown = unknown_by_variant(resource, batch.frame, batch.unknown_statuses)
-                for variant, status in sorted(unknown):
+                for variant, status in sorted(unknown - unknown_said):
+                    unknown_said.add((variant, status))
                     warnings.warn(
                         unknown_status_message(resource, variant, status, "records"),
                         GatewayDataWarning,

@@ -151,3 +151,22 @@ def test_the_same_value_from_each_variant_is_warned_once_per_variant(
     assert len(second) == 1 and "'on_ice' (API variant B)" in second[0], second
     assert again == [] and back == [], (again, back)
     assert variants == {"A"}
+
+
+def test_the_stream_names_an_unknown_status_once_however_many_pages_hold_it(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """As a sync names each unknown value once, so does a stream: it named it on every page."""
+    v = shop.variant
+    for i in range(120):  # more than a page of 100
+        created = (
+            {"created": 1767225600 + i}
+            if v == "B"
+            else {"created_at": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
+        )
+        shop.raw("payments", {"object": "payment", "id": f"pay_odd{v}{i:03d}", "amount": 500,
+                              "currency": "myr", "status": f"drifting_{v}", **created})  # fmt: skip
+    with shop.connect(tmp_path) as gw, pytest.warns(GatewayDataWarning) as caught:
+        ids = [p["id"] for p in gw.iter_payments()]
+    assert len(ids) == 120
+    assert len(_said(caught.list, f"drifting_{v}")) == 1
