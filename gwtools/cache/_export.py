@@ -46,6 +46,7 @@ import pyarrow.parquet as pq
 
 from gwtools import _schema
 from gwtools._errors import ConfigurationError
+from gwtools.cache._dataset import PARTITION, QUARANTINE, STAGING
 
 __all__ = ["BATCH_ROWS", "batches", "write_table"]
 
@@ -421,6 +422,29 @@ def _check_path(target: Path, fmt: str) -> None:
         )
 
 
+def _check_outside_cache(target: Path, fmt: str) -> None:
+    """Refuse a path inside a cache's dataset (a month's file, a file beside it, or one in the
+    dataset's, staging's or quarantine's folder): it would overwrite a month with the whole
+    table, or put a foreign file where DuckDB, Spark and the next sync read the dataset. Only
+    the folders above the file are looked at (a few ``stat`` calls), links followed."""
+    here = Path(os.path.realpath(target.parent))
+    for folder in (here, *here.parents):
+        if (
+            folder.name.startswith(f"{PARTITION}=")
+            or (folder / "_state.json").is_file()
+            # (a `_staging` folder of one's own, with no dataset beside it, is no cache's)
+            or (
+                folder.name in (STAGING, QUARANTINE)
+                and any((folder.parent / r).is_dir() for r in ("payments", "refunds"))
+            )
+        ):
+            raise ConfigurationError(
+                f"cannot write {fmt} to {target}: it is inside the cache's dataset {folder}, "
+                "where it would replace or be read as cached rows; write it outside the cache "
+                "folder"
+            )
+
+
 def _destination(path: Path) -> Path:
     """The file a write to ``path`` replaces: a symlink's target (followed to the end, even if
     it does not exist yet), so that the link stays a link, as when a program opens it for
@@ -463,8 +487,9 @@ def write_table(
     reader never sees half a file; a file it replaces keeps its permission bits, and a
     symlink stays a link: the file it points to is the one written; a device or pipe, such as
     ``/dev/null`` or ``/dev/stdout``, is written into, not replaced) or an open text stream
-    for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, raises
-    :class:`~gwtools.ConfigurationError` before anything is written. The file is what
+    for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, or
+    that lies inside a cache's dataset (a month's file, or a file DuckDB or Spark would read as
+    part of the dataset), raises :class:`~gwtools.ConfigurationError` before anything is written. The file is what
     ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
     table as its ``.df()``; CSV times: each batch's, and a carriage return in a cell quoted,
     see the module). Example::
@@ -517,6 +542,7 @@ def _write_to(
             return _write(table, fmt, binary, rows, guarded)
     target = _destination(Path(out))
     _check_path(target, fmt)
+    _check_outside_cache(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         if fmt == "csv":

@@ -236,3 +236,42 @@ def test_a_pipe_or_device_is_written_into_not_replaced(
     assert link == out.is_symlink()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert b"".join(chunks) == whole.read_bytes()
+
+
+def _cache_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    return cache
+
+
+def _month_file(cache: Path) -> Path:
+    return next((cache / "sandbox/test/refunds/created_month=2026-10").glob("*.parquet"))
+
+
+def test_an_export_into_the_caches_own_dataset_is_refused(tmp_path: Path) -> None:
+    cache = _cache_copy(tmp_path)
+    month = _month_file(cache)
+    before = month.read_bytes()
+    dataset = cache / "sandbox/test/refunds"
+    link = tmp_path / "link"
+    link.symlink_to(dataset)
+    for out in (
+        month,  # a month's file overwritten with the whole table
+        month.parent / "x.parquet",  # a foreign file that engines read as part of the month
+        dataset / "x.parquet",
+        link / "x.parquet",  # the same, reached through a link
+        cache / "sandbox/test/_staging/refunds/x.parquet",
+    ):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result = _export(out, fmt="parquet", resource="refunds")
+        assert result.exit_code == 1, (out, result.output)
+        assert "inside the cache" in result.output and "outside" in result.output, result.output
+        with pytest.raises(gwtools.ConfigurationError, match="inside the cache"):
+            gwtools.write_table(gwtools.read_cache(SAMPLE, "refunds"), out, "parquet")
+    assert month.read_bytes() == before
+    assert sorted(p.name for p in month.parent.iterdir()) == [month.name]
+    assert not list(dataset.glob("*.parquet"))
+    # beside the datasets, in the cache's folder, is no part of any dataset
+    assert _export(cache / "refunds.parquet", fmt="parquet").exit_code == 0
