@@ -37,7 +37,8 @@ DateLike = str | dt.date | dt.datetime | pd.Timestamp | None
 
 
 def resolve_tz(tz: str | None = None) -> str:
-    """The time zone name to use: ``tz``, else ``GW_TIMEZONE``, else ``"UTC"``.
+    """The time zone name to use: ``tz``, else ``GW_TIMEZONE``, else ``"UTC"`` (blank text,
+    spaces or not, is no value).
 
     Raises ``ValueError`` for a name the IANA database does not know.
     """
@@ -49,7 +50,9 @@ def resolve_tz(tz: str | None = None) -> str:
             "'Asia/Kuala_Lumpur' or 'UTC'",
             param="tz",
         )
-    name = tz or os.environ.get("GW_TIMEZONE") or "UTC"
+    # Blank text is no value, spaces or not, as since=" " is no bound (docs/decisions.md).
+    tz = tz if tz and tz.strip() else None
+    name = tz or (os.environ.get("GW_TIMEZONE") or "").strip() or "UTC"
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):

@@ -305,7 +305,7 @@ def _address(gw: Any) -> str | None:
 def _demo_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     """``--tz`` of the demo: the value given, else GW_TIMEZONE's (a bad one named as the
     variable's, where it was set), else Malaysia time."""
-    if value is None and not os.environ.get("GW_TIMEZONE"):
+    if value is None and not os.environ.get("GW_TIMEZONE", "").strip():
         return _DEMO_TZ
     return _check_tz(ctx, param, value) or _DEMO_TZ
 

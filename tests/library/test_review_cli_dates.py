@@ -229,3 +229,20 @@ def test_report_refuses_since_after_until_before_syncing_in_the_options_words(
         assert "since='" not in said and not out.exists()
     result = _run([*args[:-1], "2026-11-20"], env)  # one whole day: since == until is fine
     assert "is after" not in result.output
+
+
+def test_whitespace_is_empty_text_for_tz_as_for_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tz=" " was an unknown zone while since=" " was no bound: blank text is no value in the
+    library whatever its spaces, and refused on the command line (docs/decisions.md)."""
+    from gwtools.analysis import resolve_tz
+
+    monkeypatch.setenv("GW_TIMEZONE", "Asia/Kuala_Lumpur")
+    assert resolve_tz(" ") == resolve_tz("\t") == resolve_tz(None) == "Asia/Kuala_Lumpur"
+    monkeypatch.setenv("GW_TIMEZONE", "  ")  # set blank, as empty: not set
+    assert resolve_tz(None) == resolve_tz(" ") == "UTC"
+    args, env = _command("monitor", tmp_path)
+    for option in ("--tz", "--since"):
+        result = _run([*args, option, " "], env)
+        assert result.exit_code == 2 and f"{option}=' ' is empty" in result.output, result.output
