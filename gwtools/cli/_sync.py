@@ -23,7 +23,7 @@ from click.core import ParameterSource
 
 from gwtools.cli import reader_gone, require_extra
 from gwtools.cli._dates import check_date, created_span, not_before
-from gwtools.cli._paths import out_file
+from gwtools.cli._paths import oserror_line, out_file
 from gwtools.cli._source import check_source_folder, source_advice
 
 if TYPE_CHECKING:
@@ -229,12 +229,16 @@ def sync(
 
     from gwtools import CacheError, GatewayError
 
-    def failed(exc: GatewayError) -> NoReturn:
+    def failed(exc: GatewayError | OSError) -> NoReturn:
+        # (a CacheError is both: the library's own words; another OSError, a file or folder
+        # in the cache it could not use, in the words its Error: line would have)
+        message = str(exc) if isinstance(exc, GatewayError) else oserror_line(exc)
         if as_json:  # a script reading standard output gets an answer too (redacted, as all)
-            said = {k: getattr(exc, k) for k in ("http_status", "code", "param", "request_id")}
-            error = {"error": type(exc).__name__, "message": str(exc), **said}
+            keys = ("http_status", "code", "param", "request_id")
+            said = {k: getattr(exc, k, None) for k in keys}
+            error = {"error": type(exc).__name__, "message": message, **said}
             click.echo(json.dumps({"complete": False, **error}, indent=2))
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(message) from None
 
     try:  # a key or address connect() refuses is a failed sync too (a pk_ key, no base URL)
         gw = _open_gateway(api_key_file, base_url, cache_dir, account, progress)
@@ -247,7 +251,7 @@ def sync(
     try:
         with _incompleteness_said():  # reported below (and by the exit status), not twice
             result = gw.sync(resources or _RESOURCES, full=full)
-    except GatewayError as exc:
+    except (GatewayError, OSError) as exc:
         failed(exc)
     finally:
         gw.close()

@@ -180,6 +180,24 @@ def test_a_sync_into_a_file_as_cache_folder_answers_json_too(tmp_path: Path) -> 
     assert "is a file, not a folder" in answer["message"] and "Error:" in result.stderr
 
 
+def test_a_sync_stopped_by_a_file_system_error_answers_json_too(shop: Shop, tmp_path: Path) -> None:
+    # An OSError that is not the library's CacheError (here the dataset's _state.json is a
+    # folder) left standard output empty under --json, with only an Error: line.
+    shop.card()
+    env = _env(shop, tmp_path)
+    assert CliRunner().invoke(main, ["sync", "--resource", "refunds"], env=env).exit_code == 0
+    (state,) = tmp_path.rglob("refunds/_state.json")
+    state.unlink()
+    state.mkdir()
+    result = CliRunner().invoke(main, ["sync", "--json", "--resource", "refunds"], env=env)
+    assert result.exit_code == 1, result.output
+    answer = json.loads(result.stdout)
+    assert answer["complete"] is False and answer["error"] == "IsADirectoryError"
+    assert answer["message"] == f"cannot use {state}: Is a directory"
+    assert answer["http_status"] is None and answer["request_id"] is None
+    assert f"Error: cannot use {state}: Is a directory" in result.stderr
+
+
 def test_bad_input_gets_a_clear_error(shop: Shop, tmp_path: Path) -> None:
     runner = CliRunner()
     env = _env(shop, tmp_path)
