@@ -20,10 +20,9 @@ from typing import Any
 
 from gwtools import ConfigurationError, connect
 from gwtools.analysis import Overview, overview, resolve_tz
-from gwtools.cache._source import named_source
+from gwtools.cache._source import SPARK, named_source
 from gwtools.report._html import export_html, sandbox_banner
 from gwtools.report._tables import (
-    SPARK,
     _as_of,
     describe_source,
     load_tables,

@@ -29,12 +29,9 @@ from gwtools.analysis._monitor import RATE_KINDS
 from gwtools.analysis._quality import judge_completeness
 from gwtools.analysis._rates import is_fraction
 from gwtools.analysis._time import as_utc, to_timestamp
-from gwtools.cache._source import named_source
+from gwtools.cache._source import SPARK, named_source
 from gwtools.plots import SANDBOX_NOTE
 from gwtools.sync._result import hold_back_incompleteness
-
-#: The ``source`` value that asks for a Spark session (as :func:`gwtools.open_source` takes it).
-SPARK = "spark"
 
 
 @E.names_missing_columns
