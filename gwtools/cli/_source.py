@@ -26,11 +26,13 @@ _WHAT_TO_GIVE = (
 
 
 def check_source_folder(source: str, instead: str) -> None:
-    """Refuse a ``--source`` path (or ``file://`` URL) that does not exist, as a usage error
-    (status 2) saying what to give instead; ``instead`` is the command's own other way (leave
-    ``--source`` out). Other URLs are left to the library, which reads them."""
-    if not source.strip():
-        return  # the library says what an empty string is not
+    """Refuse an empty ``--source``, or a path (or ``file://`` URL) that does not exist, as a
+    usage error (status 2) saying what to give instead; ``instead`` is the command's own other
+    way (leave ``--source`` out). Other URLs are left to the library, which reads them."""
+    if not source.strip():  # `--source "$SRC"` with the variable unset: as an empty --cache-dir
+        raise _NoSuchSource(
+            f"--source {source!r} is empty: give --source {_WHAT_TO_GIVE}, {instead}"
+        )
     parts = urlsplit(source)
     if parts.scheme == "file":
         path = url2pathname(parts.path)

@@ -100,8 +100,14 @@ def test_sandbox_files_and_host_are_checked(tmp_path: Path, a_file: Path) -> Non
 
 
 def test_sources_that_are_not_caches_say_so(tmp_path: Path, a_file: Path) -> None:
-    _, result = _export(tmp_path, NO_KEY, "--source", "")
-    assert result.exit_code == 1 and "the cache folder is an empty string" in result.output
+    for blank in ("", "  "):  # `--source "$SRC"` with the variable unset: a usage error
+        _, result = _export(tmp_path, NO_KEY, "--source", blank)
+        said = result.output
+        assert result.exit_code == 2, said
+        assert f"--source {blank!r} is empty" in said and "leave --source out" in said, said
+        code, said = _run("report", "--out", str(tmp_path / "r"), "--source", blank, env=NO_KEY)
+        assert code == 2 and f"--source {blank!r} is empty" in said, said
+        assert not (tmp_path / "r").exists()
     _, result = _export(tmp_path, NO_KEY, "--source", str(a_file))
     assert result.exit_code == 1 and "is a file, not a cache folder" in result.output
     _, result = _export(tmp_path, NO_KEY, "--source", "memory://")
