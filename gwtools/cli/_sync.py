@@ -320,11 +320,35 @@ def _cached_folder(
             if ctx is not None and ctx.info_name == "export"
             else ""
         )
+        given = cache_dir if cache_dir is not None else os.environ.get("GW_CACHE_DIR")
+        top = _cache_above(Path(given)) if given else None
+        if given and top is not None:  # a sync "with the same options" would nest a cache
+            option = "give --cache-dir" if cache_dir is not None else "set GW_CACHE_DIR to"
+            source_too = f", or --source {given}" if also else ""
+            raise click.ClickException(
+                f"nothing cached for {source} under {folder / resource}: {given} is a folder "
+                f"inside the cache {top} (an account's, a mode's or a dataset's): "
+                f"{option} {top}, the folder `gwtools sync` filled{source_too}"
+            )
         raise click.ClickException(
             f"nothing cached yet for {source}: no {resource} under {folder / resource}. Run "
             f"`gwtools sync` with the same options first{also}."
         )
     return folder
+
+
+def _cache_above(given: Path) -> Path | None:
+    """The cache folder ``given`` lies in when it is an account's, a mode's or a dataset's
+    folder of a cache (``{cache}/{account}/{mode}/{resource}``), else None: a listing at
+    most two folders deep, made only once nothing was found where the options point."""
+    given = given.absolute()
+    # k folders between given and a dataset's _state.json (0: given is the dataset's folder,
+    # 1: a mode's, 2: an account's), so the cache is 3 - k folders above given
+    for k in range(3):
+        pattern = "/".join(["*"] * k + ["_state.json"])
+        if any(p.parent.name in _RESOURCES for p in given.glob(pattern)):
+            return given.parents[2 - k] if len(given.parents) > 2 - k else None
+    return None
 
 
 def _cache_folder(

@@ -153,6 +153,25 @@ def test_advice_on_an_empty_cache_fits_the_command(tmp_path: Path) -> None:
     assert "or export without --no-refresh" in result.output
 
 
+def test_a_cache_dir_inside_a_cache_is_named_not_met_with_sync_first(tmp_path: Path) -> None:
+    # --cache-dir at a mode's, an account's or a dataset's folder of a synced cache said
+    # "nothing cached yet … Run `gwtools sync` with the same options first", which would
+    # start a second cache nested inside the first.
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    for inner in ("sandbox/test", "sandbox", "sandbox/test/payments"):
+        given = cache / inner
+        code, said = _run("check", "--cache-dir", str(given))
+        assert code == 2, said
+        assert f"{given} is a folder inside the cache {cache}" in said, said
+        assert f"give --cache-dir {cache}" in said and "Run `gwtools sync`" not in said, said
+        _, result = _export(tmp_path, NO_KEY, "--no-refresh", "--cache-dir", str(given))
+        assert f"give --cache-dir {cache}" in result.output, result.output
+        assert f"or --source {given}" in result.output, result.output
+    code, said = _run("check", "--cache-dir", str(cache))
+    assert code == 0, said
+
+
 def test_an_os_error_reads_as_one_line_naming_the_path() -> None:
     hidden = OSError(2, "No such file or directory", "/x/reports/.out.csv.1a2b.tmp")
     assert oserror_line(hidden) == "cannot use /x/reports: No such file or directory"
