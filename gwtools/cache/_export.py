@@ -405,9 +405,21 @@ def _write(
     return written
 
 
+#: Names that say a file is compressed (pandas' to_csv would compress into them).
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".tar")
+
+
 def _check_path(target: Path, fmt: str) -> None:
     """Refuse, before anything is written, a path whose file cannot be put in place (the
-    rename would fail, naming the temporary file beside it)."""
+    rename would fail, naming the temporary file beside it), or whose name says compressed."""
+    if target.suffix.lower() in _COMPRESSED:
+        # written plain, it would fail in whatever opens it by its name ("Not a gzipped file")
+        inside = " (Parquet compresses its columns itself)" if fmt == "parquet" else ""
+        raise ConfigurationError(
+            f"cannot write {fmt} to {target}: its name ends {target.suffix}, which says "
+            f"compressed, and the file is written uncompressed{inside}; name it "
+            f"{target.stem}, then compress that file if you need to"
+        )
     if target.is_dir():
         raise ConfigurationError(
             f"cannot write {fmt} to {target}: it is a folder; give a file path, such as "
@@ -488,9 +500,10 @@ def write_table(
     symlink stays a link: the file it points to is the one written; a device or pipe, such as
     ``/dev/null`` or ``/dev/stdout``, is written into, not replaced) or an open text stream
     for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, or
-    that lies inside a cache's dataset (a month's file, or a file DuckDB or Spark would read as
-    part of the dataset), raises :class:`~gwtools.ConfigurationError` before anything is written. The file is what
-    ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
+    whose name says compressed (``.gz``, ``.zip``…: the file is not), or that lies inside a
+    cache's dataset (a month's file, or a file DuckDB or Spark would read as part of the
+    dataset), raises :class:`~gwtools.ConfigurationError` before anything is written. The
+    file is what ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would write (a lazy
     table as its ``.df()``; CSV times: each batch's, and a carriage return in a cell quoted,
     see the module). Example::
 

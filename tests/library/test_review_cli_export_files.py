@@ -275,3 +275,17 @@ def test_an_export_into_the_caches_own_dataset_is_refused(tmp_path: Path) -> Non
     assert not list(dataset.glob("*.parquet"))
     # beside the datasets, in the cache's folder, is no part of any dataset
     assert _export(cache / "refunds.parquet", fmt="parquet").exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["refunds.csv.gz", "refunds.csv.zip", "refunds.parquet.bz2"])
+def test_a_compressed_file_name_is_refused_not_written_plain(name: str, tmp_path: Path) -> None:
+    # --out refunds.csv.gz was written as plain CSV: pandas, zcat and spreadsheets then
+    # failed on it ("Not a gzipped file"), as to_csv would have compressed it.
+    out = tmp_path / name
+    fmt = "parquet" if ".parquet" in name else "csv"
+    result = _export(out, fmt=fmt)
+    assert result.exit_code == 1, result.output
+    assert "compressed" in result.output and out.suffix in result.output, result.output
+    with pytest.raises(gwtools.ConfigurationError, match="compressed"):
+        gwtools.write_table(gwtools.read_cache(SAMPLE, "refunds"), out, fmt)
+    assert list(tmp_path.iterdir()) == []
