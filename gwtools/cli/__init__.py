@@ -19,6 +19,7 @@ import importlib
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
 import click
@@ -107,7 +108,7 @@ class LazyGroup(click.Group):
         which ``check`` and ``monitor`` use for "a rule failed" and "alerts fired"."""
         try:
             with warnings.catch_warnings():
-                warnings.showwarning = _show_warning
+                warnings.showwarning = _warning_shower()
                 return super().invoke(ctx)
         except KeyboardInterrupt:
             _interrupted()
@@ -185,20 +186,28 @@ def is_interrupt(exc: BaseException) -> bool:
 _python_showwarning = warnings.showwarning
 
 
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    """gwtools' warnings as a person reads them; any other keeps Python's format (with the
-    source line a developer needs)."""
-    if category.__module__.startswith("gwtools"):
-        click.echo(f"Warning: {message}", err=True)
-    else:
-        _python_showwarning(message, category, filename, lineno, file, line)
+def _warning_shower() -> Callable[..., None]:
+    """``warnings.showwarning`` for one command: gwtools' warnings as a person reads them, each
+    once (a damaged ``_state.json`` is read by the scan, the partial-data check and the folder
+    lookup alike: one line, not three); any other keeps Python's format (with the source line
+    a developer needs)."""
+    said: set[str] = set()
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if not category.__module__.startswith("gwtools"):
+            _python_showwarning(message, category, filename, lineno, file, line)
+        elif str(message) not in said:
+            said.add(str(message))
+            click.echo(f"Warning: {message}", err=True)
+
+    return show
 
 
 def error_line(exc: BaseException) -> str | None:

@@ -289,3 +289,18 @@ def test_a_compressed_file_name_is_refused_not_written_plain(name: str, tmp_path
     with pytest.raises(gwtools.ConfigurationError, match="compressed"):
         gwtools.write_table(gwtools.read_cache(SAMPLE, "refunds"), out, fmt)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_warning_is_said_once_per_command(tmp_path: Path) -> None:
+    # A damaged _state.json was read by the scan, by the partial-data check and by the
+    # folder lookup: export said the same "is not valid JSON" warning two or three times.
+    cache = _cache_copy(tmp_path)
+    (cache / "sandbox/test/refunds/_state.json").write_text("garbage{")
+    for args in (["--source", str(cache)], ["--no-refresh", "--cache-dir", str(cache)]):
+        result = CliRunner().invoke(
+            main,
+            ["export", "refunds", "--format", "csv", "--out", str(tmp_path / "r.csv"), *args],
+            env=NO_KEY,
+        )
+        assert result.exit_code == 3, result.output
+        assert result.stderr.count("is not valid JSON") == 1, result.stderr
