@@ -1493,6 +1493,17 @@ def locate(
     for candidate in (root, f"{root}/{resource}"):
         if candidate.rsplit("/", 1)[-1] == resource and _holds_dataset(fs, candidate):
             return candidate
+    parent, _, name = root.rpartition("/")
+    if name != resource and name in ("payments", "refunds") and _holds_dataset(fs, root):
+        # the other table's dataset: "run a sync first" would not help, the folder above does
+        local = isinstance(fs, pafs.LocalFileSystem)
+        above, beside = (p if local else repr(p) for p in (parent, f"{parent}/{resource}"))
+        raise CacheNotFoundError(
+            f"{where} holds the cached {name}, not {resource}: use {above}, the folder that "
+            f"holds both, or {beside}",
+            resource=resource,
+            where=where,
+        )
     # Every dataset under root, then those of the account and mode asked for: the error can
     # then say what the folder does hold, so that a mistyped account or mode is plain to see.
     held = {

@@ -304,3 +304,22 @@ def test_a_warning_is_said_once_per_command(tmp_path: Path) -> None:
         )
         assert result.exit_code == 3, result.output
         assert result.stderr.count("is not valid JSON") == 1, result.stderr
+
+
+def test_the_other_resources_dataset_as_source_is_named(tmp_path: Path) -> None:
+    # --source …/refunds for `export payments` said "no cached payments under …/refunds: run
+    # a sync first", though a sync had run: the folder was the refunds' dataset.
+    refunds = SAMPLE / "sandbox" / "test" / "refunds"
+    result = CliRunner().invoke(
+        main,
+        ["export", "payments", "--format", "csv", "--out", str(tmp_path / "p.csv"),
+         "--source", str(refunds)],
+        env=NO_KEY,
+    )  # fmt: skip
+    said = result.output
+    assert result.exit_code == 1, said
+    assert f"{refunds} holds the cached refunds, not payments" in said, said
+    assert f"use {refunds.parent}" in said and "run a sync first" not in said, said
+    with pytest.raises(gwtools.CacheNotFoundError, match="holds the cached refunds"):
+        gwtools.read_cache(refunds, "payments")
+    assert not (tmp_path / "p.csv").exists()
