@@ -330,11 +330,36 @@ def _cached_folder(
                 f"inside the cache {top} (an account's, a mode's or a dataset's): "
                 f"{option} {top}, the folder `gwtools sync` filled{source_too}"
             )
+        others = _other_accounts(folder, resource) if account is not None else []
+        if others:  # a mistyped --account: a sync would fetch everything into a new folder
+            names = ("accounts " if len(others) > 1 else "account ") + ", ".join(
+                repr(a) for a in others
+            )
+            raise click.ClickException(
+                f"nothing cached for account {account!r} in {folder.name} mode: no {resource} "
+                f"under {folder / resource}; {folder.parent.parent} holds {names} in "
+                f"{folder.name} mode: check --account (e.g. --account {others[0]}), or run "
+                f"`gwtools sync` with the same options to start a cache for {account!r}{also}."
+            )
         raise click.ClickException(
             f"nothing cached yet for {source}: no {resource} under {folder / resource}. Run "
             f"`gwtools sync` with the same options first{also}."
         )
     return folder
+
+
+def _other_accounts(folder: Path, resource: Resource) -> list[str]:
+    """The other accounts whose ``resource`` the cache holding ``folder`` (an account's mode
+    folder) caches in the same mode."""
+    root, mode = folder.parent.parent, folder.name
+    try:
+        return sorted(
+            a.name
+            for a in root.iterdir()
+            if a != folder.parent and (a / mode / resource / "_state.json").is_file()
+        )
+    except OSError:  # (the advice is a courtesy: the error it goes with is said anyway)
+        return []
 
 
 def _cache_above(given: Path) -> Path | None:

@@ -172,6 +172,24 @@ def test_a_cache_dir_inside_a_cache_is_named_not_met_with_sync_first(tmp_path: P
     assert code == 0, said
 
 
+def test_a_mistyped_account_is_shown_the_accounts_the_cache_holds(tmp_path: Path) -> None:
+    # --account sandbx (a typo) was told "Run `gwtools sync` with the same options first",
+    # which syncs the whole history again into a second account folder.
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    env = {"GW_CACHE_DIR": str(cache)}
+    code, said = _run("check", "--account", "sandbx", env=env)
+    assert code == 2, said
+    assert f"{cache} holds account 'sandbox' in test mode" in said, said
+    assert "check --account" in said and "Run `gwtools sync`" not in said, said
+    _, result = _export(tmp_path, {**NO_KEY, **env}, "--no-refresh", "--account", "sandbx")
+    assert "holds account 'sandbox' in test mode" in result.output, result.output
+    # an account of its own with nothing in it yet is still told to sync
+    (cache / "sandbox" / "test" / "payments").rename(tmp_path / "moved")
+    code, said = _run("check", "--account", "sandbox", env=env)
+    assert code == 2 and "Run `gwtools sync` with the same options first" in said, said
+
+
 def test_an_os_error_reads_as_one_line_naming_the_path() -> None:
     hidden = OSError(2, "No such file or directory", "/x/reports/.out.csv.1a2b.tmp")
     assert oserror_line(hidden) == "cannot use /x/reports: No such file or directory"
