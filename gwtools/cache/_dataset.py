@@ -1442,6 +1442,27 @@ def _subfolders(fs: pafs.FileSystem, root: str) -> list[str]:
     )
 
 
+def _refuse_other(
+    folder: str, where: str, resource: Resource, account: str | None, mode: str | None
+) -> None:
+    """Refuse an ``account``/``mode`` that the dataset ``folder`` (named as the cache lays it
+    out: ``{account}/{mode}/{resource}``) is not, rather than read its rows as theirs."""
+    parts = folder.rstrip("/").split("/")
+    held_account, held_mode = (parts[-3], parts[-2]) if len(parts) >= 3 else (None, None)
+    if account in (None, held_account) and mode in (None, held_mode):
+        return
+    asked = " in ".join(
+        x for x in (f"account {account!r}" if account else "", f"{mode} mode" if mode else "") if x
+    )
+    raise CacheNotFoundError(
+        f"{where} holds the {resource} of account {held_account!r} in {held_mode} mode, not "
+        f"{asked}: give the cache's folder (the one holding its accounts' folders) to read "
+        f"{asked}, or leave account and mode out to read this one",
+        resource=resource,
+        where=where,
+    )
+
+
 def locate(
     fs: pafs.FileSystem,
     root: str,
@@ -1492,6 +1513,7 @@ def locate(
         )
     for candidate in (root, f"{root}/{resource}"):
         if candidate.rsplit("/", 1)[-1] == resource and _holds_dataset(fs, candidate):
+            _refuse_other(candidate, where, resource, account, mode)
             return candidate
     parent, _, name = root.rpartition("/")
     if name != resource and name in ("payments", "refunds") and _holds_dataset(fs, root):
@@ -1620,7 +1642,8 @@ def read_cache(
     """The cached canonical table, without any gateway.
 
     ``cache_dir`` may be the cache root (as given to :func:`gwtools.connect`), an account
-    directory's dataset, or a dataset directory itself. ``since``/``until`` bound
+    directory's dataset, or a dataset directory itself (``account``/``mode`` given there must be
+    the folder's own, else :class:`gwtools.CacheNotFoundError`). ``since``/``until`` bound
     ``created_at`` (``since <= created_at < until``; naive times are UTC); ``status`` is one
     canonical status or several. Example::
 

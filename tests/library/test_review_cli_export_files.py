@@ -323,3 +323,25 @@ def test_the_other_resources_dataset_as_source_is_named(tmp_path: Path) -> None:
     with pytest.raises(gwtools.CacheNotFoundError, match="holds the cached refunds"):
         gwtools.read_cache(refunds, "payments")
     assert not (tmp_path / "p.csv").exists()
+
+
+@pytest.mark.parametrize("inner", ["sandbox/test", "sandbox/test/refunds"])
+def test_an_account_the_source_folder_is_not_is_refused(inner: str, tmp_path: Path) -> None:
+    # --source at a mode's or dataset's folder with --account naming another account
+    # exported that folder's rows anyway (and exit 3, from reading state under source/account).
+    source = SAMPLE / inner
+    result = CliRunner().invoke(
+        main,
+        ["export", "refunds", "--format", "csv", "--out", str(tmp_path / "r.csv"),
+         "--source", str(source), "--account", "shop-b"],
+        env=NO_KEY,
+    )  # fmt: skip
+    said = result.output
+    assert result.exit_code == 1, said
+    assert "account 'sandbox'" in said and "'shop-b'" in said, said
+    assert not (tmp_path / "r.csv").exists()
+    with pytest.raises(gwtools.CacheNotFoundError, match="account 'sandbox'"):
+        gwtools.read_cache(source, "refunds", account="shop-b")
+    with pytest.raises(gwtools.CacheNotFoundError, match="test mode"):
+        gwtools.read_cache(source, "refunds", mode="live")
+    assert len(gwtools.read_cache(source, "refunds", account="sandbox", mode="test")) == 115
