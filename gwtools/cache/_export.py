@@ -499,10 +499,10 @@ def write_table(
     reader never sees half a file; a file it replaces keeps its permission bits, and a
     symlink stays a link: the file it points to is the one written; a device or pipe, such as
     ``/dev/null`` or ``/dev/stdout``, is written into, not replaced) or an open text stream
-    for CSV (e.g. ``sys.stdout``); a path that is a folder, or whose folder does not exist, or
-    whose name says compressed (``.gz``, ``.zip``…: the file is not), or that lies inside a
-    cache's dataset (a month's file, or a file DuckDB or Spark would read as part of the
-    dataset), raises :class:`~gwtools.ConfigurationError` before anything is written. The
+    for CSV (e.g. ``sys.stdout``); a path that is (or ends with ``/``, as) a folder, or whose
+    folder does not exist, or whose name says compressed (``.gz``, ``.zip``…: the file is
+    not), or that lies inside a cache's dataset (a month's file, or a file DuckDB or Spark
+    would read as part of the dataset), raises :class:`~gwtools.ConfigurationError` before anything is written. The
     file is what ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would
     write (a lazy table as its ``.df()``; CSV times: each batch's, and a carriage return in a
     cell quoted, see the module). Example::
@@ -546,6 +546,12 @@ def _write_to(
         if fmt != "csv":
             raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
         return _write(table, fmt, out, rows, guarded)
+    named = os.fspath(out)
+    if named.endswith(("/", os.sep)):  # Path() would drop the slash and write a file there
+        raise ConfigurationError(
+            f"cannot write {fmt} to {named}: it ends with / (a folder); give a file path, such "
+            f"as {named}table.{fmt}"
+        )
     if _special(Path(out)):
         # opened as given: /dev/stdout's link leads to /proc/…/fd/pipe:[…], no path to open
         if fmt == "csv":

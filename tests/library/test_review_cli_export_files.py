@@ -345,3 +345,15 @@ def test_an_account_the_source_folder_is_not_is_refused(inner: str, tmp_path: Pa
     with pytest.raises(gwtools.CacheNotFoundError, match="test mode"):
         gwtools.read_cache(source, "refunds", mode="live")
     assert len(gwtools.read_cache(source, "refunds", account="sandbox", mode="test")) == 115
+
+
+def test_an_out_ending_in_a_slash_is_a_folder_not_a_file_name(tmp_path: Path) -> None:
+    # --out exports/ (no such folder yet) wrote a file named "exports": the slash, which
+    # says folder, was dropped by Path().
+    out = f"{tmp_path / 'exports'}/"
+    result = _export(out)
+    assert result.exit_code in (1, 2), result.output
+    assert "folder" in result.output and "exports/table.csv" in result.output, result.output
+    with pytest.raises(gwtools.ConfigurationError, match="ends with /"):
+        gwtools.write_table(gwtools.read_cache(SAMPLE, "refunds"), out, "csv")
+    assert list(tmp_path.iterdir()) == []
