@@ -502,10 +502,10 @@ def write_table(
     for CSV (e.g. ``sys.stdout``); a path that is (or ends with ``/``, as) a folder, or whose
     folder does not exist, or whose name says compressed (``.gz``, ``.zip``…: the file is
     not), or that lies inside a cache's dataset (a month's file, or a file DuckDB or Spark
-    would read as part of the dataset), raises :class:`~gwtools.ConfigurationError` before anything is written. The
-    file is what ``to_csv(index=False)``/``to_parquet(index=False)`` of the whole table would
-    write (a lazy table as its ``.df()``; CSV times: each batch's, and a carriage return in a
-    cell quoted, see the module). Example::
+    would read as part of the dataset), raises :class:`~gwtools.ConfigurationError` before
+    anything is written. The file is what ``to_csv(index=False)``/``to_parquet(index=False)``
+    of the whole table would write (a lazy table as its ``.df()``; CSV times: each batch's,
+    and a carriage return in a cell quoted, see the module). Example::
 
         write_table(gwtools.scan_cache(cache, "payments"), "payments.parquet", "parquet")
 
