@@ -89,7 +89,7 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
         refuse_naive_columns(out)
         return out
     if isinstance(table, pd.DataFrame):
-        table = _plain_pandas(table)  # refuses naive times itself, naming the dtype
+        table = _plain_pandas(table)
     try:
         frame = nw.from_native(table)
     except TypeError:
@@ -115,11 +115,8 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
     fail on them), an index made from a column (``set_index("id", drop=False)``: every sort
     by that column is ambiguous) or pyarrow-backed columns (``dtype_backend="pyarrow"``: a
     time difference overflows). Categories become their values' dtype, such index levels lose
-    their name, and canonical pyarrow columns take their canonical dtype. Naive canonical
-    times are refused here, as the analyses compare them with aware times.
+    their name, and canonical pyarrow columns take their canonical dtype.
     """
-    from gwtools.analysis._time import naive_times
-
     if frame.columns.has_duplicates:
         return frame  # Narwhals refuses it, naming the columns
     columns = set(frame.columns)
@@ -128,11 +125,8 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
         if isinstance(dtype, pd.CategoricalDtype):
             changed[name] = frame[name].astype(dtype.categories.dtype)
         elif isinstance(dtype, pd.ArrowDtype) and name in _CANONICAL:
-            # Naive times fail the cast: refused just below.
             with contextlib.suppress(TypeError, ValueError):
                 changed[name] = frame[name].astype(_CANONICAL[name])
-        if name in _CANONICAL and _CANONICAL[name] == _schema.TIMESTAMP:
-            naive_times(changed.get(name, frame[name]).dtype, name)
     named = [n is not None and n in columns for n in frame.index.names]
     if not changed and not any(named):
         return frame

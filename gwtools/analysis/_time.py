@@ -127,20 +127,10 @@ def refuse_naive_columns(lf: Any) -> None:
     for name in sorted(_TIME_COLUMNS & set(schema.names())):
         dtype = schema[name]
         if isinstance(dtype, nw.Datetime) and dtype.time_zone is None:
-            _refuse_naive(name, f" ({dtype})", engine_name(lf.implementation))
-
-
-def naive_times(dtype: Any, column: str) -> None:
-    """Refuse a pandas column ``dtype`` of naive times (NumPy's or pyarrow's). Text in their
-    place (a CSV read back without parse_dates) is said by the analyses' wrapper, naming every
-    such column of the table argument and the way to convert them."""
-    import pyarrow as pa
-
-    arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else pa.null()
-    if pd.api.types.is_datetime64_dtype(dtype) or (
-        pa.types.is_timestamp(arrow) and arrow.tz is None
-    ):
-        _refuse_naive(column, f" ({dtype})")
+            # pandas users know their dtype's own name (datetime64[ns], timestamp[us][pyarrow]).
+            pandas = lf.implementation.is_pandas_like()
+            shown = lf.to_native()[name].dtype if pandas else dtype
+            _refuse_naive(name, f" ({shown})", engine_name(lf.implementation))
 
 
 def _refuse_text(column: str, dtype: Any, param: str | None = None, others: str = "") -> NoReturn:
