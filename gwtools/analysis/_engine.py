@@ -115,7 +115,8 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
     fail on them), an index made from a column (``set_index("id", drop=False)``: every sort
     by that column is ambiguous) or pyarrow-backed columns (``dtype_backend="pyarrow"``: a
     time difference overflows). Categories become their values' dtype, such index levels lose
-    their name, and canonical pyarrow columns take their canonical dtype.
+    their name, and canonical pyarrow columns take their canonical dtype (but naive times,
+    which :func:`lazy` refuses on every engine).
     """
     if frame.columns.has_duplicates:
         return frame  # Narwhals refuses it, naming the columns
@@ -124,7 +125,9 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
     for name, dtype in frame.dtypes.items():
         if isinstance(dtype, pd.CategoricalDtype):
             changed[name] = frame[name].astype(dtype.categories.dtype)
-        elif isinstance(dtype, pd.ArrowDtype) and name in _CANONICAL:
+        elif isinstance(dtype, pd.ArrowDtype) and name in _CANONICAL and not _naive(dtype):
+            # Naive times are left as they are, for lazy() to refuse: the cast would read
+            # them as UTC unasked.
             with contextlib.suppress(TypeError, ValueError):
                 changed[name] = frame[name].astype(_CANONICAL[name])
     named = [n is not None and n in columns for n in frame.index.names]
@@ -138,6 +141,14 @@ def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
             [None if clash else n for n, clash in zip(frame.index.names, named, strict=True)]
         )
     return out
+
+
+def _naive(dtype: pd.ArrowDtype) -> bool:
+    """Whether a pyarrow-backed dtype holds times without a zone."""
+    import pyarrow as pa
+
+    arrow = dtype.pyarrow_dtype
+    return bool(pa.types.is_timestamp(arrow) and arrow.tz is None)
 
 
 def user_index(out: pd.DataFrame, table: Any) -> pd.DataFrame:

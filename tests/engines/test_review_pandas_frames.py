@@ -153,6 +153,18 @@ def test_naive_timestamps_are_refused_naming_the_column(
         call(payments, refunds)
 
 
+def test_naive_pyarrow_timestamps_are_refused_not_read_as_utc(
+    canonical: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    # A pyarrow-backed frame (read_parquet(dtype_backend="pyarrow") of naive times): the cast
+    # to the canonical dtype read its times as UTC, unasked, where NumPy's naive are refused.
+    payments = _pyarrow(canonical[0])
+    naive = payments["created_at"].dt.tz_localize(None).astype("timestamp[us][pyarrow]")
+    payments["created_at"] = naive
+    with pytest.raises(ConfigurationError, match=r"'created_at' holds naive timestamps \(times"):
+        a.success_rate(payments)
+
+
 @pytest.mark.parametrize(
     "call",
     [
