@@ -1,5 +1,6 @@
 """The public surface: ``gwtools.__all__`` is explicit, sorted and complete (httpx's rule)."""
 
+import ast
 import types
 from pathlib import Path
 
@@ -19,6 +20,23 @@ def test_all_matches_public_names() -> None:
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
     assert public == set(gwtools.__all__)
+
+
+def test_type_checking_imports_match_the_lazy_homes() -> None:
+    """What mypy and editors see (the ``TYPE_CHECKING`` imports) is what ``_HOMES`` loads."""
+    tree = ast.parse(Path(gwtools.__file__).read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+    )
+    seen = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert seen == gwtools._HOMES
 
 
 def test_public_names_are_documented() -> None:
