@@ -201,6 +201,21 @@ def _parse_time(value: Any) -> dt.datetime | None:
 _IGNORED = "; it is ignored, so the next sync lists everything again (nothing cached is lost)"
 
 
+def state_unreadable(path: str, exc: OSError, *, is_folder: bool) -> CacheError:
+    """The error for a ``_state.json`` at ``path`` that is there but cannot be read: unlike
+    a damaged one, it cannot be ignored, as the sync could not write its own there either."""
+    if is_folder:
+        problem = "is a folder, not the file where a sync records its state"
+        fix = "Move that folder out of the cache (gwtools never makes it)"
+    else:
+        problem = f"cannot be read ({exc.strerror or exc})"
+        fix = "Make it readable (and writable) by this user, or move it out of the cache"
+    return CacheError(
+        f"{path} {problem}. {fix}; then `gwtools sync` lists everything again, which "
+        "rebuilds it (nothing cached is lost)"
+    )
+
+
 def _checked_state(raw: Any, path: Path) -> dict[str, Any]:
     """The state with every value that cannot be right dropped, with a warning for each.
 
@@ -516,6 +531,10 @@ class Dataset:
             return self.state_path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise state_unreadable(
+                str(self.state_path), exc, is_folder=self.state_path.is_dir()
+            ) from None
 
     def _parsed_state(self, *, warn: bool) -> Any:
         """``_state.json`` as parsed JSON; None if there is none, or it is not JSON."""

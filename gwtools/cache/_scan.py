@@ -56,6 +56,7 @@ from gwtools.cache._dataset import (
     READ_ATTEMPTS,
     Dataset,
     _arrow_schema,
+    _is_dir,
     _unreadable,
     dataset_file_infos,
     dataset_files,
@@ -63,6 +64,7 @@ from gwtools.cache._dataset import (
     local_path,
     locate,
     set_cache_attrs,
+    state_unreadable,
     to_pandas,
 )
 
@@ -302,11 +304,15 @@ class _RemoteDataset(Dataset):
         self.fs, self.folder = fs, folder
 
     def _state_bytes(self) -> bytes | None:
+        path = f"{self.folder}/_state.json"
         try:
-            with self.fs.open_input_stream(f"{self.folder}/_state.json") as fh:
+            with self.fs.open_input_stream(path) as fh:
                 return bytes(fh.read())
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            is_folder = _is_dir(self.fs, path)
+            raise state_unreadable(repr(path), exc, is_folder=is_folder) from None
 
 
 def dataset_state(

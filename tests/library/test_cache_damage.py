@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 from click.testing import CliRunner
 
@@ -155,6 +156,40 @@ def test_a_state_that_cannot_be_right_is_ignored_and_everything_listed(
     assert payments.unchanged == 300  # every cached row was listed again
     high = ds.state()["high_water"]
     assert isinstance(high, str) and high < "2099"  # a real mark again
+    assert len(read(shop)) == 300
+
+
+def test_a_state_that_is_a_folder_is_one_clear_error_for_every_reader_and_the_sync(
+    shop: Shop,
+) -> None:
+    # _state.json made a folder (a mistaken mkdir, a bad restore) raised a bare
+    # IsADirectoryError from read_cache, scan_cache, cache_state and the sync alike.
+    with shop.connect() as gw:
+        assert gw.sync("payments").complete
+    ds = shop.dataset()
+    ds.state_path.unlink()
+    ds.state_path.mkdir()
+    readers = {
+        "read_cache": lambda: read(shop),
+        "scan_cache": lambda: gwtools.scan_cache(shop.cache_dir, "payments", account="shop"),
+        "cache_state": lambda: gwtools.cache_state(shop.cache_dir, "payments", account="shop"),
+        "shared": lambda: gwtools.scan_cache(
+            str(shop.cache_dir), "payments", account="shop", filesystem=pafs.LocalFileSystem()
+        ),
+    }
+    for name, reader in readers.items():
+        with pytest.raises(gwtools.CacheError) as caught:
+            reader()
+        said = str(caught.value)
+        assert str(ds.state_path) in said and "is a folder" in said, (name, said)
+        assert "gwtools sync" in said, (name, said)
+    with shop.connect() as gw, pytest.raises(gwtools.CacheError, match="is a folder"):
+        gw.sync("payments")
+    assert ds.state_path.is_dir()  # left for its owner to look at, not deleted
+    # Once it is moved away, the next sync lists everything again and the cache is whole.
+    ds.state_path.rmdir()
+    with shop.connect() as gw:
+        assert gw.sync("payments").resources["payments"].mode == "full"
     assert len(read(shop)) == 300
 
 

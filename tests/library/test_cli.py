@@ -181,8 +181,9 @@ def test_a_sync_into_a_file_as_cache_folder_answers_json_too(tmp_path: Path) -> 
 
 
 def test_a_sync_stopped_by_a_file_system_error_answers_json_too(shop: Shop, tmp_path: Path) -> None:
-    # An OSError that is not the library's CacheError (here the dataset's _state.json is a
-    # folder) left standard output empty under --json, with only an Error: line.
+    # A file-system error stopping the sync (here the dataset's _state.json is a folder, a
+    # bare IsADirectoryError until it became a CacheError naming the file) left standard
+    # output empty under --json, with only an Error: line.
     shop.card()
     env = _env(shop, tmp_path)
     assert CliRunner().invoke(main, ["sync", "--resource", "refunds"], env=env).exit_code == 0
@@ -192,10 +193,10 @@ def test_a_sync_stopped_by_a_file_system_error_answers_json_too(shop: Shop, tmp_
     result = CliRunner().invoke(main, ["sync", "--json", "--resource", "refunds"], env=env)
     assert result.exit_code == 1, result.output
     answer = json.loads(result.stdout)
-    assert answer["complete"] is False and answer["error"] == "IsADirectoryError"
-    assert answer["message"] == f"cannot use {state}: Is a directory"
+    assert answer["complete"] is False and answer["error"] == "CacheError"
+    assert answer["message"].startswith(f"{state} is a folder")
     assert answer["http_status"] is None and answer["request_id"] is None
-    assert f"Error: cannot use {state}: Is a directory" in result.stderr
+    assert f"Error: {state} is a folder" in result.stderr
 
 
 def test_bad_input_gets_a_clear_error(shop: Shop, tmp_path: Path) -> None:
