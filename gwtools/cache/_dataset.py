@@ -1280,27 +1280,21 @@ class Dataset:
         final = directory / (name or f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet")
         self.staging_path.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_path / f".tmp-{uuid.uuid4().hex[:8]}-{final.name}"
-        try:
-            with pq.ParquetWriter(tmp, self.schema, compression=CODEC) as writer:
-                for i, chunk in enumerate(chunks):
-                    writer.write_table(chunk)
-                    if i == 0:
-                        _step(f"{step}.tmp-open")
-            # On disk before its name is: after a power cut, a renamed file whose bytes were
-            # never written would be empty or torn.
-            _fsync_file(tmp)
-            _step(f"{step}.tmp-written")
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)  # a full disk wants its space back
-            raise
-        if directory.is_relative_to(self.path):
-            # The rename itself on disk before the sync goes on to the state that counts on
-            # it. (A staged batch's rename may be lost: the mark has not moved, and the next
-            # sync lists its rows again.)
-            _fsync_dir(directory)
-            if new_folder:  # a new month: its folder's own entry too
-                _fsync_dir(directory.parent)
+        # The rename itself on disk before the sync goes on to the state that counts on it.
+        # (A staged batch's rename may be lost: the mark has not moved, and the next sync
+        # lists its rows again.)
+        into_dataset = directory.is_relative_to(self.path)
+        # (The writer closes, its footer written, before replacing flushes and renames.)
+        with (
+            replacing(final, tmp, step=f"{step}.tmp-written", flush_folder=into_dataset),
+            pq.ParquetWriter(tmp, self.schema, compression=CODEC) as writer,
+        ):
+            for i, chunk in enumerate(chunks):
+                writer.write_table(chunk)
+                if i == 0:
+                    _step(f"{step}.tmp-open")
+        if into_dataset and new_folder:  # a new month: its folder's own entry too
+            _fsync_dir(directory.parent)
         _step(f"{step}.renamed")
         return final
 
@@ -1321,25 +1315,45 @@ class Dataset:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.staging_path.mkdir(parents=True, exist_ok=True)  # no temporary in the dataset
         tmp = self.staging_path / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            _step("state.tmp-written")
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        # The state written before a merge (the refunds' payments owed a re-read) must not
-        # be lost while the merge's renames survive.
-        _fsync_dir(path.parent)
+        # The folder flushed too: the state written before a merge (the refunds' payments
+        # owed a re-read) must not be lost while the merge's renames survive.
+        with replacing(path, tmp, step="state.tmp-written"):
+            tmp.write_bytes(data)
+
+
+@contextlib.contextmanager
+def replacing(
+    target: Path, tmp: Path, *, step: str | None = None, flush_folder: bool = True
+) -> Iterator[Path]:
+    """Replace ``target`` whole or not at all: the ``with`` body writes ``tmp`` (on the same
+    file system), which is then flushed to disk, passes ``step`` (see :func:`_step`) and is
+    renamed over ``target``; ``flush_folder`` flushes the rename too. ``tmp`` is removed on
+    any exception, Ctrl-C included.
+
+    The one way the cache's part files and state and the exported files are written: after
+    a power cut, ``target`` is its old version or the whole new one, never empty or torn."""
+    try:
+        yield tmp
+        # On disk before its name is: a renamed file whose bytes never were would be empty.
+        _fsync_file(tmp)
+        if step is not None:
+            _step(step)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk wants its space back
+        raise
+    if flush_folder:
+        _fsync_dir(target.parent)
 
 
 def _fsync_file(path: Path) -> None:
     """Flush a file written by another writer (pyarrow's) to disk."""
-    # Read-write: Windows flushes only a handle that may write.
-    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    # Read-write: Windows flushes only a handle that may write. A file made read-only (an
+    # export given the mode of the one it replaces) is flushed read-only, as POSIX allows.
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
         os.fsync(fd)
     finally:

@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 
 from gwtools import _schema
 from gwtools._errors import ConfigurationError
-from gwtools.cache._dataset import PARTITION, QUARANTINE, STAGING
+from gwtools.cache._dataset import PARTITION, QUARANTINE, STAGING, replacing
 
 __all__ = ["BATCH_ROWS", "batches", "write_table"]
 
@@ -563,15 +563,11 @@ def _write_to(
     _check_path(target, fmt)
     _check_outside_cache(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    with replacing(target, tmp):
         if fmt == "csv":
             with open(tmp, "w", encoding="utf-8", newline="") as handle:
                 count = _write(table, fmt, handle, rows, guarded)
         else:
             count = _write(table, fmt, str(tmp), rows, guarded)
         _keep_mode(target, tmp)
-        os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     return count

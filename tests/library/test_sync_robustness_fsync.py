@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from gwtools.cache import _dataset as _cache
 from gwtools.cache._dataset import Dataset
 from tests.library.test_cache import frame
 
@@ -122,3 +123,43 @@ def test_merged_batches_are_deleted_on_disk_before_the_state_moves_on(
     ]
     assert flushed and flushed[0] < state, "the staged batches' deletions were not flushed"
     assert ds.read().set_index("id").loc["pay_0001", "status"] == "failed"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_an_exported_file_reaches_the_disk_before_its_name_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    # write_table wrote to a temporary name and renamed it over the target without flushing
+    # either: after a power cut, a report's file could be empty or torn under its final name
+    # (and the old version gone), the very thing the rename was there to prevent.
+    from gwtools.cache._export import write_table
+
+    out = tmp_path / f"payments.{fmt}"
+    out.write_text("the previous export\n")
+    calls = _Calls(monkeypatch)
+    assert write_table(frame([("pay_0001", "succeeded", "2024-01-10")]), out, fmt) == 1
+    renamed = calls.renamed_to(out)
+    assert renamed >= 0 and calls.flushed(out), "the export was renamed before it was flushed"
+    assert calls.events[renamed + 1] == ("fsync", _node(tmp_path), True), (
+        "the export's folder was not flushed after the rename"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temporary left
+
+
+def test_a_state_write_stopped_by_ctrl_c_leaves_no_temporary_and_the_old_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every writer removes its temporary on any exception, KeyboardInterrupt included.
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    ds.write_state({"high_water": "2024-01-10T00:00:00+00:00"})
+
+    def interrupt(step: str) -> None:
+        if step == "state.tmp-written":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_cache, "on_step", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        ds.write_state({"high_water": "2024-02-10T00:00:00+00:00"})
+    monkeypatch.setattr(_cache, "on_step", None)
+    assert ds.state()["high_water"] == "2024-01-10T00:00:00+00:00"
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp-")]
