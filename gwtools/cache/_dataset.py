@@ -846,7 +846,10 @@ class Dataset:
             if self.staging_path.is_dir():
                 # The merged batches' deletions on disk before the state moves on: one brought
                 # back by a power cut would be merged again, over newer rows of a later sync
-                # (its number is above the month file's, whose name a merge keeps).
+                # (its number is above the month file's, whose name a merge keeps). They are
+                # entries of their month's folder, which flushing staging's does not cover.
+                for p in self._partitions(self.staging_path):
+                    _fsync_dir(p)
                 _fsync_dir(self.staging_path)
             self._remove_empty_staging()
         return stats

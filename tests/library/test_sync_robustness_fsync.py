@@ -103,6 +103,9 @@ def test_merged_batches_are_deleted_on_disk_before_the_state_moves_on(
         staging = _node(ds.staging_path)
         staged = sorted(ds.staging_path.rglob("*.parquet"))
         assert staged
+        # The batches are entries of their month's folder in staging, not of staging itself:
+        # flushing staging alone does not put their deletions on disk.
+        (month_folder,) = {_node(f.parent) for f in staged}
         calls = _Calls(monkeypatch)
         deleted: list[int] = []
         real_unlink = os.unlink
@@ -122,6 +125,14 @@ def test_merged_batches_are_deleted_on_disk_before_the_state_moves_on(
         i for i, e in enumerate(calls.events) if e == ("fsync", staging, True) and i >= deleted[-1]
     ]
     assert flushed and flushed[0] < state, "the staged batches' deletions were not flushed"
+    in_month = [
+        i
+        for i, e in enumerate(calls.events)
+        if e == ("fsync", month_folder, True) and i >= deleted[-1]
+    ]
+    assert in_month and in_month[0] < state, (
+        "the staged batches' month folder was not flushed after their deletion"
+    )
     assert ds.read().set_index("id").loc["pay_0001", "status"] == "failed"
 
 
