@@ -199,6 +199,8 @@ def _parse_time(value: Any) -> dt.datetime | None:
 
 
 _IGNORED = "; it is ignored, so the next sync lists everything again (nothing cached is lost)"
+#: What :meth:`Dataset._parsed_state` gives for a state file that is not there or not JSON.
+_NO_STATE: Any = object()
 
 
 def state_unreadable(path: str, exc: OSError, *, is_folder: bool) -> CacheError:
@@ -514,7 +516,7 @@ class Dataset:
         a newer gwtools wrote it (see :meth:`check_version`).
         """
         parsed = self._parsed_state(warn=True)
-        if parsed is None:
+        if parsed is _NO_STATE:
             return {}
         self._refuse_newer(parsed)
         return _checked_state(parsed, self.state_path)
@@ -537,17 +539,18 @@ class Dataset:
             ) from None
 
     def _parsed_state(self, *, warn: bool) -> Any:
-        """``_state.json`` as parsed JSON; None if there is none, or it is not JSON."""
+        """``_state.json`` as parsed JSON; ``_NO_STATE`` if there is none, or it is not JSON
+        (JSON's ``null`` is parsed, so that :func:`_checked_state` says it is no object)."""
         raw = self._state_bytes()
         if raw is None:
-            return None
+            return _NO_STATE
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             if warn:
                 # We write it atomically: only a hand-edited or damaged file is unparsable.
                 _warn(f"{self.state_path} is not valid JSON (hand-edited or damaged){_IGNORED}")
-            return None
+            return _NO_STATE
 
     def _refuse_newer(self, parsed: Any) -> None:
         version = parsed.get("schema_version") if isinstance(parsed, dict) else None

@@ -138,8 +138,11 @@ def test_a_copied_cache_whose_quarantined_month_was_fetched_again_is_complete(
         (b'{"high_water": "last tuesday"}', "not an ISO 8601 time"),
         (b'{"high_water": "2024-0', "not valid JSON"),
         (b"[1, 2]", "not a JSON object"),
+        # JSON's null was read as "no state": the cache's own record gone without a word.
+        (b"null", "not a JSON object"),
+        (b"", "not valid JSON"),  # what a full disk leaves of a file being written
     ],
-    ids=["number", "future", "words", "unparsable", "list"],
+    ids=["number", "future", "words", "unparsable", "list", "null", "empty"],
 )
 def test_a_state_that_cannot_be_right_is_ignored_and_everything_listed(
     shop: Shop, content: bytes, says: str
