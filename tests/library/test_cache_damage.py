@@ -278,7 +278,9 @@ out = {}
 with gwtools.connect(cache_dir=cache, account="shop") as gw:
     out["first"] = gw.sync().complete
 before = gwtools.read_cache(cache, "payments")
-if condition == "full":
+
+
+def fill():
     st = os.statvfs(cache)
     with open(os.path.join(cache, "filler"), "wb") as fh:
         try:
@@ -286,6 +288,19 @@ if condition == "full":
             fh.flush()
         except OSError:
             pass
+
+
+if condition == "full":
+    fill()
+elif condition == "full-at-merge":  # the batches are staged; the disk fills as the merge starts
+    from gwtools.cache import _dataset
+
+    def on_step(step):
+        if step == "compact.start":
+            _dataset.on_step = None  # once: the sync after freeing the space has room
+            fill()
+
+    _dataset.on_step = on_step
 else:
     subprocess.run(["mount", "-o", "remount,ro", cache], check=True)
 with gwtools.connect(cache_dir=cache, account="shop") as gw:
@@ -302,7 +317,7 @@ cli = subprocess.run(
     capture_output=True, text=True,
 )
 out["cli"] = [cli.returncode, cli.stdout, cli.stderr]
-if condition == "full":
+if condition.startswith("full"):
     os.remove(os.path.join(cache, "filler"))
     with gwtools.connect(cache_dir=cache, account="shop") as gw:
         out["after_freeing"] = gw.sync(full=True).complete
@@ -356,6 +371,20 @@ def test_a_full_disk_is_one_clear_error_and_nothing_cached_is_lost(
     code, _stdout, stderr = out["cli"]
     assert code == 1 and len(stderr.strip().splitlines()) == 1, stderr
     assert stderr.startswith("Error: cannot write the cache at") and "disk is full" in stderr
+    assert out["after_freeing"] is True and out["rows"] == 300
+
+
+def test_a_disk_that_fills_during_the_merge_is_one_clear_error_and_nothing_cached_is_lost(
+    shop: Shop, tmp_path: Path
+) -> None:
+    # The batches fit, the merge's new month file does not: the error must be the full
+    # disk's (pyarrow's write error carries its errno only in its text), the months as they
+    # were, no temporary left in the dataset, and the next sync, given room, completes.
+    out = in_namespace(shop, tmp_path, "full-at-merge")
+    assert out["first"] is True
+    assert out["error"] is not None and "the disk is full" in out["error"], out
+    assert "Free some space" in out["error"]
+    assert out["unchanged"] is True and out["temporaries_in_dataset"] == []
     assert out["after_freeing"] is True and out["rows"] == 300
 
 
