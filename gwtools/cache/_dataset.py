@@ -735,11 +735,13 @@ class Dataset:
         for f, why in damaged:
             partition = f.parent
             target_dir = self.quarantine_path / partition.name
-            target_dir.mkdir(parents=True, exist_ok=True)
-            target = target_dir / f.name
-            if target.exists():
-                target = target_dir / f"{f.stem}-{uuid.uuid4().hex[:8]}{f.suffix}"
-            os.replace(f, target)
+            # Named for the folder it goes to: a file standing in its way is what to move.
+            with _writing(target_dir, "moving a file that cannot be read aside"):
+                target_dir.mkdir(parents=True, exist_ok=True)
+                target = target_dir / f.name
+                if target.exists():
+                    target = target_dir / f"{f.stem}-{uuid.uuid4().hex[:8]}{f.suffix}"
+                os.replace(f, target)
             # The move's time, where a copy of the cache keeps it (its ctime is the copy's):
             # a read compares it with the last sync's, to say whether the month is still owed.
             with contextlib.suppress(OSError):

@@ -102,6 +102,25 @@ def test_a_full_sync_always_repairs(shop: Shop) -> None:
     assert engine_counts(shop.dataset().path) == (len(everything), len(everything))
 
 
+def test_a_quarantine_folder_that_is_a_file_is_named_in_the_error(shop: Shop) -> None:
+    # The move aside failed on a file named _quarantine with "cannot write the cache at
+    # …/payments …: Not a directory. Check the folder": the dataset folder, which is fine.
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    damage(oldest_month_file(shop), "zero-byte")
+    blocker = shop.dataset().quarantine_path.parent
+    blocker.write_text("not a folder")
+    with shop.connect() as gw, pytest.raises(gwtools.CacheError) as caught:
+        gw.sync()
+    said = str(caught.value)
+    assert f"{blocker} is a file, not a folder" in said, said
+    assert "Move or rename that file" in said
+    blocker.unlink()
+    with shop.connect() as gw, pytest.warns(gwtools.GatewayDataWarning, match="moved it to"):
+        assert gw.sync().complete
+    assert len(read(shop)) == 300
+
+
 def test_a_copied_cache_whose_quarantined_month_was_fetched_again_is_complete(
     shop: Shop, tmp_path: Path
 ) -> None:
