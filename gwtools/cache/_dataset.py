@@ -839,13 +839,20 @@ class Dataset:
                 stats += self._merge_month(month, since_seq, replace, collect)
                 _step("compact.month-done")
             if replace:
+                dropped = False
                 for p in self._partitions():
                     if p.name.split("=", 1)[1] not in months:
                         for f in self._files_in(p):
                             f.unlink(missing_ok=True)
+                        # On disk before the state that says the cache equals the gateway: a
+                        # month brought back by a power cut would hold rows it no longer lists.
+                        _fsync_dir(p)
                         with contextlib.suppress(OSError):
                             p.rmdir()
+                        dropped = True
                         _step("compact.removed-month")
+                if dropped:
+                    _fsync_dir(self.path)
                 for f in self._staged_files():  # a killed sync's batches of removed months
                     f.unlink(missing_ok=True)
             if self.staging_path.is_dir():

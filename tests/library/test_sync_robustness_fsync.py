@@ -174,3 +174,40 @@ def test_a_state_write_stopped_by_ctrl_c_leaves_no_temporary_and_the_old_state(
     monkeypatch.setattr(_cache, "on_step", None)
     assert ds.state()["high_water"] == "2024-01-10T00:00:00+00:00"
     assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp-")]
+
+
+def test_months_a_full_sync_drops_are_gone_on_disk_before_the_state_moves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A complete full sync removes the months it did not see, then writes its state. Nothing
+    # flushed those removals: after a power cut a dropped month could come back, holding rows
+    # the gateway no longer lists, under a state that says the cache equals the gateway.
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    with ds.lock():
+        ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+        ds.write_batch(frame([("pay_0002", "succeeded", "2024-02-10")]))
+        (dropped,) = (ds.path / "created_month=2024-02").glob("*.parquet")
+        since = _cache._next_seq()
+        months = ds.stage_batch(frame([("pay_0001", "failed", "2024-01-10")]))
+        calls = _Calls(monkeypatch)
+        deleted: list[int] = []
+        real_unlink = os.unlink
+
+        def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+            if Path(path) == dropped:
+                deleted.append(len(calls.events))
+            real_unlink(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "unlink", unlink)
+        ds.compact(months, since_seq=since, replace=True)
+        ds.write_state({"high_water": "2024-01-10T00:00:00+00:00"})
+
+    assert deleted and not dropped.parent.exists()
+    state = calls.renamed_to(ds.state_path)
+    flushed = [
+        i
+        for i, e in enumerate(calls.events)
+        if e == ("fsync", _node(ds.path), True) and i >= deleted[0]
+    ]
+    assert flushed and flushed[0] < state, "the dropped month's removal was not flushed"
+    assert list(ds.read()["id"]) == ["pay_0001"]
