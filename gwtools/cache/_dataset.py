@@ -1260,7 +1260,15 @@ class Dataset:
         sync's): what the next :meth:`compact` may bring into the dataset."""
         values: set[Any] = set()
         for f in self._staged_files():
-            values.update(pq.read_table(f, columns=[column]).column(column).drop_null().to_pylist())
+            try:
+                table = pq.read_table(f, columns=[column])
+            except (pa.ArrowException, OSError):
+                if _damaged(f) is None:
+                    raise
+                # Bytes lost inside it: the merge drops it and says the sync is incomplete,
+                # so its rows (and these values) are fetched again, not read from it.
+                continue
+            values.update(table.column(column).drop_null().to_pylist())
         return values
 
     def _staged_months(self) -> set[str]:

@@ -7,6 +7,7 @@ Real syncs against the sandbox over loopback HTTP.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ def shop(sandbox_b: Any, tmp_path: Path) -> Shop:
     return Shop(sandbox_b, tmp_path / "cache", payments=300)
 
 
-def damage_pages(path: Path) -> None:
-    """Zero the start of the file's first data page; its footer stays whole."""
-    first = pq.read_metadata(path).row_group(0).column(0)
+def damage_pages(path: Path, column: int = 0) -> None:
+    """Zero the start of the first data page of the file's ``column``-th column; its footer
+    stays whole."""
+    first = pq.read_metadata(path).row_group(0).column(column)
     data = bytearray(path.read_bytes())
     start = first.data_page_offset
     data[start : start + 200] = bytes(200)
@@ -147,3 +149,33 @@ def test_a_full_syncs_damaged_staged_batch_keeps_the_months_rows_and_lowers_the_
         f"pay_{i:04d}" for i in range(1000)
     }
     assert engine_counts(ds.path) == (2000, 2000)
+
+
+def test_a_killed_syncs_staged_refunds_batch_with_damaged_pages_does_not_stop_every_sync(
+    shop: Shop,
+) -> None:
+    """Before merging refunds, the sync reads the staged batches' payment ids (payments owed
+    a re-read). A staged batch whose footer reads but whose pages do not stopped that read
+    with a bare Arrow error, before the merge that drops such a batch, so every later sync
+    failed the same way until someone deleted the file by hand."""
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    refunds = shop.dataset("refunds")
+    cached = set(refunds.read()["id"])
+    assert cached  # the generated history holds refunds
+    killed = shop.sync_process(crash_at="stage.renamed@1", resources="refunds", full=True)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    (staged,) = refunds._staged_files()
+    damage_pages(staged, pq.read_schema(staged).get_field_index("payment_id"))
+
+    with shop.connect() as gw, warnings.catch_warnings():
+        # Whether this sync is complete depends on whether it fetched every row of the lost
+        # batch again (the merge reads the batch only for rows nothing newer replaced); if
+        # not, it says so and the next sync fetches them.
+        warnings.simplefilter("ignore", gwtools.GatewayDataWarning)
+        gw.sync()
+    assert not staged.exists()
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    assert set(refunds.read()["id"]) == cached
+    assert engine_counts(refunds.path) == (len(cached), len(cached))
