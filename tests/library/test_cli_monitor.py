@@ -118,3 +118,30 @@ def test_no_alerts_on_a_cache_known_partial_exits_3(tmp_path: Path) -> None:
     # check fails its rule instead, as before
     result = CliRunner().invoke(main, ["check"], env=env)
     assert result.exit_code == 1 and "FAIL last_sync_complete" in result.output
+
+
+def test_json_that_cannot_check_still_answers_with_a_json_object(tmp_path: Path) -> None:
+    """A script parsing ``--json`` gets a JSON object naming the error (status 2), never an
+    empty standard output; the human line stays on standard error."""
+    root = tmp_path / "cache"
+    shutil.copytree(SAMPLE / "sandbox", root / "sandbox")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(root)}
+    empty = {**NO_KEY, "GW_CACHE_DIR": str(tmp_path / "empty")}
+    for command, args, environ, said in (
+        ("check", [], empty, "nothing cached yet"),
+        ("monitor", [], empty, "nothing cached yet"),
+        ("check", ["--tz", "Mars/Base"], env, "unknown time zone 'Mars/Base'"),
+        ("check", ["--tz", ""], env, "is empty"),  # refused while the options are read
+        ("monitor", ["--since", "soon"], env, "--since=soon is not a date"),
+        ("monitor", ["--since", "2020-01-01", "--until", "2020-02-01"], env, "no payments"),
+    ):
+        result = CliRunner().invoke(main, [command, "--json", *args], env=environ)
+        assert result.exit_code == 2, (command, args, result.output)
+        answer = json.loads(result.stdout)
+        assert set(answer) == {"error", "message"}, answer
+        assert answer["error"] in ("UsageError", "CannotCheck")
+        assert said in answer["message"], answer
+        assert "Error: " in result.stderr and said in result.stderr
+    # without --json, standard output stays empty: the error is on standard error alone
+    plain = CliRunner().invoke(main, ["check"], env=empty)
+    assert plain.exit_code == 2 and plain.stdout == ""
