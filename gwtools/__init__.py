@@ -62,7 +62,7 @@ if _typing.TYPE_CHECKING:
     from gwtools._gateway import Gateway, cache_path, cache_state, connect
     from gwtools._schema import empty_payments, empty_refunds
     from gwtools.cache._dataset import read_cache
-    from gwtools.cache._export import write_table
+    from gwtools.cache._export import check_export_path, write_table
     from gwtools.cache._scan import scan_cache
     from gwtools.cache._source import Source, open_source
     from gwtools.normalize._normalize import normalize_payments, normalize_refunds
@@ -93,6 +93,7 @@ __all__ = [
     "SyncResult",
     "cache_path",
     "cache_state",
+    "check_export_path",
     "check_filters",
     "connect",
     "empty_payments",
@@ -133,6 +134,7 @@ _HOMES: dict[str, str] = {
     "SyncResult": "gwtools.sync._result",
     "cache_path": "gwtools._gateway",
     "cache_state": "gwtools._gateway",
+    "check_export_path": "gwtools.cache._export",
     "check_filters": "gwtools._config",
     "connect": "gwtools._gateway",
     "empty_payments": "gwtools._schema",

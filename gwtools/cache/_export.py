@@ -48,7 +48,7 @@ from gwtools import _schema
 from gwtools._errors import ConfigurationError
 from gwtools.cache._dataset import PARTITION, QUARANTINE, STAGING, replacing
 
-__all__ = ["BATCH_ROWS", "batches", "write_table"]
+__all__ = ["BATCH_ROWS", "batches", "check_export_path", "write_table"]
 
 #: Rows per batch: a few tens of MB of canonical payments at most.
 BATCH_ROWS = 100_000
@@ -518,8 +518,6 @@ def write_table(
     on the ``gwtools`` logger says how many and in which columns, and ``guarded``, if given a
     dict, receives ``{column: cells quoted}``.
     """
-    if fmt not in ("csv", "parquet"):
-        raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
     rows = rows or BATCH_ROWS
     found: dict[str, int] | None = {} if formula_guard and fmt == "csv" else None
     count = _write_to(table, out, fmt, rows, found)
@@ -535,6 +533,34 @@ def write_table(
     return count
 
 
+def check_export_path(out: str | os.PathLike[str] | IO[str], fmt: str) -> None:
+    """Raise :class:`~gwtools.ConfigurationError` when :func:`write_table` would refuse to
+    write ``fmt`` (``"csv"`` or ``"parquet"``) to ``out``, writing nothing: Parquet to a
+    stream, a path ending with ``/`` or that is a folder, whose folder does not exist, whose
+    name says compressed, or inside a cache's dataset. Call it before work that comes first
+    (a sync, a long query), so that a bad path is said at once, not at the end::
+
+        gwtools.check_export_path("exports/payments.csv", "csv")
+    """
+    if fmt not in ("csv", "parquet"):
+        raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+    if not isinstance(out, str | os.PathLike):
+        if fmt != "csv":
+            raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
+        return
+    named = os.fspath(out)
+    if named.endswith(("/", os.sep)):  # Path() would drop the slash and write a file there
+        raise ConfigurationError(
+            f"cannot write {fmt} to {named}: it ends with / (a folder); give a file path, such "
+            f"as {named}table.{fmt}"
+        )
+    if _special(Path(out)):  # a device or pipe is written into as it is
+        return
+    target = _destination(Path(out))
+    _check_path(target, fmt)
+    _check_outside_cache(target, fmt)
+
+
 def _write_to(
     table: Any,
     out: str | os.PathLike[str] | IO[str],
@@ -542,16 +568,9 @@ def _write_to(
     rows: int,
     guarded: dict[str, int] | None,
 ) -> int:
+    check_export_path(out, fmt)
     if not isinstance(out, str | os.PathLike):
-        if fmt != "csv":
-            raise ConfigurationError("a stream takes CSV only: give a file path for Parquet")
         return _write(table, fmt, out, rows, guarded)
-    named = os.fspath(out)
-    if named.endswith(("/", os.sep)):  # Path() would drop the slash and write a file there
-        raise ConfigurationError(
-            f"cannot write {fmt} to {named}: it ends with / (a folder); give a file path, such "
-            f"as {named}table.{fmt}"
-        )
     if _special(Path(out)):
         # opened as given: /dev/stdout's link leads to /proc/…/fd/pipe:[…], no path to open
         if fmt == "csv":
@@ -560,8 +579,6 @@ def _write_to(
         with open(out, "wb") as binary:
             return _write(table, fmt, binary, rows, guarded)
     target = _destination(Path(out))
-    _check_path(target, fmt)
-    _check_outside_cache(target, fmt)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     with replacing(target, tmp):
         if fmt == "csv":

@@ -500,6 +500,7 @@ def export(
         ConfigurationError,
         GatewayError,
         cache_state,
+        check_export_path,
         check_filters,
         scan_cache,
         write_table,
@@ -524,6 +525,10 @@ def export(
             f"or a file name ending .{fmt}",
             param_hint="--out",
         )
+    try:  # what write_table refuses (compressed, a folder, inside a cache): before any sync
+        check_export_path(out if out != "-" else sys.stdout, fmt)
+    except ConfigurationError as exc:
+        raise click.ClickException(str(exc)) from None
     kind = cast("Resource", resource)
     if source is not None and (api_key_file or base_url or cache_dir):
         raise click.BadParameter(

@@ -357,3 +357,25 @@ def test_an_out_ending_in_a_slash_is_a_folder_not_a_file_name(tmp_path: Path) ->
     with pytest.raises(gwtools.ConfigurationError, match="ends with /"):
         gwtools.write_table(gwtools.read_cache(SAMPLE, "refunds"), out, "csv")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_out_is_refused_before_the_sync_runs(shop: Shop, tmp_path: Path) -> None:
+    # `export --refresh` synced the whole history first and only then refused an --out that
+    # write_table would never take (compressed name, trailing /, inside a cache's dataset).
+    shop.card()
+    other = _cache_copy(tmp_path)  # a cache whose dataset the --out points into
+    cache = tmp_path / "synced"
+    env = {"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url, "GW_CACHE_DIR": str(cache)}
+    for out, said in (
+        (tmp_path / "p.csv.gz", "compressed"),
+        (f"{tmp_path / 'exports'}/", "ends with /"),
+        (other / "sandbox/test/payments/x.csv", "inside the cache"),
+    ):
+        result = CliRunner().invoke(
+            main, ["export", "payments", "--format", "csv", "--out", str(out)], env=env
+        )
+        assert result.exit_code == 1, (out, result.output)
+        assert said in result.stderr, result.stderr
+        assert not cache.exists(), f"{out}: synced before refusing it"
+    assert not (tmp_path / "exports").exists() and not (tmp_path / "p.csv.gz").exists()
+    assert not list((other / "sandbox/test/payments").glob("x.csv*"))
