@@ -171,6 +171,7 @@ def _open_gateway(
     key = _read_key_file(api_key_file)
     with contextlib.suppress(gwtools.GatewayError):  # connect() says what is wrong with those
         _cache_folder(key, base_url, cache_dir, account)  # a file there: before anything starts
+    _refuse_a_cache_inside_a_cache(cache_dir)
     try:
         return gwtools.connect(
             key, base_url, cache_dir=cache_dir, account=account, progress=progress
@@ -320,14 +321,14 @@ def _cached_folder(
             if ctx is not None and ctx.info_name == "export"
             else ""
         )
-        given = cache_dir if cache_dir is not None else os.environ.get("GW_CACHE_DIR")
-        top = _cache_above(Path(given)) if given else None
-        if given and top is not None:  # a sync "with the same options" would nest a cache
-            option = "give --cache-dir" if cache_dir is not None else "set GW_CACHE_DIR to"
+        chosen = _given_cache_dir(cache_dir)
+        top = _cache_above(Path(chosen[0])) if chosen else None
+        if chosen and top is not None:  # a sync "with the same options" would nest a cache
+            given, option = chosen
             source_too = f", or --source {given}" if also else ""
             raise click.ClickException(
                 f"nothing cached for {source} under {folder / resource}: {given} is a folder "
-                f"inside the cache {top} (an account's, a mode's or a dataset's): "
+                f"inside the cache {top} (an account's, a mode's, a dataset's or a month's): "
                 f"{option} {top}, the folder `gwtools sync` filled{source_too}"
             )
         others = _other_accounts(folder, resource) if account is not None else []
@@ -364,9 +365,14 @@ def _other_accounts(folder: Path, resource: Resource) -> list[str]:
 
 def _cache_above(given: Path) -> Path | None:
     """The cache folder ``given`` lies in when it is an account's, a mode's or a dataset's
-    folder of a cache (``{cache}/{account}/{mode}/{resource}``), else None: a listing at
-    most two folders deep, made only once nothing was found where the options point."""
+    folder of a cache (``{cache}/{account}/{mode}/{resource}``), or any folder inside a
+    dataset (a month's), else None: a listing at most two folders deep and a look at the
+    folders above, a few ``stat`` calls."""
     given = given.absolute()
+    # inside a dataset: a folder above is one, with its _state.json
+    for folder in given.parents:
+        if folder.name in _RESOURCES and (folder / "_state.json").is_file():
+            return folder.parents[2] if len(folder.parents) > 2 else None
     # k folders between given and a dataset's _state.json (0: given is the dataset's folder,
     # 1: a mode's, 2: an account's), so the cache is 3 - k folders above given
     for k in range(3):
@@ -374,6 +380,32 @@ def _cache_above(given: Path) -> Path | None:
         if any(p.parent.name in _RESOURCES for p in given.glob(pattern)):
             return given.parents[2 - k] if len(given.parents) > 2 - k else None
     return None
+
+
+def _given_cache_dir(cache_dir: str | None) -> tuple[str, str] | None:
+    """The cache folder the user gave (``--cache-dir``, else ``GW_CACHE_DIR``), and how to
+    name that way in advice ("give --cache-dir", "set GW_CACHE_DIR to"); None if neither."""
+    import os
+
+    if cache_dir is not None:
+        return cache_dir, "give --cache-dir"
+    given = os.environ.get("GW_CACHE_DIR")
+    return (given, "set GW_CACHE_DIR to") if given else None
+
+
+def _refuse_a_cache_inside_a_cache(cache_dir: str | None) -> None:
+    """Refuse, before a sync starts, a cache folder given inside an existing cache (its
+    account's, mode's, dataset's or a month's folder): the sync would start a second cache
+    there, whose Parquet files, inside a dataset, its readers would take for cached rows."""
+    given = _given_cache_dir(cache_dir)
+    top = _cache_above(Path(given[0])) if given else None
+    if given is None or top is None:
+        return
+    raise click.ClickException(
+        f"{given[0]} is a folder inside the cache {top} (an account's, a mode's, a dataset's "
+        f"or a month's), where a sync would start a second cache inside the first: "
+        f"{given[1]} {top}, the folder `gwtools sync` filled"
+    )
 
 
 def _cache_folder(

@@ -15,6 +15,7 @@ from gwtools.cli import main
 from gwtools.cli._paths import oserror_line
 from gwtools.report import run_report
 from gwtools.sandbox.cli import sandbox
+from tests.library._shop import Shop
 from tests.library.test_cli import NO_KEY, SAMPLE, _export, _sandbox_threads, partial_copy
 
 
@@ -406,3 +407,40 @@ def test_report_blames_a_bad_gw_timezone_on_the_variable_not_on_tz(tmp_path: Pat
     assert code == 2, said
     assert "'Asia/Kuala_Lumpr' in GW_TIMEZONE" in said and "'--tz'" not in said, said
     assert not (tmp_path / "r").exists()
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_a_sync_into_a_folder_inside_a_cache_is_refused(shop: Shop, tmp_path: Path) -> None:
+    # `gwtools sync --cache-dir cache/shop/test/payments` made a second cache inside the
+    # dataset's folder (…/payments/shop/test/payments/…), whose Parquet files the first
+    # cache's readers then found among its own rows.
+    shop.card()
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    before = _tree(cache)
+    month = next((cache / "sandbox/test/payments").glob("created_month=*"))
+    env = {"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url}
+    for inner in (
+        month,
+        cache / "sandbox/test/payments",
+        cache / "sandbox/test",
+        cache / "sandbox",
+    ):
+        for args, extra, advice in (
+            (["--cache-dir", str(inner)], {}, f"give --cache-dir {cache}"),
+            ([], {"GW_CACHE_DIR": str(inner)}, f"set GW_CACHE_DIR to {cache}"),
+        ):
+            result = CliRunner().invoke(main, ["sync", *args], env={**env, **extra})
+            assert result.exit_code == 1, (inner, result.output)
+            assert f"{inner} is a folder inside the cache {cache}" in result.stderr, result.stderr
+            assert advice in result.stderr, result.stderr
+            assert _tree(cache) == before, f"{inner}: a cache was made inside the cache"
+    # the same sync with the cache itself (or a folder outside it) runs
+    result = CliRunner().invoke(main, ["sync", "--cache-dir", str(tmp_path / "own")], env=env)
+    assert result.exit_code == 0, result.output
+    # a read of a month's folder is told the same, not "run gwtools sync first"
+    code, said = _run("check", "--cache-dir", str(month))
+    assert code == 2 and f"give --cache-dir {cache}" in said, said
