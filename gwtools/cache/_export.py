@@ -405,6 +405,9 @@ def _write(
     return written
 
 
+#: The encodings CSV is written in: UTF-8, with or without a byte-order mark.
+_ENCODINGS = ("utf-8", "utf-8-sig")
+
 #: Names that say a file is compressed (pandas' to_csv would compress into them).
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".tar")
 
@@ -491,6 +494,7 @@ def write_table(
     rows: int | None = None,
     formula_guard: bool = True,
     guarded: dict[str, int] | None = None,
+    encoding: str = "utf-8",
 ) -> int:
     """Write ``table`` to ``out`` as ``"csv"`` or ``"parquet"`` one batch at a time; return the
     number of rows written.
@@ -517,10 +521,24 @@ def write_table(
     writes the exact text, for CSV read by programs. When cells were quoted, one ``INFO`` line
     on the ``gwtools`` logger says how many and in which columns, and ``guarded``, if given a
     dict, receives ``{column: cells quoted}``.
+
+    CSV is UTF-8 without a byte-order mark; ``encoding="utf-8-sig"`` puts one first (on a
+    stream too), which Excel on Windows needs to read non-ASCII text (``Café``) as UTF-8
+    rather than its ANSI code page. Parquet takes no encoding.
     """
+    if encoding not in _ENCODINGS:
+        raise ConfigurationError(
+            f"encoding={encoding!r} is not one CSV is written in: give 'utf-8' (the default) "
+            "or 'utf-8-sig' (UTF-8 with a byte-order mark, for Excel)"
+        )
+    if encoding != "utf-8" and fmt == "parquet":
+        raise ConfigurationError(
+            f"encoding={encoding!r} is for CSV: Parquet stores its text as UTF-8 itself; leave "
+            "encoding out"
+        )
     rows = rows or BATCH_ROWS
     found: dict[str, int] | None = {} if formula_guard and fmt == "csv" else None
-    count = _write_to(table, out, fmt, rows, found)
+    count = _write_to(table, out, fmt, rows, found, encoding)
     if found:
         if guarded is not None:
             guarded.update(found)
@@ -567,14 +585,17 @@ def _write_to(
     fmt: str,
     rows: int,
     guarded: dict[str, int] | None,
+    encoding: str,
 ) -> int:
     check_export_path(out, fmt)
     if not isinstance(out, str | os.PathLike):
+        if encoding == "utf-8-sig":  # (a stream has its own encoding: the mark, as it says)
+            out.write("\ufeff")
         return _write(table, fmt, out, rows, guarded)
     if _special(Path(out)):
         # opened as given: /dev/stdout's link leads to /proc/…/fd/pipe:[…], no path to open
         if fmt == "csv":
-            with open(out, "w", encoding="utf-8", newline="") as text:
+            with open(out, "w", encoding=encoding, newline="") as text:
                 return _write(table, fmt, text, rows, guarded)
         with open(out, "wb") as binary:
             return _write(table, fmt, binary, rows, guarded)
@@ -582,7 +603,7 @@ def _write_to(
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     with replacing(target, tmp):
         if fmt == "csv":
-            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            with open(tmp, "w", encoding=encoding, newline="") as handle:
                 count = _write(table, fmt, handle, rows, guarded)
         else:
             count = _write(table, fmt, str(tmp), rows, guarded)

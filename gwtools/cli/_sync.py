@@ -505,6 +505,14 @@ def exit_partial(command: str, output: str, reasons: list[str]) -> NoReturn:
     "spreadsheets do not run it as a formula (default), or write the exact text (CSV for "
     "programs). Parquet always holds the exact text.",
 )
+@click.option(
+    "--encoding",
+    type=click.Choice(["utf-8", "utf-8-sig"]),
+    default="utf-8",
+    show_default=True,
+    help="CSV: utf-8-sig puts a byte-order mark first, which Excel on Windows needs to show "
+    "non-ASCII text (Café, bank names) as written rather than as mojibake.",
+)
 @connection_options
 def export(
     resource: str,
@@ -516,6 +524,7 @@ def export(
     refresh: bool,
     source: str | None,
     formula_guard: bool,
+    encoding: str,
     api_key_file: str | None,
     base_url: str | None,
     cache_dir: str | None,
@@ -549,6 +558,12 @@ def export(
         raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
+    if encoding != "utf-8" and fmt != "csv":
+        raise click.BadParameter(
+            f"--encoding {encoding} is for CSV: Parquet stores its text as UTF-8 itself; leave "
+            "--encoding out, or give --format csv",
+            param_hint="--encoding",
+        )
     suffix = Path(out).suffix.lower().lstrip(".")
     if out != "-" and suffix in ("csv", "parquet") and suffix != fmt:
         # a CSV named .parquet (or the other way round) fails in whatever opens it next
@@ -605,14 +620,17 @@ def export(
                 table = scan_cache(folder, kind, since=where[0], until=where[1], status=where[2])
             partial = partial_reasons({kind: cache_state(folder, kind)})
         guarded: dict[str, int] = {}  # cells quoted against spreadsheet formulas, per column
+        options: dict[str, Any] = {
+            "formula_guard": formula_guard,
+            "guarded": guarded,
+            "encoding": encoding,
+        }
         try:
             if out == "-":
                 with _utf8_stdout() as stream:
-                    count = write_table(
-                        table, stream, "csv", formula_guard=formula_guard, guarded=guarded
-                    )
+                    count = write_table(table, stream, "csv", **options)
             else:  # /dev/stdout or a named pipe as well: a file never raises BrokenPipeError
-                count = write_table(table, out, fmt, formula_guard=formula_guard, guarded=guarded)
+                count = write_table(table, out, fmt, **options)
         except BrokenPipeError:
             reader_gone()  # (`| head`, or the reader of a FIFO --out): stop quietly
         if out != "-":

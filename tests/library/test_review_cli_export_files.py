@@ -379,3 +379,38 @@ def test_a_bad_out_is_refused_before_the_sync_runs(shop: Shop, tmp_path: Path) -
         assert not cache.exists(), f"{out}: synced before refusing it"
     assert not (tmp_path / "exports").exists() and not (tmp_path / "p.csv.gz").exists()
     assert not list((other / "sandbox/test/payments").glob("x.csv*"))
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_encoding_utf_8_sig_adds_the_byte_order_mark_excel_needs(tmp_path: Path) -> None:
+    # Excel on Windows opens a CSV without a byte-order mark in the ANSI code page: the
+    # bank name "Bank Simpanan Nasional — BSN" or a description "Café" showed as mojibake.
+    # --encoding utf-8-sig is the opt-in; the default bytes stay exactly as they were.
+    plain, sig = tmp_path / "plain.csv", tmp_path / "sig.csv"
+    assert _export(plain).exit_code == 0
+    result = _export(sig, "--encoding", "utf-8-sig")
+    assert result.exit_code == 0, result.output
+    assert not plain.read_bytes().startswith(BOM)
+    assert sig.read_bytes() == BOM + plain.read_bytes()
+    assert pd.read_csv(sig, encoding="utf-8-sig").columns[0] == "id"
+    # to standard output too, and through the library
+    out = CliRunner().invoke(
+        main,
+        ["export", "refunds", "--format", "csv", "--out", "-", "--encoding", "utf-8-sig",
+         "--source", str(SAMPLE)],
+        env=NO_KEY,
+    )  # fmt: skip
+    assert out.exit_code == 0 and out.stdout_bytes == BOM + plain.read_bytes()
+    frame = pd.DataFrame({"description": ["Café — 50%"]})
+    gwtools.write_table(frame, tmp_path / "lib.csv", "csv", encoding="utf-8-sig")
+    assert (tmp_path / "lib.csv").read_bytes() == BOM + "description\nCafé — 50%\n".encode()
+    # Parquet has no text encoding to choose: refused, not ignored
+    refused = _export(tmp_path / "r.parquet", "--encoding", "utf-8-sig", fmt="parquet")
+    assert refused.exit_code == 2 and "--encoding" in refused.output, refused.output
+    with pytest.raises(gwtools.ConfigurationError, match="encoding"):
+        gwtools.write_table(frame, tmp_path / "lib.parquet", "parquet", encoding="utf-8-sig")
+    with pytest.raises(gwtools.ConfigurationError, match="utf-8-sig"):
+        gwtools.write_table(frame, tmp_path / "x.csv", "csv", encoding="latin-1")
+    assert not (tmp_path / "r.parquet").exists() and not (tmp_path / "x.csv").exists()
