@@ -602,8 +602,8 @@ def export(
             with _incompleteness_said():  # said below (and by the exit status), not twice
                 table = scan_cache(source, kind, account=account, since=where[0],
                                    until=where[1], status=where[2])  # fmt: skip
-            where_state = f"{source.rstrip('/')}/{account}" if account else source
-            partial = partial_reasons({kind: cache_state(where_state, kind)})
+            # (the dataset scan_cache found: --account picks it in a folder of any level)
+            partial = partial_reasons({kind: cache_state(source, kind, account=account)})
         elif refresh:
             # An incomplete sync is said below (and by the exit status), not twice.
             with _connect(api_key_file, base_url, cache_dir, account) as gw, _incompleteness_said():

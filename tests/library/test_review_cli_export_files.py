@@ -4,6 +4,7 @@ so on standard error."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -18,10 +19,16 @@ from tests.library._shop import Shop
 from tests.library.test_cli import NO_KEY, SAMPLE
 
 
-def _export(out: Path | str, *args: str, fmt: str = "csv", resource: str = "refunds") -> Result:
+def _export(
+    out: Path | str,
+    *args: str,
+    fmt: str = "csv",
+    resource: str = "refunds",
+    source: Path = SAMPLE,
+) -> Result:
     return CliRunner().invoke(
         main,
-        ["export", resource, "--format", fmt, "--out", str(out), "--source", str(SAMPLE), *args],
+        ["export", resource, "--format", fmt, "--out", str(out), "--source", str(source), *args],
         env=NO_KEY,
     )
 
@@ -414,3 +421,26 @@ def test_encoding_utf_8_sig_adds_the_byte_order_mark_excel_needs(tmp_path: Path)
     with pytest.raises(gwtools.ConfigurationError, match="utf-8-sig"):
         gwtools.write_table(frame, tmp_path / "x.csv", "csv", encoding="latin-1")
     assert not (tmp_path / "r.parquet").exists() and not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("inner", ["", "sandbox", "sandbox/test", "sandbox/test/refunds"])
+def test_the_account_a_source_folder_is_exports_a_complete_cache_as_complete(
+    inner: str, tmp_path: Path
+) -> None:
+    # --source at an account's, mode's or dataset's folder with --account naming that same
+    # account exported every row, then read the sync state under {source}/{account}, found
+    # none and exited 3: "no sync of the cached refunds has completed", for a complete cache.
+    source = SAMPLE / inner if inner else SAMPLE
+    out = tmp_path / "r.csv"
+    result = _export(out, "--account", "sandbox", source=source)
+    assert result.exit_code == 0, result.output
+    assert "rows may be missing" not in result.stderr, result.stderr
+    assert len(pd.read_csv(out)) == len(gwtools.read_cache(SAMPLE, "refunds")) == 115
+    # a cache known partial is still said to be, whichever of its folders is given
+    partial = _cache_copy(tmp_path)
+    state_file = partial / "sandbox/test/refunds/_state.json"
+    state = json.loads(state_file.read_text())
+    state["completeness"]["complete"] = False
+    state_file.write_text(json.dumps(state))
+    said = _export(out, "--account", "sandbox", source=partial / inner if inner else partial)
+    assert said.exit_code == 3 and "rows may be missing" in said.stderr, said.output
