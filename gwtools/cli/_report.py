@@ -24,7 +24,7 @@ import click
 from gwtools.cli import require_extra
 from gwtools.cli._dates import check_date, check_room, check_tz, check_zone
 from gwtools.cli._paths import out_dir
-from gwtools.cli._source import check_source_folder, source_advice
+from gwtools.cli._source import account_source, check_source_folder, source_advice
 from gwtools.cli._sync import (
     _connect,
     _incompleteness_said,
@@ -211,7 +211,7 @@ def report(
                 param_hint="--account",
             )
         # An account's folder is a source of its own (as `gwtools export --source` reads it).
-        source = f"{source.rstrip('/')}/{account}"
+        source = account_source(source, account)
     gw = (
         _connect(api_key_file, base_url, cache_dir, account, progress=False)
         if needs_gateway

@@ -33,19 +33,35 @@ def check_source_folder(source: str, instead: str) -> None:
         raise _NoSuchSource(
             f"--source {source!r} is empty: give --source {_WHAT_TO_GIVE}, {instead}"
         )
-    parts = urlsplit(source)
-    if parts.scheme == "file":
-        path = url2pathname(parts.path)
-    elif "://" in source:
-        return
-    else:
-        path = os.path.expanduser(source)
-    if os.path.exists(path):
+    path = local_folder(source)
+    if path is None or os.path.exists(path):
         return
     raise _NoSuchSource(
         f"no cache at {source}: that folder does not exist; give --source {_WHAT_TO_GIVE}, "
         f"{instead}"
     )
+
+
+def local_folder(source: str) -> str | None:
+    """The local path a ``--source`` names (``~`` expanded, a ``file://`` URL decoded); None
+    for a URL of shared storage."""
+    parts = urlsplit(source)
+    if parts.scheme == "file":
+        return url2pathname(parts.path)
+    if "://" in source:
+        return None
+    return os.path.expanduser(source)
+
+
+def account_source(source: str, account: str) -> str:
+    """The folder of ``account`` in the cache at ``source``, which the library has found to
+    hold it: its folder below a cache's (or a URL's), or ``source`` itself when that is the
+    account's own folder, or a mode's or dataset's of it, where there is none below."""
+    below = f"{source.rstrip('/')}/{account}"
+    path = local_folder(source)
+    if path is not None and not os.path.isdir(os.path.join(path, account)):
+        return source
+    return below
 
 
 class _NoSuchSource(click.ClickException):

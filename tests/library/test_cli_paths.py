@@ -444,3 +444,19 @@ def test_a_sync_into_a_folder_inside_a_cache_is_refused(shop: Shop, tmp_path: Pa
     # a read of a month's folder is told the same, not "run gwtools sync first"
     code, said = _run("check", "--cache-dir", str(month))
     assert code == 2 and f"give --cache-dir {cache}" in said, said
+
+
+@pytest.mark.parametrize("inner", ["shop-b", "shop-b/test"])
+def test_report_reads_an_accounts_own_folder_with_its_account(inner: str, tmp_path: Path) -> None:
+    # --source at the account's (or its mode's) folder with --account naming that
+    # account passed the check of the folder, then read {source}/{account}, which is no
+    # folder: "no cache at …/shop-b/shop-b: run gwtools sync first".
+    root = tmp_path / "cache"
+    for account in ("shop-a", "shop-b"):
+        shutil.copytree(SAMPLE / "sandbox", root / account)
+    out = tmp_path / "report"
+    # (an absent currency stops the report once its data is open, before any notebook runs)
+    code, said = _run("report", "--out", str(out), "--source", str(root / inner),
+                      "--account", "shop-b", "--currency", "ZZZ")  # fmt: skip
+    assert code == 2 and "currency='ZZZ': the payments are in MYR" in said, said
+    assert "no cache at" not in said and not out.exists()
