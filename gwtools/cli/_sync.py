@@ -368,7 +368,8 @@ def _cache_above(given: Path) -> Path | None:
     folder of a cache (``{cache}/{account}/{mode}/{resource}``), or any folder inside a
     dataset (a month's), else None: a listing at most two folders deep and a look at the
     folders above, a few ``stat`` calls."""
-    given = given.absolute()
+    # ~ as the library reads it ("~/…" quoted in a script, or GW_CACHE_DIR's)
+    given = given.expanduser().absolute()
     # inside a dataset: a folder above is one, with its _state.json
     for folder in given.parents:
         if folder.name in _RESOURCES and (folder / "_state.json").is_file():

@@ -444,6 +444,15 @@ def test_a_sync_into_a_folder_inside_a_cache_is_refused(shop: Shop, tmp_path: Pa
     # a read of a month's folder is told the same, not "run gwtools sync first"
     code, said = _run("check", "--cache-dir", str(month))
     assert code == 2 and f"give --cache-dir {cache}" in said, said
+    # "~/…" as a script quotes it, or GW_CACHE_DIR holds it: the home folder's cache
+    home = {**env, "HOME": str(tmp_path)}
+    for args, extra in (
+        (["--cache-dir", "~/cache/sandbox"], {}),
+        ([], {"GW_CACHE_DIR": "~/cache/sandbox"}),
+    ):
+        result = CliRunner().invoke(main, ["sync", *args], env={**home, **extra})
+        assert result.exit_code == 1 and f"inside the cache {cache}" in result.stderr, result.output
+        assert _tree(cache) == before
 
 
 @pytest.mark.parametrize("inner", ["shop-b", "shop-b/test"])
