@@ -116,11 +116,19 @@ def not_before(since: str, until: str) -> str:
     lo, hi = (pd.Timestamp(v) for v in (since, until))
     lo, hi = (t.tz_convert("UTC") if t.tzinfo else t.tz_localize("UTC") for t in (lo, hi))
     how = "after" if lo > hi else "the same time as"
+    # the example is --since's own day (in UTC, as a naive --until is read); none after the
+    # calendar's last day
+    first = lo.to_pydatetime().date()
+    example = (
+        f" (--until {first + dt.timedelta(days=1)} takes all of {first} (UTC))"
+        if first < dt.date.max
+        else ""
+    )
     return (
         f"--since={shlex.quote(since)} is {how} --until={shlex.quote(until)} "
-        f"({lo:%Y-%m-%d %H:%M:%S} and {hi:%Y-%m-%d %H:%M:%S} UTC), so no row can match: rows "
-        "are taken from --since up to, not including, --until; swap them, or move --until "
-        "later (--until 2024-06-02 takes all of 1 June)"
+        f"({minute(lo.to_pydatetime())}:{lo.second:02d} and {minute(hi.to_pydatetime())}:"
+        f"{hi.second:02d} UTC), so no row can match: rows are taken from --since up to, not "
+        f"including, --until; swap them, or move --until later{example}"
     )
 
 

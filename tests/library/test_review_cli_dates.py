@@ -246,3 +246,22 @@ def test_whitespace_is_empty_text_for_tz_as_for_since(
     for option in ("--tz", "--since"):
         result = _run([*args, option, " "], env)
         assert result.exit_code == 2 and f"{option}=' ' is empty" in result.output, result.output
+
+
+def test_export_since_not_before_until_suggests_the_day_after_the_users_own(
+    tmp_path: Path,
+) -> None:
+    # `--since 2026-11-01 --until 2026-11-01` was told "--until 2024-06-02 takes all of
+    # 1 June": an example from another year and month, which reads as a suggested value.
+    args, env = _command("export", tmp_path)
+    result = _run([*args, "--since", "2026-11-01", "--until", "2026-11-01"], env)
+    assert result.exit_code == 2, result.output
+    assert "--until 2026-11-02 takes all of 2026-11-01 (UTC)" in result.output, result.output
+    assert "2024" not in result.output and "June" not in result.output
+    result = _run([*args, "--since", "2026-12-31T23:00", "--until", "2026-12-01"], env)
+    assert "--until 2027-01-01 takes all of 2026-12-31 (UTC)" in result.output, result.output
+    # the calendar's last day has no day after it to suggest: no example, no traceback
+    result = _run([*args, "--since", "9999-12-31", "--until", "9999-12-31"], env)
+    assert result.exit_code == 2 and "is the same time as --until=9999-12-31" in result.output
+    assert "(9999-12-31 00:00:00 and 9999-12-31 00:00:00 UTC)" in result.output, result.output
+    assert "Traceback" not in result.output
