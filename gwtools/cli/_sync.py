@@ -608,8 +608,12 @@ def export(
         elif refresh:
             # An incomplete sync is said below (and by the exit status), not twice.
             with _connect(api_key_file, base_url, cache_dir, account) as gw, _incompleteness_said():
-                # As payments() does: a payment's refunded_amount moves with its refunds.
-                result = gw.sync(("payments", "refunds") if kind == "payments" else ("refunds",))
+                try:  # As payments() does: a payment's refunded_amount moves with its refunds.
+                    result = gw.sync(
+                        ("payments", "refunds") if kind == "payments" else ("refunds",)
+                    )
+                except GatewayError as exc:
+                    raise click.ClickException(_sync_failed(exc, gw.cache_path, kind)) from None
                 if not result.complete:
                     problems = result.problems
                 table = gw.scan(kind, *where)  # (partial only when the sync was not complete)
@@ -650,6 +654,24 @@ def export(
         exit_incomplete("export", "it", "the file", problems)
     if partial:
         exit_partial("export", "standard output" if out == "-" else out, partial)
+
+
+def _sync_failed(exc: Exception, folder: Path, resource: Resource) -> str:
+    """The error of the sync before an export, with the way to export what the cache holds
+    when a sync has filled it before: the gateway may be down, the network or a key gone,
+    while the rows the last sync fetched are there to export."""
+    from gwtools import cache_state
+
+    try:
+        cached = bool(cache_state(folder, resource))
+    except (OSError, ValueError):  # (the advice is a courtesy: the error is said anyway)
+        cached = False
+    if not cached:
+        return str(exc)
+    return (
+        f"{exc} (the export's sync failed; add --no-refresh to export the {resource} cached by "
+        f"the last sync in {folder}, as they are, contacting nothing)"
+    )
 
 
 @contextlib.contextmanager

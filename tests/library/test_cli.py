@@ -577,3 +577,28 @@ def test_report_names_the_gateway_with_its_port(shop: Shop, tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     assert f"\nData: {shop.base_url}\n" in result.output
     assert shop.key not in result.output
+
+
+def test_an_export_whose_sync_fails_names_the_cached_rows_and_no_refresh(
+    shop: Shop, tmp_path: Path
+) -> None:
+    # A failed sync (a revoked key here; a gateway down or a VPN off alike) ended the export
+    # with the gateway's error alone, though the cache held the last sync's rows, which
+    # --no-refresh exports without contacting anything.
+    shop.card()
+    env = _env(shop, tmp_path / "cache")
+    runner = CliRunner()
+    assert runner.invoke(main, ["sync", "--account", "shop"], env=env).exit_code == 0
+    out = tmp_path / "p.csv"
+    export = ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop"]
+    revoked = {**env, "GW_API_KEY": "sk_test_" + "x" * 24}
+    result = runner.invoke(main, export, env=revoked)
+    assert result.exit_code == 1 and not out.exists(), result.output
+    assert "invalid_api_key" in result.stderr or "API key" in result.stderr, result.stderr
+    assert "add --no-refresh to export the payments cached by the last sync" in result.stderr
+    assert revoked["GW_API_KEY"] not in result.output
+    result = runner.invoke(main, [*export, "--no-refresh"], env=revoked)
+    assert result.exit_code == 0 and len(pd.read_csv(out)) == 1, result.output
+    # nothing cached for that account: no such advice
+    result = runner.invoke(main, [*export[:-1], "other"], env=revoked)
+    assert result.exit_code == 1 and "--no-refresh" not in result.stderr, result.stderr
