@@ -636,7 +636,10 @@ def _write_state(
             "api_variant": (outcome.variant if res.complete else None) or state.get("api_variant"),
             "strategy": outcome.strategy,
             "time_filters_ignored": outcome.time_filters_ignored,
-            "sandbox_data": settings.embedded,
+            # Until a complete full sync has replaced every row, the sandbox's rows stay in
+            # the dataset whichever gateway synced last, and keep it labelled.
+            "sandbox_data": settings.embedded
+            or (not taken_over and state.get("sandbox_data") is True),
             "gateway": gateway,
             # What this sync's checks found (`gwtools check` reports an incomplete last sync).
             "completeness": res.report(),

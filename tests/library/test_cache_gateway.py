@@ -17,6 +17,7 @@ import pytest
 
 import gwtools
 from gwtools.secrets import mask_key
+from tests.library._shop import Shop as ShopOnAccount
 from tests.library.test_crash_consistency import Shop
 
 
@@ -131,3 +132,32 @@ def test_the_embedded_sandbox_does_not_take_over_a_folder_a_gateway_filled(
     ):
         gw.sync()
     assert _ids(first) == cached
+
+
+@pytest.mark.parametrize("sandbox", ["B"], indirect=True)
+def test_an_incomplete_full_sync_over_sandbox_data_keeps_it_labelled(
+    shop: ShopOnAccount, tmp_path: Path
+) -> None:
+    # The embedded sandbox fills account "shop"; a gateway's full sync into it fails half-way
+    # (every page cut short). The rows it could not replace are still the sandbox's, and the
+    # record still says the embedded sandbox filled the dataset: a read must say so too.
+    cache = tmp_path / "cache"
+    with gwtools.connect(cache_dir=cache, account="shop", progress=False) as gw:
+        assert gw.sync().complete
+    sandbox_ids = set(gwtools.read_cache(cache, "payments", account="shop", mode="test")["id"])
+    shop.history(250, days=20, seed=4)
+    shop.faults(short_page_rate=1.0, seed=2)
+    try:
+        with (
+            shop.connect(cache) as gw,
+            pytest.warns(gwtools.GatewayDataWarning, match="incomplete"),
+        ):
+            assert not gw.sync(["payments"], full=True).complete
+    finally:
+        shop.clear_faults()
+    state = gwtools.cache_state(cache, "payments", account="shop", mode="test")
+    assert state["gateway"].get("embedded_sandbox") is True
+    frame = gwtools.read_cache(cache, "payments", account="shop", mode="test")
+    assert sandbox_ids & set(frame["id"])
+    assert frame.attrs.get("gwtools_source") == "sandbox data"
+    assert gwtools.open_source(str(cache), account="shop").sandbox_data
