@@ -153,27 +153,15 @@ def _alive(pid: int) -> bool:
 
 
 def demo_history() -> DemoHistory:
-    """:data:`DEMO` with the ``GW_SANDBOX_*`` overrides applied (checked)."""
-    variant = os.environ.get("GW_SANDBOX_VARIANT", DEMO.variant).upper()
+    """:data:`DEMO` with the ``GW_SANDBOX_*`` overrides applied (checked). A blank variable is
+    one not set, as a blank ``GW_API_KEY`` is (``GW_SANDBOX_DAYS=${DAYS:-}``), except
+    ``GW_SANDBOX_INCIDENTS``, where blank is an empty list of incidents."""
+    variant = (os.environ.get("GW_SANDBOX_VARIANT", "").strip() or DEMO.variant).upper()
     if variant not in ("A", "B"):
         raise ConfigurationError(f"GW_SANDBOX_VARIANT={variant!r}: use A or B")
-    try:
-        payments = int(os.environ.get("GW_SANDBOX_PAYMENTS", DEMO.payments))
-        days = int(os.environ.get("GW_SANDBOX_DAYS", DEMO.days))
-    except ValueError as exc:
-        raise ConfigurationError(
-            f"GW_SANDBOX_PAYMENTS / GW_SANDBOX_DAYS must be integers ({exc})"
-        ) from None
     # The ranges `gwtools sandbox --seed-payments/--days` take.
-    for name, value, low, high in (
-        ("GW_SANDBOX_PAYMENTS", payments, 0, MAX_PAYMENTS),
-        ("GW_SANDBOX_DAYS", days, 1, MAX_DAYS),
-    ):
-        if not low <= value <= high:
-            raise ConfigurationError(
-                f"{name}={value} is out of range: use a whole number from {low:,} to {high:,}, "
-                f"or unset it for the default ({getattr(DEMO, name.split('_')[-1].lower()):,})"
-            )
+    payments = _whole_number("GW_SANDBOX_PAYMENTS", DEMO.payments, 0, MAX_PAYMENTS)
+    days = _whole_number("GW_SANDBOX_DAYS", DEMO.days, 1, MAX_DAYS)
     incidents = _incidents()
     if incidents and not payments:
         raise ConfigurationError(
@@ -189,6 +177,24 @@ def demo_history() -> DemoHistory:
         variant=cast(Literal["A", "B"], variant),
         incidents=incidents,
     )
+
+
+def _whole_number(name: str, default: int, low: int, high: int) -> int:
+    """The variable ``name`` as a whole number from ``low`` to ``high``; ``default`` if unset."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        why = "is out of range" if value is not None else "is not a whole number"
+        raise ConfigurationError(
+            f"{name}={raw!r} {why}: use a whole number from {low:,} to {high:,}, "
+            f"or unset it for the default ({default:,})"
+        )
+    return value
 
 
 def _incidents() -> tuple[str, ...]:

@@ -242,6 +242,34 @@ def test_the_demo_history_ends_at_the_present_unless_pinned(
         demo_history()
 
 
+def test_each_demo_history_variable_is_read_alone_and_blank_is_unset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gwtools._embedded import DEMO, demo_history
+
+    monkeypatch.setenv("GW_SANDBOX_PAYMENTS", "1200")
+    monkeypatch.setenv("GW_SANDBOX_DAYS", "30d")
+    with pytest.raises(gwtools.ConfigurationError) as raised:
+        demo_history()
+    said = str(raised.value)
+    # The variable that is wrong, and only it, with its value and what to do.
+    assert "GW_SANDBOX_DAYS='30d'" in said and "GW_SANDBOX_PAYMENTS" not in said, said
+    assert "whole number" in said and "unset" in said, said
+    # Blank (`GW_SANDBOX_DAYS=${DAYS:-}` with DAYS unset) is not set, as a blank
+    # GW_SANDBOX_NOW or GW_API_KEY is; a variant is read whatever its case and spaces.
+    for name in ("GW_SANDBOX_PAYMENTS", "GW_SANDBOX_DAYS"):
+        monkeypatch.setenv(name, " ")
+    monkeypatch.setenv("GW_SANDBOX_VARIANT", "")
+    history = demo_history()
+    assert (history.payments, history.days, history.variant) == (
+        DEMO.payments,
+        DEMO.days,
+        DEMO.variant,
+    )
+    monkeypatch.setenv("GW_SANDBOX_VARIANT", " a ")
+    assert demo_history().variant == "A"
+
+
 def test_the_unpinned_demo_history_reaches_the_last_days(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
