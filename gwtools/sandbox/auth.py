@@ -25,10 +25,18 @@ class Auth:
     allowlist: tuple[Network, ...] | None
 
 
+#: The prefixes a key may be shown with: the kinds the gateway issues.
+KEY_PREFIXES: Final = ("sk_test_", "sk_live_", "pk_test_", "pk_live_")
+
+
 def mask(key: str) -> str:
-    """``sk_test_…abcd``: the most of a key the sandbox ever shows."""
-    prefix = key[: key.index("_", 3) + 1] if key.count("_") >= 2 else key[:3]
-    return f"{prefix}…{key[-4:]}"
+    """``sk_test_…abcd``: the most of a key the sandbox ever shows, by gwtools' own rule
+    (``gwtools.mask_key``): a prefix only if it is a kind of key, and the last four characters
+    only after eight or more, so a short or foreign secret (a password sent by mistake) is not
+    shown whole."""
+    prefix = next((p for p in KEY_PREFIXES if key.startswith(p)), "")
+    tail = key[-4:] if len(key) - len(prefix) >= 8 else ""
+    return f"{prefix}…{tail}"
 
 
 def parse_networks(items: object) -> tuple[Network, ...]:

@@ -27,6 +27,28 @@ def test_invalid_keys_are_401(sandbox: Sandbox, header: str | None) -> None:
     assert "x-ratelimit-limit" in r.headers and r.headers["service-version"] == "2024-01-01"
 
 
+@pytest.mark.parametrize(
+    ("key", "shown", "hidden"),
+    [
+        ("sk_test_nope", "sk_test_…", ["nope"]),  # all of its secret part
+        ("hunter2", "…", ["hun", "ter2"]),  # not a key at all: a password pasted by mistake
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_…p7dc", ["4eC39HqL"]),
+    ],
+)
+def test_a_refused_key_is_shown_as_the_library_masks_it(
+    sandbox: Sandbox, key: str, shown: str, hidden: list[str]
+) -> None:
+    # The 401 names the key so the sender can tell which one was refused, but shows no more
+    # of it than gwtools.mask_key would: the message ends up in the client's errors and logs,
+    # where the client can only mask the key it sent, not a part of it cut by the sandbox.
+    r = LOOPBACK.get(f"{sandbox.base_url}/v1/payments", headers=_bearer(key))
+    assert r.status_code == 401
+    said = error_of(r)["message"]
+    assert f"provided: {shown}." in said, said
+    for part in hidden:
+        assert part not in said, said
+
+
 def test_publishable_key_may_only_create_payments(payer: Payer, account: dict[str, Any]) -> None:
     pk = _bearer(account["publishable_key"])
     created = payer.create(headers=pk)
