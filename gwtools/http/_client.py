@@ -123,6 +123,8 @@ DEFAULT_CONCURRENCY = 16
 #: The longest one wait the gateway asks for (Retry-After, X-RateLimit-Reset) that gwtools
 #: waits out; asked for longer, it raises RateLimitError instead of hanging a sync.
 MAX_WAIT = 60.0
+#: The longest wait for a connection to be made (seconds), whatever the request timeout.
+CONNECT_TIMEOUT = 10.0
 #: Waits longer than this are logged at WARNING (shorter ones at DEBUG).
 LOUD_WAIT = 5.0
 
@@ -325,7 +327,9 @@ class Client:
                 "Accept": "application/json",
             },
             transport=transport,
-            timeout=httpx.Timeout(timeout, connect=10.0),
+            # timeout= bounds a whole request, its connection included; a longer one (a slow
+            # gateway) still gives up connecting after CONNECT_TIMEOUT.
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
             follow_redirects=False,
         )

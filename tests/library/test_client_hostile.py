@@ -442,7 +442,7 @@ def test_a_read_timeout_says_the_gateway_did_not_answer(shop: Shop, tmp_path: Pa
     assert isinstance(exc, APIConnectionError), repr(exc)
     text = str(exc)
     assert "did not answer GET " in text and "within the read timeout" in text
-    assert "ReadTimeout: timed out (limits: connect 10.0 s, read 7.0 s)" in text
+    assert "ReadTimeout: timed out (limits: connect 7.0 s, read 7.0 s)" in text
     assert "timeout=" in text and "could not reach" not in text and "base URL" not in text
     assert exc.__context__ is None and shop.key not in text
 
@@ -454,6 +454,34 @@ def test_a_read_timeout_says_the_gateway_did_not_answer(shop: Shop, tmp_path: Pa
         max_attempts=2,
     )  # fmt: skip
     assert "could not reach the gateway" in str(_raised(client, _get))
+
+
+def test_a_timeout_below_ten_seconds_bounds_the_connection_too(shop: Shop, tmp_path: Path) -> None:
+    """timeout= is what one request may take: a connection that cannot be made within it
+    fails then, not after the 10 s a longer timeout allows for connecting."""
+    asked: list[dict[str, float]] = []
+
+    def note(request: httpx.Request, n: int) -> httpx.Response | None:
+        asked.append(request.extensions["timeout"])
+        return None  # on to the sandbox
+
+    client = Client(_settings(shop, tmp_path), transport=_Proxy(answer=note), timeout=3.0)
+    _run(client, _get)
+    assert asked[0] == {"connect": 3.0, "read": 3.0, "write": 3.0, "pool": 3.0}
+
+    def unreachable(request: httpx.Request, n: int) -> httpx.Response:
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    clock = _FakeClock()
+    client = Client(
+        _settings(shop, tmp_path), transport=_Proxy(clock, answer=unreachable), clock=clock,
+        max_attempts=2, timeout=3.0,
+    )  # fmt: skip
+    assert "(limits: connect 3.0 s, read 3.0 s)" in str(_raised(client, _get))
+    # A longer timeout (a slow gateway) still gives up connecting after 10 s.
+    asked.clear()
+    _run(Client(_settings(shop, tmp_path), transport=_Proxy(answer=note), timeout=120), _get)
+    assert asked[0]["connect"] == 10.0 and asked[0]["read"] == 120
 
 
 class _Broken(httpx.AsyncBaseTransport):
