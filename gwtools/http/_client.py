@@ -215,6 +215,12 @@ class _Pacer:
         assert self.max_rps is not None
         return min(self.max_rps, self.limits.get(bucket, DOCUMENTED_RPS) * RATE_SHARE)
 
+    def rate_of(self, group: str) -> float:
+        """What ``group``'s requests are paced at: the shared bucket's rate, or their own
+        bucket's when the gateway announced a lower limit for them (see :meth:`acquire`)."""
+        rate = self._rate("*")
+        return min(rate, self._rate(group)) if group in self.limits else rate
+
     def _limiter(self, bucket: str) -> AsyncLimiter:
         limiter = self.limiters.get(bucket)
         if limiter is None:
@@ -337,8 +343,16 @@ class Client:
     @property
     def pace(self) -> float | None:
         """The requests per second this client paces at now (``None``: pacing is off); the
-        gateway's rate limit headers can lower it."""
+        gateway's rate limit headers can lower it. One endpoint's may be lower still:
+        :meth:`pace_of`."""
         return None if self._pacer.max_rps is None else self._pacer._rate("*")
+
+    def pace_of(self, group: str) -> float | None:
+        """The requests per second the requests of ``group`` (the first part of their path:
+        ``"payments"``) are paced at now; ``None``: pacing is off. Lower than :attr:`pace`
+        once the gateway announced a lower limit on them (a first limit below the documented
+        100/s belongs to the endpoint that announced it)."""
+        return None if self._pacer.max_rps is None else self._pacer.rate_of(group)
 
     def __repr__(self) -> str:
         s = self.settings

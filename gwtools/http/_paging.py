@@ -733,7 +733,7 @@ class TimeWindows:
             return False  # the rate limiter's burst: requests may go faster than its rate
         while self.arrivals and now - self.arrivals[0] > _RATE_HORIZON:
             self.arrivals.popleft()
-        pace = self.run.client.pace
+        pace = self.run.client.pace_of(self.run.resource)
         if pace is None or not self.arrivals:
             return False
         seconds = max(now - self.arrivals[0], _RATE_HORIZON / 4)

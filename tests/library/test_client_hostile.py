@@ -484,6 +484,27 @@ def test_a_timeout_below_ten_seconds_bounds_the_connection_too(shop: Shop, tmp_p
     assert asked[0]["connect"] == 10.0 and asked[0]["read"] == 120
 
 
+def test_a_limit_below_the_documented_one_sets_the_pace_of_its_requests(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """A gateway announcing 40 requests/s (below the documented 100) on its payments list:
+    that list's requests are paced at 39.6/s, and the pace the fan-out compares its pages
+    with says so too. It said 99/s, so a variant B listing kept splitting windows (each
+    costing part of a page) to reach a rate the gateway would never allow."""
+
+    def forty(request: httpx.Request, response: httpx.Response, n: int) -> httpx.Response:
+        headers = httpx.Headers(response.headers)
+        headers["X-RateLimit-Limit"], headers["X-RateLimit-Remaining"] = "40", "39"
+        return httpx.Response(response.status_code, headers=headers, content=response.content)
+
+    client = Client(_settings(shop, tmp_path), transport=_Proxy(change=forty))
+    assert client.pace_of("payments") == 99.0  # nothing announced yet: under the documented 100
+    _run(client, _get)
+    assert client.pace_of("payments") == pytest.approx(40 * 0.99)
+    # Refunds have limits of their own (30/s documented): not judged from the payments list's.
+    assert client.pace_of("refunds") == 99.0
+
+
 class _Broken(httpx.AsyncBaseTransport):
     """A transport failing below httpx (an OSError, not an httpx error): not retried."""
 
