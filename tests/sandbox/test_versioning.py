@@ -34,3 +34,18 @@ def test_unsupported_version_is_400(payer: Payer, version: str) -> None:
     assert (err["code"], err["param"]) == ("parameter_invalid", "Service-Version")
     assert r.headers["service-version"] == "2024-01-01"
     assert "x-ratelimit-limit" in r.headers
+
+
+@pytest.mark.parametrize("sandbox", ["B"], indirect=True)
+def test_events_carry_the_version_their_object_is_rendered_in(payer: Payer) -> None:
+    # A request pinned to the deprecated version still causes events rendered, and labelled,
+    # in the current one: both versions render objects alike, and an event is rendered once,
+    # for every reader (the webhook receiver too), not per request.
+    old = {"Service-Version": "2023-12-01"}
+    created = payer.create(headers=old, expect=201)
+    assert created.headers["service-version"] == "2023-12-01"
+    events = payer.http.get("/v1/events", params={"limit": 100}, headers=old).json()["data"]
+    mine = [e for e in events if e["data"]["object"]["id"] == created.json()["id"]]
+    assert [e["type"] for e in mine] == ["payment.succeeded"]
+    assert mine[0]["api_version"] == "2024-01-01"
+    assert mine[0]["data"]["object"] == created.json()
