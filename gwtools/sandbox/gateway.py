@@ -691,6 +691,9 @@ class Gateway:
                 )
             q.status = query["type"]
         if query.get("payment_id"):
+            # a payment this key cannot see (a typo, a refund's id, the other mode's) would
+            # list no refunds: read as "none yet" instead of a mistake, as a cursor id is not
+            self._load("payments", auth, query["payment_id"], "payment_id")
             q.extra["payment_id"] = query["payment_id"]
         if not cursor:
             limit = params.query_int(query, "limit", 20, 100)

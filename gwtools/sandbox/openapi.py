@@ -563,7 +563,11 @@ def build_openapi(variant: str) -> dict[str, Any]:
                 "List refunds",
                 _responses(200, "RefundList"),
                 [
-                    _query("payment_id", NONEMPTY, "refunds of this payment"),
+                    _query(
+                        "payment_id",
+                        NONEMPTY,
+                        "refunds of this payment (one this key cannot see: 404)",
+                    ),
                     refund_status,
                     *window,
                     *paging,

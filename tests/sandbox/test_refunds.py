@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from tests.sandbox.conftest import Payer, error_of
 
@@ -123,6 +124,31 @@ def test_refund_list_filters_and_envelope(payer: Payer) -> None:
     assert [r["id"] for r in pending] == [r2["id"]]
     bad = payer.http.get("/v1/refunds", params={"status": "done"})
     assert bad.status_code == 400 and error_of(bad)["param"] == "status"
+
+
+def test_refunds_of_a_payment_this_key_cannot_see_are_404_not_an_empty_list(
+    payer: Payer, account: dict[str, Any]
+) -> None:
+    # An empty list reads as "this payment has no refunds": for a mistyped id, a refund id, or
+    # another mode's payment that answer is wrong, and nothing would say so (an unknown cursor
+    # id is already 404).
+    paid = payer.pay(1000)
+    refund = payer.http.post("/v1/refunds", json={"payment_id": paid["id"]}).json()
+    live = {"Authorization": f"Bearer {account['live_secret_key']}"}
+    for ident, headers, hint in (
+        ("pay_nope", None, "Check the id"),
+        (refund["id"], None, "are refund ids, not payment ids"),
+        (paid["id"], live, "mode (test or live)"),
+    ):
+        r = payer.http.get("/v1/refunds", params={"payment_id": ident}, headers=headers)
+        assert r.status_code == 404, (ident, r.text)
+        err = error_of(r)
+        assert (err["code"], err["param"]) == ("resource_missing", "payment_id"), err
+        assert hint in err["message"], err
+    # A payment without refunds is still an empty list.
+    other = payer.pay(500)
+    r = payer.http.get("/v1/refunds", params={"payment_id": other["id"]})
+    assert r.status_code == 200 and r.json()["data"] == []
 
 
 def test_refunding_a_fully_refunded_payment_says_nothing_is_left(payer: Payer) -> None:
