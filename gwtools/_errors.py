@@ -390,6 +390,24 @@ _CODE_ADVICE: dict[str, str] = {
 _PARAM_ADVICE = "fix the parameter named above; retrying the same request will fail again"
 
 
+def _version_advice(request: httpx.Request) -> str:
+    """What to do when the gateway refuses the ``Service-Version`` gwtools pinned: no user
+    wrote that header, so name the option that sets it."""
+    from gwtools._config import SERVICE_VERSIONS  # (_config imports this module)
+
+    sent = request.headers.get("Service-Version", "")
+    current = SERVICE_VERSIONS[0]
+    other = (
+        f'use service_version="{current}" in gwtools.connect() (the current version)'
+        if sent != current
+        else "check the gateway's documentation for the version it answers now"
+    )
+    return (
+        f"gwtools sent Service-Version {redact(sent)[:40]!r}, from connect()'s service_version= "
+        f"(the versions the gateway accepts may be in its message above); {other}"
+    )
+
+
 def _status_class(status: int) -> type[GatewayError]:
     if status == 401 or status == 403:
         return AuthenticationError
@@ -587,6 +605,8 @@ def error_from_response(
         code = err.get("code")
         by_code = _CODE_ADVICE.get(code) if isinstance(code, str) else None
         advice = by_code or (_PARAM_ADVICE if err.get("param") else advice)
+        if str(err.get("param")).lower() == "service-version":
+            advice = _version_advice(request)
     diagnosis = ""
     if status == 404 and (listing or not gateway_shaped):
         diagnosis = " The base URL's path looks wrong: " + (

@@ -536,6 +536,21 @@ def test_a_409_from_the_sandbox_gets_advice_for_its_code(shop: Shop) -> None:
     assert "state does not allow this" in str(exc) and "retrieve" in str(exc)
 
 
+def test_a_refused_service_version_names_the_option_that_sets_it(
+    shop: Shop, tmp_path: Path
+) -> None:
+    """A gateway that no longer answers the pinned version: the advice names connect()'s
+    service_version= (what gwtools sends as Service-Version), not "the parameter named
+    above", which no gwtools user wrote."""
+    settings = _settings(shop, tmp_path, service_version="2022-06-01")  # a sunset version
+    exc = _raised(Client(settings), _get)
+    assert isinstance(exc, InvalidRequestError) and exc.param == "Service-Version", repr(exc)
+    said = str(exc)
+    assert "parameter named above" not in said, said
+    assert 'service_version="2024-01-01"' in said and "gwtools.connect(" in said, said
+    assert "2022-06-01" in said, said
+
+
 # -- 3. A record that echoes the key goes to the rejects file masked -------------------------
 
 
