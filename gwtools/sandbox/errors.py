@@ -104,7 +104,13 @@ def invalid_state(message: str) -> ApiError:
 
 def unknown_url(method: str, path: str) -> ApiError:
     """The 404 of a path no route serves; a trailing slash is named, as it is an easy slip."""
-    hint = "Check the path against the API reference (paths start with /v1/)."
+    if path == "/_sandbox" or path.startswith("/_sandbox/"):
+        hint = (
+            "Check the path against the sandbox's Admin API (docs/sandbox.md; e.g. "
+            "GET /_sandbox/clock, POST /_sandbox/clock/advance)."
+        )
+    else:
+        hint = "Check the path against the API reference (paths start with /v1/)."
     trimmed = path.rstrip("/")
     if trimmed != path and len(trimmed) > len("/v1"):
         hint = f"Paths take no trailing slash: use {trimmed}."

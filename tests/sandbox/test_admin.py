@@ -256,3 +256,15 @@ def test_customer_email_is_checked(payer: Payer) -> None:
     err = error_of(r)
     assert (err["code"], err["param"]) == ("parameter_invalid", "email")
     assert "not an e-mail address" in err["message"]
+
+
+def test_an_unknown_admin_path_points_at_the_admin_api(sandbox_b: Sandbox) -> None:
+    # "paths start with /v1/" sent someone who mistyped /_sandbox/clocks to the wrong place.
+    r = LOOPBACK.post(f"{sandbox_b.base_url}/_sandbox/clocks", json={"seconds": 60})
+    assert r.status_code == 404
+    said = error_of(r)["message"]
+    assert "/_sandbox/clocks" in said and "/v1/" not in said, said
+    assert "Admin API" in said and "GET /_sandbox/clock" in said, said
+    key = {"Authorization": f"Bearer {sandbox_b.secret_key}"}
+    api = LOOPBACK.get(f"{sandbox_b.base_url}/v1/payment", headers=key)
+    assert "paths start with /v1/" in error_of(api)["message"]
