@@ -104,8 +104,10 @@ class _Registry:
         with self.lock:
             if self.private_cache is None:
                 _remove_orphaned_private_caches()
+                namespace = _pid_namespace()
                 self.private_cache = tempfile.TemporaryDirectory(
                     prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"
+                    + (f"ns{namespace}-" if namespace else "")
                 )
             return self.private_cache.name
 
@@ -133,13 +135,28 @@ def _remove_orphaned_private_caches() -> None:
     """Remove the private caches of processes that are gone.
 
     A kernel that is killed (a notebook's "restart", nbval's teardown) never runs the
-    clean-up at exit, so its cache would stay in the temporary directory for good.
+    clean-up at exit, so its cache would stay in the temporary directory for good. A cache
+    is named ``gwtools-embedded-<pid>-ns<PID namespace>-…`` (Linux; ``…-<pid>-…`` elsewhere
+    and before): one of another PID namespace (a container sharing this temporary folder)
+    is left alone, as its owner's PID means nothing here.
     """
+    ours = _pid_namespace()
     for path in Path(tempfile.gettempdir()).glob(f"{PRIVATE_PREFIX}*-*"):
-        owner = path.name.removeprefix(PRIVATE_PREFIX).split("-", 1)[0]
-        if not owner.isdigit() or _alive(int(owner)):
+        # (TemporaryDirectory's random part holds no '-')
+        owner, *rest = path.name.removeprefix(PRIVATE_PREFIX).split("-")
+        namespace = rest[0][2:] if len(rest) == 2 and rest[0].startswith("ns") else None
+        if not owner.isdigit() or (namespace is not None and namespace != ours):
             continue
-        shutil.rmtree(path, ignore_errors=True)
+        if not _alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _pid_namespace() -> str | None:
+    """This process's PID namespace (the inode of ``/proc/self/ns/pid``; None off Linux)."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return None
 
 
 def _alive(pid: int) -> bool:

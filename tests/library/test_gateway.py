@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -268,6 +269,34 @@ def test_each_demo_history_variable_is_read_alone_and_blank_is_unset(
     )
     monkeypatch.setenv("GW_SANDBOX_VARIANT", " a ")
     assert demo_history().variant == "A"
+
+
+@pytest.mark.skipif(not Path("/proc/self/ns/pid").exists(), reason="Linux PID namespaces")
+def test_private_caches_of_another_pid_namespace_are_left_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A temporary folder shared by containers (CI runners mounting one /tmp, pods sharing an
+    # emptyDir): another container's kernel has a PID that means nothing here, and often no
+    # process has it here, so its live cache was removed as an orphan under its report.
+    from gwtools import _embedded
+
+    ours = os.stat("/proc/self/ns/pid").st_ino
+    dead = 2_000_000_000  # beyond any pid_max: no process has it in this namespace
+    elsewhere = tmp_path / f"gwtools-embedded-{dead}-ns{ours + 1}-abc"
+    orphan = tmp_path / f"gwtools-embedded-{dead}-ns{ours}-def"
+    legacy = tmp_path / f"gwtools-embedded-{dead}-ghi"  # named before namespaces were
+    for path in (elsewhere, orphan, legacy):
+        (path / "sandbox").mkdir(parents=True)
+    registry = _embedded._Registry()
+    monkeypatch.setattr(_embedded.tempfile, "tempdir", str(tmp_path))
+    mine = Path(registry.private_cache_dir())
+    try:
+        assert elsewhere.exists()
+        assert not orphan.exists() and not legacy.exists()
+        assert mine.name.startswith(f"gwtools-embedded-{os.getpid()}-ns{ours}-"), mine
+    finally:
+        assert registry.private_cache is not None
+        registry.private_cache.cleanup()
 
 
 def test_the_unpinned_demo_history_reaches_the_last_days(
