@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import logging
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -33,6 +34,14 @@ EVENT_TYPES: Final = (
     "payment_method.attached",
     "payment_method.detached",
 )
+
+
+def _shown(url: str) -> str:
+    """``url`` for a log line: receivers often put a token in the query string or the
+    user:password part, and a log is no place for it."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -104,5 +113,5 @@ class Webhooks:
             error = f"{type(exc).__name__}: {exc}"
         ok = status is not None and 200 <= status < 300
         if not ok:
-            log.info("webhook delivery %s to %s failed: %s", rid, url, status or error)
+            log.info("webhook delivery %s to %s failed: %s", rid, _shown(url), status or error)
         self.gateway.delivery_done(rid, ok, status, error, attempted)

@@ -23,7 +23,6 @@ from gwtools.sandbox.ratelimit import RateLimiter, Verdict
 JSON = (b"content-type", b"application/json")
 #: RFC 9745 Deprecation header: deprecated since 2024-01-01T00:00:00Z
 DEPRECATION = (b"deprecation", b"@1704067200")
-IDEMPOTENT_POSTS = ("/v1/payments", "/v1/refunds")
 log = logging.getLogger("gwtools.sandbox")
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tests.sandbox.conftest import CANCEL_URL, SUCCESS_URL, Payer, Receiver, error_of
 
@@ -301,3 +303,28 @@ def test_clock_advance_waits_for_every_delivery_due_not_two_batches() -> None:
     deliveries = asyncio.run(main())
     assert len(deliveries) == 450
     assert {d["attempts"] for d in deliveries} == {2}
+
+
+def test_a_failed_delivery_is_logged_without_the_urls_secrets(
+    payer_b: Payer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Webhook URLs often carry a token (query string, or user:password@): the log line of a
+    failed delivery printed the whole URL, so the token went into the sandbox's log."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://hook-user:hook-pass@127.0.0.1:{port}/hook?token=tok-s3cr3t#frag"
+    endpoint = payer_b.http.post("/_sandbox/webhook_endpoints", json={"url": url})
+    assert endpoint.status_code == 201, endpoint.text
+    with caplog.at_level(logging.INFO, logger="gwtools.sandbox.webhooks"):
+        payer_b.pay()
+        payer_b.advance(0)
+    lines = [r.getMessage() for r in caplog.records if r.name == "gwtools.sandbox.webhooks"]
+    failed = [line for line in lines if "failed" in line]
+    assert failed, lines
+    for line in failed:
+        assert f"http://127.0.0.1:{port}/hook" in line, line
+        for secret in ("tok-s3cr3t", "hook-pass", "hook-user"):
+            assert secret not in line, line
