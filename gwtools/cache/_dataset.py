@@ -153,6 +153,14 @@ def _cache_error(exc: OSError, folder: Path, doing: str) -> CacheError:
             f"cannot use {folder} as a cache folder: {blocking} is a file, not a folder. Move "
             "or rename that file, or point GW_CACHE_DIR (--cache-dir) at a folder, " + _AGAIN
         )
+    elif code == errno.EISDIR and (exc.filename2 or exc.filename) is not None:
+        # A folder where gwtools keeps a file (its lock, its rejects): that is what to move.
+        # (A rename's is its destination: the source is gwtools' own temporary file.)
+        in_the_way = os.fsdecode(exc.filename2 or exc.filename)
+        message = (
+            f"cannot write the cache at {folder} while {doing}: {in_the_way} is a folder, "
+            "where gwtools keeps a file of that name. Move it away, " + _AGAIN
+        )
     elif code in _FULL:
         message = (
             f"cannot write the cache at {folder} while {doing}: the disk is full ({reason}). "

@@ -284,6 +284,35 @@ def test_a_cache_path_that_is_a_file_is_one_clear_error(shop: Shop, tmp_path: Pa
     assert "GW_CACHE_DIR" in lines[0]
 
 
+@pytest.mark.parametrize("name", ["_sync.lock", "_rejects.jsonl"])
+def test_a_folder_where_the_cache_keeps_a_file_is_named_in_the_error(shop: Shop, name: str) -> None:
+    # "cannot write the cache at …/payments while creating the cache folder: Is a directory.
+    # Check the folder": the dataset folder is fine; the folder named like the lock file (or
+    # the rejects file) is what stood in the way, and nothing said which.
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    blocker = shop.dataset().path / name
+    blocker.unlink(missing_ok=True)
+    blocker.mkdir()
+    with pytest.raises(gwtools.CacheError) as caught:
+        if name == "_rejects.jsonl":
+            # Only a sync with something to reject writes it: write one as the sync does.
+            shop.dataset().append_rejects(["bad record"], sync_id="s")
+        else:
+            with shop.connect() as gw:
+                gw.sync()
+    said = str(caught.value)
+    assert f"{blocker} is a folder" in said, said
+    assert "move it" in said.lower(), said
+    blocker.rmdir()
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    # The lock of the failed sync was released: another can take it at once.
+    lock = shop.dataset().file_lock(timeout=0)
+    lock.acquire()
+    lock.release()
+
+
 #: Runs inside its own mount namespace with a small tmpfs at argv[1]: a first sync that
 #: completes, then the condition (``full``: a file fills the disk; ``read-only``: the tmpfs is
 #: remounted read-only), then a library sync and a CLI sync; prints what happened as JSON.
