@@ -161,6 +161,15 @@ def _cache_error(exc: OSError, folder: Path, doing: str) -> CacheError:
             f"cannot write the cache at {folder} while {doing}: {in_the_way} is a folder, "
             "where gwtools keeps a file of that name. Move it away, " + _AGAIN
         )
+    elif code == errno.EXDEV:
+        # Running again cannot help: each merged month is renamed from _staging into it.
+        message = (
+            f"cannot write the cache at {folder} while {doing}: it and {STAGING} beside it "
+            f"are on different file systems ({reason}), and the cache renames each merged "
+            "file from there into the dataset, which works within one file system only. Keep the cache's folder for this account and mode on one file system "
+            "(point GW_CACHE_DIR, --cache-dir, at the other disk rather than mounting or "
+            "linking one folder of it there), " + _AGAIN
+        )
     elif code in _FULL:
         message = (
             f"cannot write the cache at {folder} while {doing}: the disk is full ({reason}). "

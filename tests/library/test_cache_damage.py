@@ -349,6 +349,13 @@ elif condition == "full-at-merge":  # the batches are staged; the disk fills as 
             fill()
 
     _dataset.on_step = on_step
+elif condition == "payments-elsewhere":  # the payments folder on a file system of its own
+    import shutil
+
+    payments = os.path.join(cache, "shop", "test", "payments")
+    shutil.copytree(payments, os.path.join(cache, "saved"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", payments], check=True)
+    shutil.copytree(os.path.join(cache, "saved"), payments, dirs_exist_ok=True)
 else:
     subprocess.run(["mount", "-o", "remount,ro", cache], check=True)
 with gwtools.connect(cache_dir=cache, account="shop") as gw:
@@ -434,6 +441,21 @@ def test_a_disk_that_fills_during_the_merge_is_one_clear_error_and_nothing_cache
     assert "Free some space" in out["error"]
     assert out["unchanged"] is True and out["temporaries_in_dataset"] == []
     assert out["after_freeing"] is True and out["rows"] == 300
+
+
+def test_a_dataset_folder_on_another_file_system_than_the_staging_says_so(
+    shop: Shop, tmp_path: Path
+) -> None:
+    # Merged months are renamed from _staging (beside the dataset) into it, which only works
+    # within one file system. A dataset folder moved to another disk (a mount, a symlink)
+    # failed every sync with "Invalid cross-device link. Check the folder, then run the sync
+    # again", which fails the same way.
+    out = in_namespace(shop, tmp_path, "payments-elsewhere")
+    assert out["first"] is True
+    error = out["error"]
+    assert error is not None and "different file systems" in error, out
+    assert "_staging" in error and "one file system" in error, error
+    assert out["unchanged"] is True and out["temporaries_in_dataset"] == []
 
 
 def test_a_read_only_folder_is_one_clear_error_and_reading_still_works(
