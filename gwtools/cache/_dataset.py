@@ -166,9 +166,10 @@ def _cache_error(exc: OSError, folder: Path, doing: str) -> CacheError:
         message = (
             f"cannot write the cache at {folder} while {doing}: it and {STAGING} beside it "
             f"are on different file systems ({reason}), and the cache renames each merged "
-            "file from there into the dataset, which works within one file system only. Keep the cache's folder for this account and mode on one file system "
-            "(point GW_CACHE_DIR, --cache-dir, at the other disk rather than mounting or "
-            "linking one folder of it there), " + _AGAIN
+            "file from there into the dataset, which works within one file system only. "
+            "Keep the cache's folder for this account and mode on one file system (point "
+            "GW_CACHE_DIR, --cache-dir, at the other disk rather than mounting or linking "
+            "one folder of it there), " + _AGAIN
         )
     elif code in _FULL:
         message = (

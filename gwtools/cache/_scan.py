@@ -311,7 +311,10 @@ class _RemoteDataset(Dataset):
         except FileNotFoundError:
             return None
         except OSError as exc:
-            is_folder = _is_dir(self.fs, path)
+            try:
+                is_folder = _is_dir(self.fs, path)
+            except OSError:  # the storage failing again: say what the read said
+                is_folder = False
             raise state_unreadable(repr(path), exc, is_folder=is_folder) from None
 
 
