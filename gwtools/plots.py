@@ -45,7 +45,7 @@ from gwtools._gateway import SANDBOX_DATA
 from gwtools.analysis import FPX_OUTCOMES, MONITOR_KINDS, add_rate, resolve_tz
 from gwtools.analysis._declines import NO_CODE
 from gwtools.analysis._fpx import TEST_BANKS
-from gwtools.analysis._rates import OUTCOMES
+from gwtools.analysis._rates import OUTCOMES, percent
 
 _SIZE = (9.0, 4.8)
 _TYPE_COLOURS = {"soft": "#f0a020", "hard": "#c0392b", "unclassified": "#7f8c8d"}
@@ -290,15 +290,9 @@ def _empty(ax: Axes, what: str) -> None:
 
 
 def _percent(share: float) -> str:
-    """A share as a whole percentage, except where that would read as none or all of them
-    (0.4% is not "0%", 99.6% not "100%"): as the dashboards and reports keep small rates."""
-    pct = 100 * float(share)
-    text = f"{pct:.0f}%"
-    if text in ("0%", "-0%") and pct != 0:
-        return f"{pct:.1g}%"
-    if text == "100%" and pct < 100:
-        return f"{np.floor(pct * 10) / 10:.1f}%"
-    return text
+    """A share as a whole percentage, with the tables' rule where that would read as none or
+    all of them (0.4% is not "0%", 99.6% not "100%")."""
+    return str(percent(share, decimals=0))
 
 
 #: The longest category name a figure draws in full: a longer one (a merchant's free text as

@@ -55,6 +55,27 @@ def is_fraction(column: object, table: pd.DataFrame | None = None) -> bool:
     )
 
 
+def percent(value: Any, decimals: int = 1) -> Any:
+    """A fraction as a percentage with ``decimals`` decimals (tables: 1, ``0.625`` ->
+    ``62.5%``; charts: 0, ``62%``), never reading as none or all of them when it is not: one
+    that would show as 0 keeps ``decimals + 1`` significant digits (``0.04%``, ``0.00001%``,
+    written out), one that would show as 100 without being 1 as many decimals as that many
+    significant digits of its gap to 100% need (``0.9996`` -> ``99.96%``); a missing value
+    stays missing. The one rule of reports, dashboards and figures."""
+    if pd.isna(value):
+        return value
+    pct = float(value) * 100
+    digits = decimals + 1
+    text = f"{pct:.{decimals}f}"
+    if pct != 100 and text == f"{100:.{decimals}f}":
+        gap = np.format_float_positional(abs(100 - pct), precision=digits, fractional=False)
+        return f"{pct:.{len(gap.partition('.')[2])}f}%"
+    if pct != 0 and float(text) == 0:
+        # Written out: "g" turns 0.0000018 into 1.8e-06, which reads as 1.8%.
+        return f"{np.format_float_positional(pct, precision=digits, fractional=False, trim='-')}%"
+    return f"{text}%"
+
+
 @overload
 def wilson_interval(
     successes: float, n: float, confidence: float = 0.95

@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import narwhals as nw
-import numpy as np
 import pandas as pd
 
 from gwtools import ConfigurationError, open_source, write_table
@@ -28,6 +27,7 @@ from gwtools.analysis._money import exponent
 from gwtools.analysis._monitor import RATE_KINDS
 from gwtools.analysis._quality import judge_completeness
 from gwtools.analysis._rates import is_fraction
+from gwtools.analysis._rates import percent as _percent
 from gwtools.analysis._time import as_utc, to_timestamp
 from gwtools.cache._source import SPARK, named_source
 from gwtools.plots import SANDBOX_NOTE
@@ -206,23 +206,6 @@ def _money(value: Any, digits: int | None) -> Any:
     if pd.isna(value):
         return value
     return _number(value) if digits is None else f"{value:,.{digits}f}"
-
-
-def _percent(value: Any) -> Any:
-    """A fraction as a percentage, ``0.625`` -> ``62.5%``; one that one decimal would show as
-    0.0% keeps two significant digits (``0.04%``), and one it would show as 100.0% without
-    being 1 as many decimals as two significant digits of its gap to 100% need (``0.9996``
-    -> ``99.96%``, not all of them); a missing value stays missing."""
-    if pd.isna(value):
-        return value
-    pct = float(value) * 100
-    if pct != 100 and f"{pct:.1f}" == "100.0":
-        gap = np.format_float_positional(abs(100 - pct), precision=2, fractional=False)
-        return f"{pct:.{len(gap.partition('.')[2])}f}%"
-    if pct == 0 or abs(pct) >= 0.05:
-        return f"{pct:.1f}%"
-    # Written out: "g" turns 0.0000018 into 1.8e-06, which reads as 1.8%.
-    return f"{np.format_float_positional(pct, precision=2, fractional=False, trim='-')}%"
 
 
 def _money_view(frame: pd.DataFrame) -> pd.DataFrame:

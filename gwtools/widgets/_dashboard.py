@@ -30,11 +30,12 @@ from gwtools.analysis import _engine as E
 from gwtools.analysis import between, local_time, resolve_tz
 from gwtools.analysis._money import resolve_locale
 from gwtools.analysis._rates import is_fraction
+from gwtools.analysis._rates import percent as _percent
 from gwtools.analysis._time import DateLike, to_timestamp
 from gwtools.cache._scan import read_error
 from gwtools.plots import SANDBOX_COLOUR, SANDBOX_NOTE, is_sandbox_data
 from gwtools.report import TABLE_CSS, count_rows, sync_summary, tidy_tables
-from gwtools.report._tables import _money_view, _percent
+from gwtools.report._tables import _money_view
 
 #: A dashboard view: the filtered payments (a table of the source's kind) in, the table to
 #: show and its chart out.

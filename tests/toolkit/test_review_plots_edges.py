@@ -99,8 +99,23 @@ def test_small_shares_do_not_read_as_none(make_payments: Build) -> None:
     assert "timed out" in columns
     cells = [t.get_text() for t in ax.texts]
     assert cells[columns.index("timed out")] == "0.3%"
-    assert cells[columns.index("succeeded")] == "99.6%"  # not "100%": one did not succeed
+    # not "100%": one did not succeed; 299/300 rounded as the tables round it (was cut to 99.6%)
+    assert cells[columns.index("succeeded")] == "99.7%"
     assert cells[columns.index("failed")] == "0%"  # none is none
+
+
+def test_tiny_and_near_all_shares_read_as_the_tables_read_them(make_payments: Build) -> None:
+    # 1 refund among 10M created payments: the funnel said "1e-05% of created" (Python's "g"
+    # format), which reads as 1%; the reports' tables say 0.00001%. A share of 0.9996 was cut
+    # to "99.9%" (four times the failures it had), where the tables say 99.96%.
+    funnel = a.funnel(make_payments([{"status": "succeeded", "amount": 100}]))
+    funnel["reached"] = [10_000_000, 10_000_000, 10_000_000, 9_996_000, 1]
+    funnel["share_of_created"] = funnel["reached"] / 10_000_000
+    funnel["step_conversion"] = [float("nan"), 1.0, 1.0, 0.9996, 1 / 9_996_000]
+    texts = _texts(plots.funnel(funnel))
+    assert "1  (0.00001% of created, 0.00001% of previous)" in texts, texts
+    assert "9,996,000  (99.96% of created, 99.96% of previous)" in texts, texts
+    assert "10,000,000  (100% of created, 100% of previous)" in texts, texts
 
 
 def test_grey_banks_say_why_they_are_not_ranked(make_payments: Build) -> None:
