@@ -887,10 +887,16 @@ def names_missing_columns(fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from gwtools._pyspark import spark_errors_explained
+        from gwtools.analysis._time import NaiveTimesError
 
         with spark_errors_explained():
             try:
                 out = fn(*args, **kwargs)
+            except NaiveTimesError as exc:
+                param = _naive_argument(fn, args, kwargs)
+                if param is None:
+                    raise
+                raise ConfigurationError(f"{param}=: {exc}", param=param) from None
             except Exception as exc:
                 from gwtools.cache._scan import read_error
 
@@ -1024,6 +1030,30 @@ def _mistyped_argument(
             "cache or a Parquet export, which keep every type; docs/tables.md lists them."
         )
     return None, ""
+
+
+def _naive_argument(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> str | None:
+    """The table argument whose canonical times are naive (what :func:`lazy` refuses)."""
+    import inspect
+
+    from gwtools.analysis._time import NaiveTimesError
+
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for name, value in bound.items():
+        if name not in _TABLE_ARGUMENTS or value is None:
+            continue
+        try:
+            lazy(value)
+        except NaiveTimesError:
+            return name
+        except Exception:  # only a better message is at stake
+            continue
+    return None
 
 
 def _lacking_argument(

@@ -89,9 +89,14 @@ _AS_UTC: Final = {
 }
 
 
+class NaiveTimesError(ConfigurationError):
+    """A canonical time column holds naive times; the public analyses' wrapper names the
+    table argument that holds it (payments and refunds both have a ``created_at``)."""
+
+
 def _refuse_naive(column: Any, dtype: str = "", engine: str = "pandas") -> NoReturn:
     fix = _AS_UTC.get(engine, "make the column's times UTC-aware").format(c=column)
-    raise ConfigurationError(
+    raise NaiveTimesError(
         f"column {column!r} holds naive timestamps{dtype}; canonical tables hold UTC-aware "
         f"times (as gwtools.read_cache/scan_cache give them): if they are UTC times, say so "
         f"first: {fix}"

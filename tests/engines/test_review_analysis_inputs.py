@@ -432,3 +432,37 @@ def test_tables_on_two_duckdb_connections_are_refused_saying_what_to_do(
             assert "scan_cache" in str(err.value)
     finally:
         own.close()
+
+
+#: Analyses of both tables: each has a created_at.
+BOTH_TABLES: dict[str, Call] = {
+    "refund_rate": lambda p, r: a.refund_rate(p, r),
+    "time_to_refund": lambda p, r: a.time_to_refund(p, r),
+    "partial_vs_full": lambda p, r: a.partial_vs_full(p, r),
+    "pending_refunds": lambda p, r: a.pending_refunds(p, r),
+    "monitor": lambda p, r: a.monitor(p, r),
+    "overview": lambda p, r: a.overview(p, r),
+}
+
+
+def _naive(table: Any, engine: str) -> Any:
+    if engine == "pandas":
+        return table.assign(created_at=table["created_at"].dt.tz_localize(None))
+    return table.project("* REPLACE (created_at::TIMESTAMP AS created_at)")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", BOTH_TABLES)
+def test_naive_times_name_the_table_that_holds_them(
+    tables: dict[str, Any], engine: str, name: str
+) -> None:
+    # Both tables have a created_at: "column 'created_at' holds naive timestamps" left the
+    # analyst to find out which of the two it was.
+    payments, refunds = tables[engine]
+    for param, given in (
+        ("refunds", (payments, _naive(refunds, engine))),
+        ("payments", (_naive(payments, engine), refunds)),
+    ):
+        err = _refused(BOTH_TABLES[name], {engine: given}, engine)
+        assert err.param == param, (param, str(err))
+        assert str(err).startswith(f"{param}=: column 'created_at' holds naive timestamps")
