@@ -480,6 +480,24 @@ def _decline_spikes(
 
 
 # -- card testing ----------------------------------------------------------------------------
+#: A card-testing alert's scope, before the amount limit it counted attempts under.
+_TESTING_SCOPE: Final = "card, amount <= "
+
+
+def testing_limit(scope: str, s: MonitorSettings) -> float:
+    """The amount limit a card-testing alert of ``scope`` counted attempts under: the one its
+    scope names (``monitor`` may have run with other settings than the caller's), else
+    ``s.small_amount``. The scope shows it to 6 digits; ``s``'s own value is taken when it
+    shows the same."""
+    shown = scope.removeprefix(_TESTING_SCOPE) if scope.startswith(_TESTING_SCOPE) else ""
+    if not shown or shown == f"{s.small_amount:g}":
+        return s.small_amount
+    try:
+        return float(shown)
+    except ValueError:  # a scope written by hand
+        return s.small_amount
+
+
 def _card_testing(
     payments: nw.LazyFrame[Any], first: Any, w: _Window, s: MonitorSettings
 ) -> list[dict[str, object]]:
@@ -542,7 +560,7 @@ def _card_testing(
         out.append(
             _alert(
                 "card_testing",
-                f"card, amount <= {s.small_amount:g}",
+                f"{_TESTING_SCOPE}{s.small_amount:g}",
                 first_hour,
                 end,
                 n_rows,

@@ -26,7 +26,13 @@ import pandas as pd
 from gwtools import ConfigurationError, plots
 from gwtools.analysis import MonitorSettings, monitor, monitored_window
 from gwtools.analysis import _engine as E
-from gwtools.analysis._monitor import _bounds, _utc, check_monitor_args, check_settings
+from gwtools.analysis._monitor import (
+    _bounds,
+    _utc,
+    check_monitor_args,
+    check_settings,
+    testing_limit,
+)
 from gwtools.analysis._time import as_utc, to_timestamp
 from gwtools.report import count_rows, refunds_of
 from gwtools.widgets._dashboard import Dashboard, View
@@ -75,7 +81,7 @@ def _alert_query(
         method = "fpx" if kind == "fpx_bank_outage" else "card"
         keep = keep & E.truthy(nw.col("method_type") == method)
         if kind == "card_testing":
-            keep = keep & E.truthy(nw.col("amount_major") <= s.small_amount)
+            keep = keep & E.truthy(nw.col("amount_major") <= testing_limit(scope, s))
         column, _, value = scope.partition("=")
         if value and column in E.columns_of(lf):
             keep = keep & E.truthy(nw.col(column).cast(nw.String) == value)
@@ -110,7 +116,8 @@ def alert_payments(
     first rows of each alert; ``created_at`` is in the zone of the alert's times.
 
     Scopes: ``card`` (card payments), ``card_brand=…`` (card payments of that brand), card
-    testing (card payments of at most ``settings.small_amount``), ``fpx_bank_code=…`` (FPX
+    testing (card payments of at most the amount its scope names, ``card, amount <= 2``:
+    ``settings.small_amount`` when it names none), ``fpx_bank_code=…`` (FPX
     payments at that bank), ``refunds``. Example::
 
         alerts = analysis.monitor(payments, refunds, tz="Asia/Kuala_Lumpur")

@@ -341,6 +341,30 @@ def test_alert_payments_follow_each_scope() -> None:
     ]
 
 
+def test_card_testing_rows_are_those_its_alert_counted() -> None:
+    # monitor(settings=MonitorSettings(small_amount=5)) alerts on attempts of at most RM5
+    # (its scope says "card, amount <= 5"); alert_payments of that alert, without the same
+    # settings, listed only those of at most the default RM2: here none of the three.
+    at = "2026-11-02T02:{:02d}:00Z".format
+    payments = build_payments(
+        [{"status": "failed", "amount": a, "card_brand": "visa", "created_at": at(i)}
+         for i, a in enumerate([300, 450, 500, 501, 10_000])]
+    )  # fmt: skip
+    hour = (pd.Timestamp(at(0)), pd.Timestamp("2026-11-02T03:00:00Z"))
+    alert = {"kind": "card_testing", "start": hour[0], "end": hour[1]}
+    alerts = pd.DataFrame([{**alert, "scope": "card, amount <= 5"}])
+    assert widgets.alert_payments(payments, None, alerts)["id"].tolist() == [
+        "pay_1", "pay_2", "pay_3"
+    ]  # fmt: skip
+    # The limit of an alert whose scope names none is the settings' (default RM2).
+    bare = pd.DataFrame([{**alert, "scope": "card"}])
+    assert widgets.alert_payments(payments, None, bare)["id"].tolist() == []
+    five = gwtools.analysis.MonitorSettings(small_amount=5.005)
+    assert widgets.alert_payments(payments, None, bare, settings=five)["id"].tolist() == [
+        "pay_1", "pay_2", "pay_3"
+    ]  # fmt: skip
+
+
 def test_alert_payments_says_what_to_pass() -> None:
     """Each used to fail deep inside (an AttributeError, an engine error), or, for settings,
     to be taken as it was and fail on its first use."""
