@@ -10,7 +10,7 @@ import pandas as pd
 from gwtools.analysis import _engine as E
 from gwtools.analysis._declines import NO_CODE, codes_per_reason, pareto_sort, reason_expr
 from gwtools.analysis._fpx import bank_table
-from gwtools.analysis._rates import OUTCOMES, add_rate
+from gwtools.analysis._rates import OUTCOMES, add_rate, percent
 from gwtools.analysis._refunds import refund_rate
 
 
@@ -33,18 +33,18 @@ class Overview:
         lines = [f"payments         {self.payments:,} ({self.refunds:,} refunds)"]
         if self.decided:
             lines.append(
-                f"success rate     {self.success_rate:.1%} of {self.decided:,} decided "
-                f"(95% CI {lo:.1%}–{hi:.1%})"
+                f"success rate     {_pct(self.success_rate)} of {self.decided:,} decided "
+                f"(95% CI {_pct(lo)}–{_pct(hi)})"
             )
         else:
             lines.append("success rate     n/a (no decided payment)")
         if self.top_declines:
-            codes = ", ".join(f"{c} {n:,} ({s:.0%})" for c, n, s in self.top_declines)
+            codes = ", ".join(f"{c} {n:,} ({_pct(s, 0)})" for c, n, s in self.top_declines)
             lines.append(f"top declines     {codes}")
-        amount = ", ".join(f"{cur} {r:.1%}" for cur, r in self.refund_amount_rate.items())
+        amount = ", ".join(f"{cur} {_pct(r)}" for cur, r in self.refund_amount_rate.items())
         if self.refund_rate == self.refund_rate:  # not NaN
             lines.append(
-                f"refund rate      {self.refund_rate:.1%} of succeeded payments"
+                f"refund rate      {_pct(self.refund_rate)} of succeeded payments"
                 + (f"; by amount {amount}" if amount else "")
             )
         else:
@@ -52,9 +52,15 @@ class Overview:
         if self.worst_bank is not None:
             name, rate, n, (blo, bhi) = self.worst_bank
             lines.append(
-                f"worst FPX bank   {name}: {rate:.1%} of {n:,} finished (95% CI {blo:.1%}–{bhi:.1%})"
+                f"worst FPX bank   {name}: {_pct(rate)} of {n:,} finished "
+                f"(95% CI {_pct(blo)}–{_pct(bhi)})"
             )
         return "\n".join(lines)
+
+
+def _pct(share: float, decimals: int = 1) -> str:
+    """A rate as the reports show it (0.04%, not 0.0%; 99.96%, not 100.0%); n/a if missing."""
+    return "n/a" if pd.isna(share) else str(percent(share, decimals))
 
 
 def overview(

@@ -263,6 +263,31 @@ def test_overview_never_names_a_test_bank_as_the_worst(
     assert o.worst_bank is not None and o.worst_bank[0] == "Maybank2u (MB2U0227)"
 
 
+def test_overview_keeps_small_rates_and_rates_near_all_apart_from_none_and_all(
+    make_payments: Build, make_refunds: Build
+) -> None:
+    # 1 decline in 2,500 decided: 99.96% succeeded, printed "100.0%"; 1 refund of 2,499
+    # succeeded payments (RM1 of RM24,990): printed "0.0%" twice. The reports and dashboards
+    # show such rates as 99.96%, 0.04% and 0.004% (docs/decisions.md).
+    payments = make_payments(
+        [{"status": "succeeded", "amount": 1000}] * 2499
+        + [{"status": "failed", "amount": 1000, "failure_code": "card_declined",
+            "decline_code": "lost_card"}]
+    )  # fmt: skip
+    text = str(a.overview(payments, make_refunds([{"payment_id": "pay_1", "amount": 100}])))
+    assert "success rate     99.96% of 2,500 decided" in text, text
+    assert "refund rate      0.04% of succeeded payments; by amount MYR 0.004%" in text, text
+    # 1 of 200 declines: "(0%)" beside a code that was seen, "(100%)" beside the other.
+    declines = make_payments(
+        [{"status": "failed", "amount": 1000, "failure_code": "card_declined",
+          "decline_code": "generic_decline"}] * 199
+        + [{"status": "failed", "amount": 1000, "failure_code": "card_declined",
+            "decline_code": "lost_card"}]
+    )  # fmt: skip
+    text = str(a.overview(declines, make_refunds([])))
+    assert "top declines     generic_decline 199 (99.5%), lost_card 1 (0.5%)" in text, text
+
+
 def test_overview_of_nothing(make_payments: Build, make_refunds: Build) -> None:
     text = str(a.overview(make_payments([]), make_refunds([])))
     assert "payments         0" in text and "n/a" in text and "nan" not in text
