@@ -30,7 +30,7 @@ import pandas as pd
 from gwtools._errors import ConfigurationError
 from gwtools.analysis import _engine as E
 from gwtools.analysis._fpx import TEST_BANKS, outcome_expr
-from gwtools.analysis._rates import wilson_interval
+from gwtools.analysis._rates import percent, wilson_interval
 from gwtools.analysis._recovery import ORDER_COLUMNS
 from gwtools.analysis._refunds import live_expr
 from gwtools.analysis._time import DateLike, next_day, resolve_tz, to_timestamp
@@ -472,8 +472,9 @@ def _decline_spikes(
                     n,
                     rate >= 2 * p0,
                     f"{scope.replace('card_brand=', '').capitalize()} decline rate on "
-                    f"{start:%Y-%m-%d} was {rate:.1%} ({k} of {n} decided first attempts) against "
-                    f"{p0:.1%} in the baseline; the control limit was {limit:.1%}.",
+                    f"{start:%Y-%m-%d} was {percent(rate)} ({k} of {n} decided first attempts) "
+                    f"against {percent(p0)} in the baseline; the control limit was "
+                    f"{percent(limit)}.",
                 )
             )
     return out
@@ -661,7 +662,7 @@ def _fpx_outages(
                     f"FPX bank {label}: {k} of {m} attempts succeeded ({timeouts} timed out) "
                     f"from {first:%Y-%m-%d %H:%M} to "
                     f"{end:%H:%M}{'' if end.date() == first.date() else f' on {end:%Y-%m-%d}'} "
-                    f"Malaysia time, against {p0:.0%} in the baseline.",
+                    f"Malaysia time, against {percent(p0, 0)} in the baseline.",
                 )
             )
     return out

@@ -181,6 +181,24 @@ def test_fpx_bank_outage() -> None:
     assert analysis.monitor(_fpx(1, per_hour=2), None, **WINDOW).empty
 
 
+def test_alert_explanations_keep_small_and_near_all_rates_apart_from_none_and_all() -> None:
+    # A bank that nearly always succeeds (279 of 280 in the baseline) was "against 100% in the
+    # baseline"; a decline rate of 1 in 2,800 was "against 0.0% in the baseline".
+    rows = _fpx(3).to_dict("records")
+    baseline = [r for r in rows if r["created_at"] < pd.Timestamp("2026-11-01", tz="UTC")]
+    for r in [r for r in baseline if r["status"] == "failed"][1:]:
+        r.update(status="succeeded", failure_code=None)
+    outage = analysis.monitor(build_payments(rows), None, **WINDOW).iloc[0]
+    assert outage["expected"] == pytest.approx(279 / 280)
+    assert "Malaysia time, against 99.6% in the baseline." in outage["explanation"]
+    quiet = {f"{day:%Y-%m-%d}": 0 for day in _days()[:-7]}
+    quiet["2026-10-10"] = 1
+    spike = analysis.monitor(build_payments(_cards({**quiet, "2026-11-03": 40})), None, **WINDOW)
+    a = spike[spike["scope"] == "card"].iloc[0]
+    assert a["expected"] == pytest.approx(1 / 2800)
+    assert "against 0.036% in the baseline" in a["explanation"], a["explanation"]
+
+
 def test_refund_spike() -> None:
     payments = build_payments(_cards())
     rows = [
