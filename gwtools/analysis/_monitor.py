@@ -570,7 +570,7 @@ def _card_testing(
                 n_rows,
                 n_rows >= 100,
                 f"{n_rows} card attempts of at most {s.small_amount:g} in {n_hours} h on "
-                f"{distinct} distinct payment methods, {declined:.0%} declined; the baseline "
+                f"{distinct} distinct payment methods, {percent(declined, 0)} declined; the baseline "
                 f"has {lam:.2f} such attempts an hour.",
             )
         )

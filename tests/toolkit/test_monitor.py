@@ -98,6 +98,9 @@ def test_card_testing() -> None:
     # baseline: no small attempt in 28 days; one pseudo-attempt over 672 hours
     assert a["expected"] == pytest.approx(1 / (28 * 24 - 12))
     assert "40 distinct payment methods, 90% declined" in a["explanation"]
+    # 199 of 200 declined is not all of them (it said "100% declined")
+    nearly = analysis.monitor(_testing(200, failed=199), None, kinds=["card_testing"], **WINDOW)
+    assert "200 distinct payment methods, 99.5% declined" in nearly.iloc[0]["explanation"]
 
 
 @pytest.mark.parametrize(
