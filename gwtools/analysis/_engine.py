@@ -79,6 +79,12 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
     """``table`` as a Narwhals LazyFrame on its own engine (pandas stays pandas)."""
     from gwtools.analysis._time import refuse_naive_columns
 
+    if isinstance(table, nw.DataFrame | nw.LazyFrame) and isinstance(
+        table.to_native(), pd.DataFrame
+    ):
+        # A pandas frame in a Narwhals one is read as the bare frame is (its categories, id
+        # index and pyarrow dtypes made plain); Narwhals' wrapper is no copy.
+        table = table.to_native()
     if isinstance(table, nw.LazyFrame):
         # A Narwhals frame over Spark reads its times in the session's zone all the same.
         _check_spark(table)
