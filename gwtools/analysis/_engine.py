@@ -212,6 +212,12 @@ def lazy_pair(a: Table, b: Table) -> tuple[nw.LazyFrame[Any], nw.LazyFrame[Any]]
 
 def native_like(lf: nw.LazyFrame[Any], table: Table) -> Any:
     """``lf`` in the same kind as ``table`` (for functions that filter: a lazy table stays lazy)."""
+    if isinstance(table, nw.DataFrame | nw.LazyFrame) and isinstance(
+        table.to_native(), pd.DataFrame
+    ):
+        # Read as its bare pandas frame (lazy()), given back as that frame's rows would be.
+        given = nw.from_native(native_like(lf, table.to_native()), eager_only=True)
+        return given.lazy() if isinstance(table, nw.LazyFrame) else given
     if isinstance(table, nw.LazyFrame):
         return lf
     if isinstance(table, nw.DataFrame):

@@ -151,6 +151,27 @@ def test_a_filter_returns_the_users_rows_as_they_were(
     assert a.classify_declines(payments).index.names == payments.index.names
 
 
+@pytest.mark.parametrize("wrap", ["DataFrame", "LazyFrame"])
+@pytest.mark.parametrize("form", FORMS)
+def test_a_filter_of_a_narwhals_frame_returns_the_users_rows_as_they_were(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], form: str, wrap: str
+) -> None:
+    # Read as the bare frame is, a Narwhals frame over pandas came back from between and
+    # effective_refunds with the plain dtypes (category -> string, no id index name).
+    import narwhals as nw
+
+    payments, refunds = (FORMS[form](t) for t in canonical)
+    for call, given, rows in (
+        (lambda t: a.between(t, "2026-11-03"), payments, [3]),
+        (a.effective_refunds, refunds, [0]),
+    ):
+        frame = nw.from_native(given)
+        kept = call(frame.lazy() if wrap == "LazyFrame" else frame)
+        assert isinstance(kept, nw.LazyFrame if wrap == "LazyFrame" else nw.DataFrame)
+        native = kept.collect() if isinstance(kept, nw.LazyFrame) else kept
+        pd.testing.assert_frame_equal(native.to_native(), given.iloc[rows])
+
+
 @pytest.mark.parametrize(
     "call",
     [
