@@ -66,7 +66,8 @@ class MonitorSettings:
     #: A decline spike needs a rate this many times the baseline, and this many declines.
     spike_ratio: float = 1.5
     spike_min_declines: int = 5
-    #: Card testing: attempts of at most ``small_amount`` (major units) in one hour.
+    #: Card testing: attempts of at most ``small_amount`` in one hour, in major units of each
+    #: payment's own currency (calibrated for MYR: monitor other currencies one at a time).
     small_amount: float = 2.0
     testing_min_attempts: int = 30
     testing_min_distinct_share: float = 0.8
