@@ -79,12 +79,16 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
     """``table`` as a Narwhals LazyFrame on its own engine (pandas stays pandas)."""
     from gwtools.analysis._time import refuse_naive_columns
 
-    if isinstance(table, nw.DataFrame | nw.LazyFrame) and isinstance(
-        table.to_native(), pd.DataFrame
-    ):
+    if isinstance(table, nw.DataFrame | nw.LazyFrame) and _in_memory(table.to_native()):
         # A pandas frame in a Narwhals one is read as the bare frame is (its categories, id
         # index and pyarrow dtypes made plain); Narwhals' wrapper is no copy.
         table = table.to_native()
+    if _in_memory(table) and not isinstance(table, pd.DataFrame):
+        # A pyarrow Table (pq.read_table, a DuckDB result's .arrow()) is analysed as pandas,
+        # the in-memory engine the analyses are proven on, not on Narwhals' pyarrow backend
+        # (half of the analyses failed there). Arrow-backed columns cost no copy; the
+        # canonical ones take their canonical dtypes below.
+        table = table.to_pandas(types_mapper=pd.ArrowDtype)
     if isinstance(table, nw.LazyFrame):
         # A Narwhals frame over Spark reads its times in the session's zone all the same.
         _check_spark(table)
@@ -111,6 +115,15 @@ def lazy(table: Table) -> nw.LazyFrame[Any]:
         out = cast(nw.LazyFrame[Any], frame)
     refuse_naive_columns(out)
     return out
+
+
+def _in_memory(native: Any) -> bool:
+    """Whether ``native`` is a table held in this process: a pandas DataFrame or a pyarrow
+    Table (checked by module name, so that no pyarrow import is paid for other inputs)."""
+    if isinstance(native, pd.DataFrame):
+        return True
+    kind = type(native)
+    return kind.__module__ == "pyarrow.lib" and kind.__name__ == "Table"
 
 
 def _plain_pandas(frame: pd.DataFrame) -> pd.DataFrame:
@@ -212,10 +225,8 @@ def lazy_pair(a: Table, b: Table) -> tuple[nw.LazyFrame[Any], nw.LazyFrame[Any]]
 
 def native_like(lf: nw.LazyFrame[Any], table: Table) -> Any:
     """``lf`` in the same kind as ``table`` (for functions that filter: a lazy table stays lazy)."""
-    if isinstance(table, nw.DataFrame | nw.LazyFrame) and isinstance(
-        table.to_native(), pd.DataFrame
-    ):
-        # Read as its bare pandas frame (lazy()), given back as that frame's rows would be.
+    if isinstance(table, nw.DataFrame | nw.LazyFrame) and _in_memory(table.to_native()):
+        # Read as its bare frame (lazy()), given back as that frame's rows would be.
         given = nw.from_native(native_like(lf, table.to_native()), eager_only=True)
         return given.lazy() if isinstance(table, nw.LazyFrame) else given
     if isinstance(table, nw.LazyFrame):
@@ -223,7 +234,11 @@ def native_like(lf: nw.LazyFrame[Any], table: Table) -> Any:
     if isinstance(table, nw.DataFrame):
         return lf.collect()
     if lf.implementation.is_pandas_like():
-        return _as_given(lf.collect().to_native(), table)
+        rows = lf.collect().to_native()
+        if isinstance(table, pd.DataFrame) or not _in_memory(table):
+            return _as_given(rows, table)
+        # A pyarrow Table's rows, analysed as pandas, go back to its own schema.
+        return type(table).from_pandas(rows, schema=table.schema, preserve_index=False)
     return lf.to_native()
 
 

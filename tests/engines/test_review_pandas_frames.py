@@ -124,6 +124,51 @@ def test_a_notebook_form_in_a_narwhals_frame_gives_the_canonical_result(
     _same(CALLS[name](payments, refunds), CALLS[name](*canonical))
 
 
+@pytest.mark.parametrize("wrap", ["bare", "DataFrame", "LazyFrame"])
+@pytest.mark.parametrize("name", CALLS)
+def test_a_pyarrow_table_gives_the_canonical_result(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], name: str, wrap: str
+) -> None:
+    # pq.read_table() or a DuckDB result's .arrow(): on Narwhals' pyarrow backend 6 of these
+    # 18 analyses failed ("'pyarrow.lib.Table' object has no attribute 'copy'", Narwhals'
+    # "Non-trivial complex aggregation found"), and the others ran on an engine no test held.
+    import narwhals as nw
+    import pyarrow as pa
+
+    tables = [pa.Table.from_pandas(t, preserve_index=False) for t in canonical]
+    if wrap != "bare":
+        tables = [nw.from_native(t) for t in tables]
+        tables = [t.lazy() if wrap == "LazyFrame" else t for t in tables]
+    _same(CALLS[name](*tables), CALLS[name](*canonical))
+
+
+@pytest.mark.parametrize("wrap", ["bare", "DataFrame", "LazyFrame"])
+def test_a_filter_of_a_pyarrow_table_returns_a_pyarrow_table_of_its_schema(
+    canonical: tuple[pd.DataFrame, pd.DataFrame], wrap: str
+) -> None:
+    import narwhals as nw
+    import pyarrow as pa
+
+    payments, refunds = (pa.Table.from_pandas(t, preserve_index=False) for t in canonical)
+    given: dict[str, Any] = {"payments": payments, "refunds": refunds}
+    if wrap != "bare":
+        given = {k: nw.from_native(t) for k, t in given.items()}
+        if wrap == "LazyFrame":
+            given = {k: t.lazy() for k, t in given.items()}
+    # Payments of 2 November: the first three; refunds: the failed one is not effective.
+    cases = [
+        (a.between(given["payments"], "2026-11-02", "2026-11-02"), payments, ["pay_1", "pay_2", "pay_3"]),
+        (a.effective_refunds(given["refunds"]), refunds, ["rfnd_1"]),
+    ]  # fmt: skip
+    for kept, table, ids in cases:
+        if wrap == "LazyFrame":
+            kept = kept.collect()
+        native = kept.to_native() if wrap != "bare" else kept
+        assert isinstance(native, pa.Table)
+        assert native.schema == table.schema
+        assert native.column("id").to_pylist() == ids
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_the_hand_computed_rates_hold_for_every_form(
     canonical: tuple[pd.DataFrame, pd.DataFrame], form: str
