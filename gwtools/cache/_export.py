@@ -214,6 +214,10 @@ def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
         for f in frame.schema.fields
         if isinstance(f.dataType, TimestampType | TimestampNTZType)
     ]
+    # TIMESTAMP_NTZ is a wall-clock time: toPandas() gives it naive, and so does the export of
+    # a table that is not canonical (unix_micros counts its wall clock from 1970 whatever the
+    # session's zone; to_pandas would call it UTC). A canonical table's times are UTC.
+    naive = {f.name for f in frame.schema.fields if isinstance(f.dataType, TimestampNTZType)}
     plain = frame.select(
         *[F.unix_micros(F.col(c)).alias(c) if c in stamps else F.col(c) for c in columns]
     )
@@ -225,7 +229,10 @@ def _spark_batches(frame: Any, rows: int) -> Iterator[pd.DataFrame]:
             out[c] = pd.to_datetime(out[c].astype("Int64"), unit="us", utc=True)
         if resource is not None:
             return _schema.conform(out, resource)
-        return to_pandas(out)
+        out = to_pandas(out)
+        for c in naive:
+            out[c] = out[c].dt.tz_localize(None)
+        return out
 
     chunk: list[Any] = []
     sent = False

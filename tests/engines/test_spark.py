@@ -262,3 +262,34 @@ def test_a_master_other_than_the_running_sessions_is_refused(
     assert running in str(err.value) and "spark.stop()" in str(err.value)
     same = gwtools.open_source("spark", spark_master=running, spark_path=folder)
     assert same.payments.sparkSession.sparkContext.master == running
+
+
+def test_an_export_keeps_timestamp_ntz_as_the_wall_clock_it_holds(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A TIMESTAMP_NTZ column is a wall-clock time with no zone: toPandas() gives it back as
+    it is. The export of a table that is not canonical wrote it as UTC ('+00:00' in CSV, a
+    UTC timestamp in Parquet). The session here is on Asia/Kuala_Lumpur, so the test also
+    holds the wall clock against being read in the session's zone."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from gwtools import write_table
+
+    walls = [dt.datetime(2026, 11, 2, 10, 0), dt.datetime(2026, 3, 8, 23, 59, 59, 123456)]
+    frame = spark.createDataFrame(
+        [("a", walls[0]), ("b", walls[1])], "id string, local timestamp_ntz"
+    )
+    expected = pd.DataFrame({"id": ["a", "b"], "local": pd.to_datetime(walls)})
+    expected.to_csv(tmp_path / "pandas.csv", index=False)
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kuala_Lumpur")
+    try:
+        write_table(frame.orderBy("id"), tmp_path / "spark.csv", "csv")
+        write_table(frame.orderBy("id"), tmp_path / "spark.parquet", "parquet")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert (tmp_path / "spark.csv").read_text() == (tmp_path / "pandas.csv").read_text()
+    written = pq.read_table(tmp_path / "spark.parquet")
+    assert written.schema.field("local").type.tz is None
+    assert written.column("local").to_pylist() == walls
