@@ -9,6 +9,7 @@ own files where it opens them.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -97,14 +98,30 @@ def out_dir(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return path
 
 
+#: What to do about the operating-system errors a path meets, by errno.
+_WAY_OUT = {
+    errno.EISDIR: "a file goes there, not a folder; move the folder aside (or remove it), then "
+    "run the command again",
+    errno.ENOTDIR: "a file stands where a folder of that path goes; move the file aside, or "
+    "give another path",
+    errno.EACCES: "give this user access to it (its permissions or owner), or give another path",
+    errno.EPERM: "give this user access to it (its permissions or owner), or give another path",
+    errno.EROFS: "give a path on a writable file system",
+    errno.ENOSPC: "free some space on that disk, or give a path on another one, then run the "
+    "command again",
+}
+
+
 def oserror_line(exc: OSError) -> str:
     """One line for an operating-system error a command met (a file or folder it could not
-    use), naming the path."""
+    use), naming the path and, for the errors a path commonly meets, what to do."""
+    way_out = _WAY_OUT.get(exc.errno) if exc.errno is not None else None
+    said = f"{exc.strerror or exc}" + (f": {way_out}" if way_out else "")
     where = exc.filename
     if isinstance(where, str | bytes | os.PathLike):
         name = Path(os.fsdecode(where))
         # A file renamed into place is written under a hidden temporary name beside it.
         if name.name.startswith(".") and name.name.endswith(".tmp"):
             name = name.parent
-        return f"cannot use {name}: {exc.strerror or exc}"
-    return f"{exc.strerror or exc}"
+        return f"cannot use {name}: {said}"
+    return said

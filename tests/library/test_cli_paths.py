@@ -195,7 +195,7 @@ def test_an_os_error_reads_as_one_line_naming_the_path() -> None:
     hidden = OSError(2, "No such file or directory", "/x/reports/.out.csv.1a2b.tmp")
     assert oserror_line(hidden) == "cannot use /x/reports: No such file or directory"
     plain = PermissionError(13, "Permission denied", "/x/out.csv")
-    assert oserror_line(plain) == "cannot use /x/out.csv: Permission denied"
+    assert oserror_line(plain).startswith("cannot use /x/out.csv: Permission denied: ")
 
 
 def test_a_cache_folder_that_is_a_file_is_one_line_before_anything_starts(
@@ -469,3 +469,36 @@ def test_report_reads_an_accounts_own_folder_with_its_account(inner: str, tmp_pa
                       "--account", "shop-b", "--currency", "ZZZ")  # fmt: skip
     assert code == 2 and "currency='ZZZ': the payments are in MYR" in said, said
     assert "no cache at" not in said and not out.exists()
+
+
+def test_a_file_system_error_says_what_to_do_about_it(tmp_path: Path) -> None:
+    # A dataset's _state.json that is a folder was "cannot use …/_state.json: Is a directory"
+    # from every command: what was wrong, not what to do about it.
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    state = cache / "sandbox/test/refunds/_state.json"
+    state.unlink()
+    state.mkdir()
+    env = {"GW_CACHE_DIR": str(cache)}
+    for command, status in (
+        (["check"], 2),
+        (["export", "refunds", "--format", "csv", "--out", str(tmp_path / "r.csv"),
+          "--no-refresh"], 1),
+    ):  # fmt: skip
+        code, said = _run(*command, env=env)
+        assert code == status, said
+        assert said == (
+            f"Error: cannot use {state}: Is a directory: a file goes there, not a folder; move "
+            "the folder aside (or remove it), then run the command again\n"
+        ), said
+    assert not (tmp_path / "r.csv").exists()
+    # the other errors a path meets, each with its way out
+    for exc, advice in (
+        (PermissionError(13, "Permission denied", "/x/out.csv"), "give this user access"),
+        (OSError(30, "Read-only file system", "/x/out.csv"), "a writable file system"),
+        (OSError(28, "No space left on device", "/x/out.csv"), "free some space"),
+        (NotADirectoryError(20, "Not a directory", "/x/a/b"), "a file stands where a folder"),
+    ):
+        line = oserror_line(exc)
+        assert line.startswith(f"cannot use {exc.filename}: {exc.strerror}: "), line
+        assert advice in line, line
