@@ -32,6 +32,7 @@ from gwtools.cli._sync import (
     exit_incomplete,
     exit_partial,
     partial_reasons,
+    sync_failed,
 )
 
 
@@ -234,7 +235,16 @@ def report(
         if exc.param in _FILTERS:  # a bad option value: a usage error, as in `gwtools export`
             raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
         raise click.ClickException(str(exc)) from None
-    except (GatewayError, ReportError) as exc:
+    except GatewayError as exc:
+        if gw is None:
+            raise click.ClickException(str(exc)) from None
+        instead = (
+            f"give --source {gw.cache_path} to report what the last sync cached, as it is, "
+            "contacting nothing (and leave out --api-key-file, --base-url and --cache-dir)"
+        )
+        said = sync_failed(exc, gw.cache_path, "payments", "report", instead)
+        raise click.ClickException(said) from None
+    except ReportError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         if gw is not None:

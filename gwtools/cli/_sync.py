@@ -613,7 +613,12 @@ def export(
                         ("payments", "refunds") if kind == "payments" else ("refunds",)
                     )
                 except GatewayError as exc:
-                    raise click.ClickException(_sync_failed(exc, gw.cache_path, kind)) from None
+                    instead = (
+                        f"add --no-refresh to export the {kind} cached by the last sync in "
+                        f"{gw.cache_path}, as they are, contacting nothing"
+                    )
+                    said = sync_failed(exc, gw.cache_path, kind, "export", instead)
+                    raise click.ClickException(said) from None
                 if not result.complete:
                     problems = result.problems
                 table = gw.scan(kind, *where)  # (partial only when the sync was not complete)
@@ -656,22 +661,31 @@ def export(
         exit_partial("export", "standard output" if out == "-" else out, partial)
 
 
-def _sync_failed(exc: Exception, folder: Path, resource: Resource) -> str:
-    """The error of the sync before an export, with the way to export what the cache holds
-    when a sync has filled it before: the gateway may be down, the network or a key gone,
-    while the rows the last sync fetched are there to export."""
-    from gwtools import cache_state
+def sync_failed(
+    exc: Exception, folder: Path, resource: Resource, command: str, instead: str
+) -> str:
+    """The error of the sync before ``command``, with ``instead``, the way to use what the
+    cache holds, when a sync has filled its ``resource`` before: the gateway may be down, the
+    network or a key gone, while the rows the last sync fetched are there. Only for the
+    gateway's own errors: one about the cache (a CacheError) would stop that way too."""
+    import gwtools
 
+    gateway_errors = (
+        gwtools.APIConnectionError,
+        gwtools.AuthenticationError,
+        gwtools.InvalidRequestError,
+        gwtools.RateLimitError,
+        gwtools.APIError,
+    )
+    if not isinstance(exc, gateway_errors):
+        return str(exc)
     try:
-        cached = bool(cache_state(folder, resource))
+        cached = bool(gwtools.cache_state(folder, resource))
     except (OSError, ValueError):  # (the advice is a courtesy: the error is said anyway)
         cached = False
     if not cached:
         return str(exc)
-    return (
-        f"{exc} (the export's sync failed; add --no-refresh to export the {resource} cached by "
-        f"the last sync in {folder}, as they are, contacting nothing)"
-    )
+    return f"{exc} (the {command}'s sync failed; {instead})"
 
 
 @contextlib.contextmanager

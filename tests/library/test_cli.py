@@ -602,3 +602,19 @@ def test_an_export_whose_sync_fails_names_the_cached_rows_and_no_refresh(
     # nothing cached for that account: no such advice
     result = runner.invoke(main, [*export[:-1], "other"], env=revoked)
     assert result.exit_code == 1 and "--no-refresh" not in result.stderr, result.stderr
+
+
+def test_a_report_whose_sync_fails_names_the_cache_as_source(shop: Shop, tmp_path: Path) -> None:
+    # As export: a failed sync before a report (a revoked key here) said the gateway's error
+    # alone, though --source with the cache's folder reports what the last sync fetched.
+    shop.card()
+    env = _env(shop, tmp_path / "cache")
+    runner = CliRunner()
+    assert runner.invoke(main, ["sync", "--account", "shop"], env=env).exit_code == 0
+    revoked = {**env, "GW_API_KEY": "sk_test_" + "y" * 24}
+    out = tmp_path / "report"
+    result = runner.invoke(main, ["report", "--out", str(out), "--account", "shop"], env=revoked)
+    assert result.exit_code == 1 and not out.exists(), result.output
+    folder = tmp_path / "cache" / "shop" / "test"
+    assert f"give --source {folder} to report what the last sync cached" in result.stderr
+    assert revoked["GW_API_KEY"] not in result.output
