@@ -19,8 +19,8 @@ import importlib
 import os
 import sys
 import warnings
-from collections.abc import Callable
-from typing import Any, NoReturn, TextIO
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, NoReturn, TextIO
 
 import click
 
@@ -131,6 +131,59 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             _mask_keys(exc)
             raise
+
+
+class AnswersInJson(click.Command):
+    """A command whose ``--json`` output is JSON even when it stops with an error: a script
+    that parses standard output gets an object (``{"error": …, "message": …}``, the line said
+    on standard error too), not an empty string, while the exit status still tells what
+    happened. An error raised as :class:`JsonAnswer` brings its own object."""
+
+    #: Fields every error object of the command starts with (``gwtools sync``: its result's).
+    json_error_fields: ClassVar[Mapping[str, Any]] = {}
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # (asked before the parser consumes args: an option's value may be refused there)
+        as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            if as_json:
+                self._say_in_json(exc)
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            if ctx.params.get("as_json"):
+                self._say_in_json(exc)
+            raise
+
+    def _say_in_json(self, exc: click.ClickException) -> None:
+        """``UsageError`` for a value refused, else ``CannotCheck`` (``check``, ``monitor``)
+        unless the error brings its own object; keys masked, as on standard error."""
+        import json
+
+        answer = getattr(exc, "answer", None)
+        if answer is None:
+            kind = "UsageError" if isinstance(exc, click.UsageError) else "CannotCheck"
+            answer = {**self.json_error_fields, "error": kind, "message": exc.format_message()}
+        click.echo(_masked(json.dumps(answer, indent=2)))
+
+
+class JsonAnswer(click.ClickException):
+    """An error of an :class:`AnswersInJson` command with the object ``--json`` prints."""
+
+    def __init__(self, message: str, answer: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.answer = answer
 
 
 def _masked(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gwtools.cli import _masked, error_line
+from gwtools.cli import AnswersInJson, error_line
 from gwtools.cli._dates import (
     check_date,
     check_room,
@@ -67,45 +67,6 @@ def _cannot_check() -> Iterator[None]:
         raise CannotCheck(line) from None
 
 
-class _AnswersInJson(click.Command):
-    """A command whose ``--json`` output is JSON even when it stops with an error: a script
-    that parses standard output gets ``{"error": …, "message": …}`` (the line said on standard
-    error too), not an empty string, while the exit status still tells what happened."""
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
-        # (asked before the parser consumes args: an option's value may be refused there)
-        as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
-        try:
-            return super().make_context(info_name, args, parent, **extra)
-        except click.ClickException as exc:
-            if as_json:
-                _say_error_in_json(exc)
-            raise
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except click.ClickException as exc:
-            if ctx.params.get("as_json"):
-                _say_error_in_json(exc)
-            raise
-
-
-def _say_error_in_json(exc: click.ClickException) -> None:
-    """``exc`` as the JSON object a ``--json`` command prints on standard output when it
-    stops: ``UsageError`` for a value refused, ``CannotCheck`` for a check that could not run
-    on the cache; the message as the ``Error:`` line says it (keys masked)."""
-    kind = "UsageError" if isinstance(exc, click.UsageError) else "CannotCheck"
-    message = _masked(exc.format_message())
-    click.echo(json.dumps({"error": kind, "message": message}, indent=2))
-
-
 def _tables(
     api_key_file: str | None, base_url: str | None, cache_dir: str | None, account: str | None
 ) -> tuple[Any, Any]:
@@ -129,7 +90,7 @@ def _tz_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--tz", default=None, callback=check_tz, help=help)
 
 
-@click.command(cls=_AnswersInJson)
+@click.command(cls=AnswersInJson)
 @click.option(
     "--since",
     help="Start of the monitored window (date or date-time); default: 7 days before the "
@@ -260,7 +221,7 @@ def _refuse_an_empty_window(payments: Any, window: dict[str, Any]) -> None:
     )
 
 
-@click.command(cls=_AnswersInJson)
+@click.command(cls=AnswersInJson)
 @_tz_option(
     "Time zone whose clock hours the no_hourly_holes rule counts (else GW_TIMEZONE, else UTC)."
 )

@@ -14,14 +14,14 @@ import contextlib
 import shlex
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, cast
 
 import click
 from click.core import ParameterSource
 
-from gwtools.cli import reader_gone, require_extra
+from gwtools.cli import AnswersInJson, JsonAnswer, reader_gone, require_extra
 from gwtools.cli._dates import check_date, created_span, not_before
 from gwtools.cli._paths import oserror_line, out_file
 from gwtools.cli._source import check_source_folder, source_advice
@@ -189,7 +189,19 @@ def _open_gateway(
         raise
 
 
-@click.command()
+#: The gateway's fields of a failed sync's JSON object (null for other errors).
+_GATEWAY_FIELDS = ("http_status", "code", "param", "request_id")
+
+
+class _SyncCommand(AnswersInJson):
+    # a usage error's object has a failed sync's fields, so that a script reads one shape
+    json_error_fields: ClassVar[Mapping[str, Any]] = {
+        "complete": False,
+        **dict.fromkeys(_GATEWAY_FIELDS),
+    }
+
+
+@click.command(cls=_SyncCommand)
 @connection_options
 @click.option(
     "--resource",
@@ -234,12 +246,10 @@ def sync(
         # (a CacheError is both: the library's own words; another OSError, a file or folder
         # in the cache it could not use, in the words its Error: line would have)
         message = str(exc) if isinstance(exc, GatewayError) else oserror_line(exc)
-        if as_json:  # a script reading standard output gets an answer too (redacted, as all)
-            keys = ("http_status", "code", "param", "request_id")
-            said = {k: getattr(exc, k, None) for k in keys}
-            error = {"error": type(exc).__name__, "message": message, **said}
-            click.echo(json.dumps({"complete": False, **error}, indent=2))
-        raise click.ClickException(message) from None
+        # with --json, printed by the command class (redacted, as all)
+        said = {k: getattr(exc, k, None) for k in _GATEWAY_FIELDS}
+        answer = {"complete": False, "error": type(exc).__name__, "message": message, **said}
+        raise JsonAnswer(message, answer) from None
 
     try:  # a key or address connect() refuses is a failed sync too (a pk_ key, no base URL)
         gw = _open_gateway(api_key_file, base_url, cache_dir, account, progress)

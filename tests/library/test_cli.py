@@ -618,3 +618,25 @@ def test_a_report_whose_sync_fails_names_the_cache_as_source(shop: Shop, tmp_pat
     folder = tmp_path / "cache" / "shop" / "test"
     assert f"give --source {folder} to report what the last sync cached" in result.stderr
     assert revoked["GW_API_KEY"] not in result.output
+
+
+def test_a_sync_refused_for_a_bad_option_answers_json_too(tmp_path: Path) -> None:
+    # A value refused (status 2: a key file that cannot be read, an empty --account) left
+    # `gwtools sync --json`'s standard output empty, while a failed sync (status 1) answered
+    # an object: a script parsing it got an empty string.
+    env = {**NO_KEY, "GW_CACHE_DIR": str(tmp_path)}
+    for args, said in (
+        (["--api-key-file", str(tmp_path / "missing.key")], "cannot read"),
+        (["--account", ""], "is empty"),
+    ):
+        result = CliRunner().invoke(main, ["sync", "--json", *args], env=env)
+        assert result.exit_code == 2, result.output
+        answer = json.loads(result.stdout)
+        assert answer["complete"] is False and answer["error"] == "UsageError", answer
+        assert said in answer["message"] and answer["http_status"] is None, answer
+        assert "Error:" in result.stderr and said in result.stderr
+    # a failed sync's object is printed once, not again by the usage-error path
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a folder\n")
+    result = CliRunner().invoke(main, ["sync", "--json", "--cache-dir", str(a_file)], env=env)
+    assert result.exit_code == 1 and json.loads(result.stdout)["error"] == "CacheError"
