@@ -485,6 +485,26 @@ def exit_partial(command: str, output: str, reasons: list[str]) -> NoReturn:
     raise SystemExit(3)
 
 
+#: File name endings that say a format: what they name, and the --format writing it (None:
+#: one gwtools export does not write).
+_NAMED_AS: dict[str, tuple[str, str | None]] = {
+    ".csv": ("CSV", "csv"),
+    ".parquet": ("Parquet", "parquet"),
+    ".pq": ("Parquet", "parquet"),
+    ".xlsx": ("an Excel workbook", None),
+    ".xlsm": ("an Excel workbook", None),
+    ".xls": ("an Excel workbook", None),
+    ".ods": ("an OpenDocument spreadsheet", None),
+    ".json": ("JSON", None),
+    ".jsonl": ("JSON", None),
+    ".ndjson": ("JSON", None),
+    ".tsv": ("tab-separated text", None),
+    ".feather": ("Arrow/Feather", None),
+    ".arrow": ("Arrow/Feather", None),
+}
+_EXCEL = (".xlsx", ".xlsm", ".xls", ".ods")
+
+
 @click.command()
 @click.argument("resource", type=click.Choice(_RESOURCES))
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), required=True)
@@ -575,12 +595,15 @@ def export(
             "--encoding out, or give --format csv",
             param_hint="--encoding",
         )
-    suffix = Path(out).suffix.lower().lstrip(".")
-    if out != "-" and suffix in ("csv", "parquet") and suffix != fmt:
-        # a CSV named .parquet (or the other way round) fails in whatever opens it next
+    suffix = Path(out).suffix.lower()
+    said, its_format = _NAMED_AS.get(suffix, (None, None))
+    if out != "-" and said is not None and its_format != fmt:
+        # a file named for another format fails in whatever opens it by its name next
+        # (Excel refuses CSV text in a .xlsx: "the file format or extension is not valid")
+        other = f"give --format {its_format}, or " if its_format else ""
         raise click.BadParameter(
-            f"{out} is named as {suffix.upper()} but --format is {fmt}: give --format {suffix}, "
-            f"or a file name ending .{fmt}",
+            f"{out} is named as {said} but --format is {fmt}: {other}give a file name ending "
+            f".{fmt}" + (" (Excel opens CSV files)" if suffix in _EXCEL else ""),
             param_hint="--out",
         )
     try:  # what write_table refuses (compressed, a folder, inside a cache): before any sync

@@ -444,3 +444,34 @@ def test_the_account_a_source_folder_is_exports_a_complete_cache_as_complete(
     state_file.write_text(json.dumps(state))
     said = _export(out, "--account", "sandbox", source=partial / inner if inner else partial)
     assert said.exit_code == 3 and "rows may be missing" in said.stderr, said.output
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "named"),
+    [
+        ("payments.xlsx", "csv", "an Excel workbook"),
+        ("payments.xls", "csv", "an Excel workbook"),
+        ("payments.json", "csv", "JSON"),
+        ("payments.tsv", "csv", "tab-separated"),
+        ("payments.pq", "csv", "Parquet"),
+        ("payments.xlsx", "parquet", "an Excel workbook"),
+        ("payments.csv", "parquet", "CSV"),
+        ("payments.parquet", "csv", "Parquet"),
+    ],
+)
+def test_a_name_that_says_another_format_is_refused(
+    name: str, fmt: str, named: str, tmp_path: Path
+) -> None:
+    # `--format csv --out payments.xlsx` wrote CSV text under an Excel name: Excel then
+    # refused it ("the file format or file extension is not valid"); only .csv and
+    # .parquet swapped were caught.
+    out = tmp_path / name
+    result = _export(out, fmt=fmt)
+    assert result.exit_code == 2, result.output
+    assert f"named as {named}" in result.output and f"--format is {fmt}" in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("p.txt", "csv"), ("p", "csv"), ("p.pq", "parquet")])
+def test_a_name_that_fits_the_format_is_written(name: str, fmt: str, tmp_path: Path) -> None:
+    assert _export(tmp_path / name, fmt=fmt).exit_code == 0
