@@ -100,7 +100,24 @@ def _check_cache_dir(ctx: click.Context, param: click.Parameter, value: str | No
             f"--cache-dir {shlex.quote(value)} is empty: give the cache's folder (. for the "
             "working directory), or leave --cache-dir out for GW_CACHE_DIR's",
         )
+    if value is not None:
+        why = _url_not_folder(value, "--cache-dir")
+        if why:
+            raise click.BadParameter(why)
     return value
+
+
+def _url_not_folder(given: str, option: str) -> str | None:
+    """Why a cache folder given as a URL (``s3://bucket/gw``) is refused, or None: the cache a
+    sync writes, and the one these options name, is a local folder (a URL would become one
+    named ``s3:`` in the working directory); a cache on shared storage is read with --source."""
+    if "://" not in given:
+        return None
+    return (
+        f"{option} {given} is a URL, but the cache folder is local (a sync writes it there): give "
+        "a local folder; to read a cache on shared storage as it is, give its URL as --source "
+        f"to gwtools export or gwtools report (e.g. --source {given})"
+    )
 
 
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -427,6 +444,10 @@ def _cache_folder(
     before any sync starts, and instead of "nothing cached yet" advice that would not help."""
     import gwtools
 
+    chosen = _given_cache_dir(cache_dir)
+    why = _url_not_folder(chosen[0], "GW_CACHE_DIR") if chosen and cache_dir is None else None
+    if why:  # (--cache-dir's is refused as it is read, a usage error)
+        raise click.ClickException(why)
     folder = gwtools.cache_path(key, base_url, cache_dir=cache_dir, account=account)
     for step in (folder, *folder.parents):
         if step.exists():

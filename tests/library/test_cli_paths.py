@@ -502,3 +502,21 @@ def test_a_file_system_error_says_what_to_do_about_it(tmp_path: Path) -> None:
         line = oserror_line(exc)
         assert line.startswith(f"cannot use {exc.filename}: {exc.strerror}: "), line
         assert advice in line, line
+
+
+def test_a_url_as_cache_dir_is_refused_not_made_a_local_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--cache-dir s3://bucket/gw` made a local folder ./s3:/bucket/gw/… and synced into it
+    # (the cache a sync writes is local; shared storage is read with --source), and the
+    # read commands failed with pyarrow's "Expected a local filesystem path, got a URI".
+    monkeypatch.chdir(tmp_path)
+    for command in (["sync"], ["check"], ["export", "payments", "--format", "csv", "--out",
+                                          str(tmp_path / "p.csv"), "--no-refresh"]):  # fmt: skip
+        code, said = _run(*command, "--cache-dir", "s3://bucket/gw")
+        assert code == 2, (command, said)
+        assert "--cache-dir s3://bucket/gw is a URL" in said and "--source" in said, said
+        code, said = _run(*command, env={"GW_CACHE_DIR": "s3://bucket/gw"})
+        assert code == (2 if command == ["check"] else 1), (command, said)
+        assert "GW_CACHE_DIR s3://bucket/gw is a URL" in said, said
+    assert list(tmp_path.iterdir()) == []
