@@ -89,6 +89,14 @@ def _check_account(ctx: click.Context, param: click.Parameter, value: str | None
             f"--account {shlex.quote(value)} is empty: it names an account's folder in the "
             "cache; give a name, e.g. --account shop-my, or leave --account out",
         )
+    from gwtools.secrets import redact
+
+    if value is not None and redact(value) != value:  # (redact masks what is shaped as a key)
+        raise click.BadParameter(
+            "--account looks like an API key: it names a folder of the cache, and a key is "
+            "never written to disk; give the key by GW_API_KEY or --api-key-file, and name the "
+            "account plainly, e.g. --account shop-my",
+        )
     return value
 
 

@@ -520,3 +520,19 @@ def test_a_url_as_cache_dir_is_refused_not_made_a_local_folder(
         assert code == (2 if command == ["check"] else 1), (command, said)
         assert "GW_CACHE_DIR s3://bucket/gw is a URL" in said, said
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_api_key_given_as_account_is_refused_in_the_commands_words(tmp_path: Path) -> None:
+    # `--account sk_live_…` (the key pasted into the wrong option) was refused in the
+    # library's words, "pass the key as api_key= (or GW_API_KEY) … account='shop-my'": an
+    # argument the command line refuses to take, and status 1 (2 for check), as a failed run.
+    key = "sk_live_51H" + "q" * 24
+    env = {"GW_CACHE_DIR": str(tmp_path / "cache")}
+    for command in (["sync"], ["check"], ["export", "payments", "--format", "csv", "--out",
+                                          str(tmp_path / "p.csv"), "--no-refresh"]):  # fmt: skip
+        code, said = _run(*command, "--account", key, env=env)
+        assert code == 2, (command, said)
+        assert "--account looks like an API key" in said, said
+        assert "GW_API_KEY or --api-key-file" in said and "--account shop-my" in said, said
+        assert "api_key=" not in said and key not in said, said
+    assert not (tmp_path / "cache").exists()
