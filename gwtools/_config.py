@@ -18,6 +18,7 @@ never written anywhere; a base URL holding a key is refused; the cache directory
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import numbers
@@ -687,11 +688,17 @@ def check_filters(
     lo = _timestamp(since, "since") if since is not None else None
     hi = _timestamp(until, "until") if until is not None else None
     if lo is not None and hi is not None and lo >= hi:
+        # The example is since's own day: a fixed one reads as the value to give.
+        day = lo.date()
+        example = (
+            f": until='{day + dt.timedelta(days=1)}' includes all of {day} (UTC)"
+            if day < dt.date.max
+            else ""
+        )
         raise ConfigurationError(
             f"since ({lo.isoformat()}) is {'after' if lo > hi else 'the same as'} until "
             f"({hi.isoformat()}), so no row can match (since <= created_at < until); "
-            f"{'swap them, or ' if lo > hi else ''}move until later (it is exclusive: "
-            "until='2024-06-02' includes all of 1 June)",
+            f"{'swap them, or ' if lo > hi else ''}move until later (it is exclusive{example})",
             param="since",
         )
     return Filters(lo, hi, _statuses(name, status) if status is not None else None)

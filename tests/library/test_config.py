@@ -199,6 +199,11 @@ def test_since_and_until_are_utc_and_ordered() -> None:
         check_filters("payments", since="2024-06-01T08:00:00+08:00", until="2024-06-01")
     # equal bounds: swapping them changes nothing, so it is not advised
     assert "swap" not in str(info.value) and "move until later" in str(info.value)
+    # the example is since's own (UTC) day, not a fixed 2024 one that reads as the value to give
+    assert "until='2024-06-02' includes all of 2024-06-01 (UTC)" in str(info.value)
+    with pytest.raises(ConfigurationError, match="the same as until") as info:
+        check_filters("payments", since="2026-11-01", until="2026-11-01")
+    assert "until='2026-11-02' includes all of 2026-11-01 (UTC)" in str(info.value)
     with pytest.raises(ConfigurationError, match="since=1717200000 is a number"):
         check_filters("payments", since=1717200000)
     with pytest.raises(ConfigurationError, match="until='yesterday-ish' is not a date"):
