@@ -838,7 +838,16 @@ def monitor(
     table = table.assign(_rank=rank).sort_values(["start", "_rank", "scope"], kind="stable")
     table = table.drop(columns="_rank").reset_index(drop=True)
     table.attrs["window"] = (
-        {"since": w.since, "until": w.until, "baseline_from": w.base_start} if w else {}
+        {
+            "since": w.since,
+            "until": w.until,
+            "baseline_from": w.base_start,
+            # No payment before the window (a cache's first week): what is found against the
+            # baseline could not be looked for, and "no alerts" must say so.
+            "baseline_empty": first is None or first >= w.since,
+        }
+        if w
+        else {}
     )
     return table
 
@@ -861,6 +870,14 @@ def monitored_window(alerts: pd.DataFrame, tz: str | None = None) -> str:
     )
 
 
+#: What :func:`describe_alerts` and ``gwtools monitor`` add when no payment precedes the window.
+NO_BASELINE: Final = (
+    "The baseline holds no payments (the data starts inside the monitored window), so decline "
+    "spikes, FPX bank outages and refund spikes, which are found against it, could not be "
+    "looked for; only card testing was."
+)
+
+
 def describe_alerts(alerts: pd.DataFrame, tz: str | None = None) -> str:
     """:func:`monitor`'s ``alerts`` in words: how many, in which window (:func:`monitored_window`),
     then each alert's explanation on a line of its own. With nothing to watch it says so:
@@ -876,4 +893,6 @@ def describe_alerts(alerts: pd.DataFrame, tz: str | None = None) -> str:
         )
     n = len(alerts)
     head = f"{'No' if n == 0 else n} alert{'' if n == 1 else 's'}: {window}."
+    if (alerts.attrs.get("window") or {}).get("baseline_empty"):
+        head += " " + NO_BASELINE
     return "\n".join([head, *(str(e) for e in alerts["explanation"])])

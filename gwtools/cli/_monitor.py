@@ -149,22 +149,21 @@ def monitor(
         partial = partial_reasons(_states(api_key_file, base_url, cache_dir, account))
         if alerts.empty:
             _refuse_an_empty_window(payments, alerts.attrs.get("window") or {})
+    zone = resolve_tz(tz)
     if as_json:
         records = json.loads(alerts.to_json(orient="records", date_format="iso"))
         for record, (_, row) in zip(records, alerts.iterrows(), strict=True):
             record["start"], record["end"] = row["start"].isoformat(), row["end"].isoformat()
         click.echo(json.dumps(records, indent=2))
+        if alerts.empty and (alerts.attrs.get("window") or {}).get("baseline_empty"):
+            # [] is no clean bill of health without a baseline: said beside the JSON
+            click.echo(f"gwtools monitor: {analysis.describe_alerts(alerts, zone)}", err=True)
     else:
-        window = alerts.attrs.get("window") or {}
-        span = (
-            f"{window['since']:%Y-%m-%d %H:%M} to {window['until']:%Y-%m-%d %H:%M} UTC"
-            if window
-            else "no data"
-        )
         if alerts.empty:
-            click.echo(f"No alerts ({span}).")
-        # Alerts are in --tz while the window line is UTC: an unnamed time reads as either.
-        zone = resolve_tz(tz)
+            # The window and its baseline in --tz's time, as the notebooks and reports say
+            # it, and that spikes could not be looked for when the baseline is empty.
+            click.echo(analysis.describe_alerts(alerts, zone))
+        # Alerts are in --tz, which each line names: an unnamed time reads as any zone.
         for _, a in alerts.iterrows():
             click.echo(
                 f"[{a['severity']}] {a['kind']} {a['scope']} {a['start']:%Y-%m-%d %H:%M} to "

@@ -106,6 +106,29 @@ def test_a_window_without_payments_cannot_check(tmp_path: Path) -> None:
     assert "No alerts" not in result.output
 
 
+def test_no_alerts_without_a_baseline_says_what_could_not_be_looked_for(tmp_path: Path) -> None:
+    """The cache's first week: its baseline (the 28 days before) holds no payment, so spikes
+    and outages cannot show, and a bare "No alerts" read as a clean bill of health."""
+    root = tmp_path / "cache"
+    shutil.copytree(SAMPLE / "sandbox", root / "sandbox")
+    env = {**NO_KEY, "GW_CACHE_DIR": str(root)}
+    window = ["monitor", "--since", "2026-08-22", "--until", "2026-08-28"]
+    result = CliRunner().invoke(main, window, env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(
+        "No alerts: monitored window 2026-08-22 00:00 to 2026-08-29 00:00, baseline from "
+        "2026-07-25 00:00 (UTC). The baseline holds no payments"
+    ), result.stdout
+    # with --json, the array stays the whole standard output and the note goes beside it
+    result = CliRunner().invoke(main, [*window, "--json"], env=env)
+    assert result.exit_code == 0 and json.loads(result.stdout) == [], result.output
+    assert "The baseline holds no payments" in result.stderr
+    # a window with history before it says no more than before
+    result = CliRunner().invoke(main, ["monitor"], env=env)
+    assert "No alerts: monitored window" in result.stdout, result.output
+    assert "baseline holds no payments" not in result.output
+
+
 def test_no_alerts_on_a_cache_known_partial_exits_3(tmp_path: Path) -> None:
     env = {**NO_KEY, "GW_CACHE_DIR": str(partial_copy(tmp_path))}
     result = CliRunner().invoke(main, ["monitor"], env=env)

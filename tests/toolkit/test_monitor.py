@@ -414,6 +414,16 @@ def test_describe_alerts_names_the_window_watched_or_that_there_was_nothing_to_w
         "No alerts: monitored window 2026-11-13 12:00 to 2026-11-20 12:00, baseline from "
         "2026-10-16 12:00 (Asia/Kuala_Lumpur)."
     )
+    # A window the data starts in (a cache's first week): nothing to compare with, said.
+    first_week = analysis.monitor(payments.iloc[1:], build_refunds([]), tz="Asia/Kuala_Lumpur")
+    assert first_week.empty and first_week.attrs["window"]["baseline_empty"]
+    assert analysis.describe_alerts(first_week, tz="Asia/Kuala_Lumpur") == (
+        "No alerts: monitored window 2026-11-13 12:00 to 2026-11-20 12:00, baseline from "
+        "2026-10-16 12:00 (Asia/Kuala_Lumpur). The baseline holds no payments (the data "
+        "starts inside the monitored window), so decline spikes, FPX bank outages and refund "
+        "spikes, which are found against it, could not be looked for; only card testing was."
+    )
+    assert quiet.attrs["window"]["baseline_empty"] is False
     nothing = analysis.monitor(build_payments([]), build_refunds([]), tz="UTC")
     said = analysis.describe_alerts(nothing, tz="UTC")
     assert said.startswith("Nothing to monitor: no payments or refunds") and "No alerts" not in said
