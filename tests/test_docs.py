@@ -241,3 +241,67 @@ def test_the_layout_and_architecture_name_every_part_of_the_package() -> None:
         "docs/architecture.md": [p for p in _package_parts() if p.rstrip("/") not in architecture],
     }
     assert unnamed == {"README Layout": [], "docs/architecture.md": []}
+
+
+#: A README ```python block preceded by this comment is not run (say why after the colon).
+NO_TEST = re.compile(r"<!-- no-test: ([^>]+?) -->\n*$")
+
+
+def _readme_python_blocks() -> list[tuple[int, str, str | None]]:
+    """The README's ```python blocks in order: (line, code, why it is not run, or None)."""
+    text = (ROOT / "README.md").read_text()
+    blocks = []
+    for found in re.finditer(r"```python\n(.*?)```", text, re.S):
+        opted_out = NO_TEST.search(text, 0, found.start())
+        blocks.append(
+            (
+                text.count("\n", 0, found.start()) + 2,
+                found[1],
+                opted_out[1] if opted_out else None,
+            )
+        )
+    return blocks
+
+
+def test_the_readme_python_examples_run_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a user copies from the README runs: every ```python block, in order and in one
+    namespace as a notebook would, on the embedded sandbox (its history pinned by conftest) with
+    a fresh cache, from a folder holding the checkout's data/ as the text assumes. A renamed
+    function or argument in the library, or one mistyped in the README, fails here."""
+    monkeypatch.setenv("GW_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "data").symlink_to(ROOT / "data")
+    monkeypatch.chdir(tmp_path / "work")
+    blocks = _readme_python_blocks()
+    assert [why for _, _, why in blocks if why is None], "no README example is run any more"
+    space: dict[str, Any] = {"__name__": "readme"}
+    first_sync = None
+    for line, code, why in blocks:
+        if why is not None:
+            compile(code, f"README.md:{line}", "exec")  # not run, but at least Python
+            continue
+        # Line numbers of a failure point into the README itself.
+        exec(compile("\n" * (line - 1) + code, "README.md", "exec"), space)
+        first_sync = first_sync or space.get("result")
+    capsys.readouterr()
+
+    # The sentence after the quick start states what its first sync shows.
+    text = (ROOT / "README.md").read_text()
+    claim = re.search(
+        r"shows about ([\d,]+) payments fetched for ([\d,]+) new, and on the sparser refunds "
+        r"about ([\d,]+) for ([\d,]+)",
+        re.sub(r"\s+", " ", text),
+    )
+    assert claim is not None, "the README no longer says what the demo's first sync shows"
+    said = [int(n.replace(",", "")) for n in claim.groups()]
+    assert first_sync is not None
+    shown = [
+        getattr(first_sync.resources[resource], field)
+        for resource in ("payments", "refunds")
+        for field in ("fetched", "new")
+    ]
+    assert all(abs(s - d) <= 0.1 * d for s, d in zip(shown, said, strict=True)), (
+        f"the README says {said} (fetched, new for payments, then refunds), a sync gives {shown}"
+    )
