@@ -305,3 +305,32 @@ def test_the_readme_python_examples_run_as_written(
     assert all(abs(s - d) <= 0.1 * d for s, d in zip(shown, said, strict=True)), (
         f"the README says {said} (fetched, new for payments, then refunds), a sync gives {shown}"
     )
+
+
+#: A public name as the docs write it: gwtools.connect, analysis.monitor, gwtools.plots.funnel.
+DOTTED_NAME = re.compile(
+    r"(?<![\w./])((?:gwtools\.)?(?:analysis|plots|widgets|extras|sandbox|secrets)|gwtools)"
+    r"\.([a-z_]\w*)\b"
+)
+#: What follows a dot in a file's name (sandbox.key, plots.py), not a public name.
+FILE_SUFFIXES = {"py", "md", "key", "sqlite", "json", "ipynb", "csv", "parquet", "html", "toml"}
+
+
+@pytest.mark.parametrize("doc", _markdown_docs(), ids=lambda p: p.name)
+def test_every_public_name_the_docs_use_exists(doc: Path) -> None:
+    """`gwtools.mask_key` in a doc is an AttributeError in the user's hands: each
+    gwtools.<name> and <module>.<name> the docs write is reachable as written."""
+    import importlib
+
+    missing = []
+    text = doc.read_text()
+    for found in DOTTED_NAME.finditer(text):
+        module_name = found[1] if found[1].startswith("gwtools") else f"gwtools.{found[1]}"
+        module = importlib.import_module(module_name)
+        if found[2] in FILE_SUFFIXES or hasattr(module, found[2]):
+            continue
+        try:
+            importlib.import_module(f"{module_name}.{found[2]}")
+        except ImportError:
+            missing.append(f"{doc.name}:{text.count(chr(10), 0, found.start()) + 1} {found[0]}")
+    assert missing == [], "names the docs use that gwtools does not have: " + ", ".join(missing)
