@@ -68,12 +68,18 @@ def decline_reason(payments: E.Table) -> pd.Series:
 
     Variant A only gives an error code; variant B gives both, and ``decline_code`` is the
     more specific (``card_declined`` + ``insufficient_funds``).
+
+    Example: ``decline_reason(payments).value_counts()``: why payments failed, one code each.
     """
     return column(payments, reason_expr(), "decline_reason")
 
 
 def decline_type(reason: pd.Series) -> pd.Series:
-    """``soft``, ``hard`` or ``unclassified`` for each decline reason (a pandas Series)."""
+    """``soft``, ``hard`` or ``unclassified`` for each decline reason (a pandas Series).
+
+    Example: ``decline_type(decline_reason(payments))``: soft or hard, to split your own table
+    of declines.
+    """
     kind = pd.Series("unclassified", index=reason.index, dtype="string")
     kind[reason.isin(SOFT_DECLINE_CODES).fillna(False).astype(bool)] = "soft"
     kind[reason.isin(HARD_DECLINE_CODES).fillna(False).astype(bool)] = "hard"
@@ -97,7 +103,11 @@ def classified(payments: E.Table) -> nw.LazyFrame[Any]:
 def classify_declines(payments: E.Table) -> pd.DataFrame:
     """The failed payments with ``decline_reason``, ``decline_type``, ``retry`` and ``advice``
     columns: the drill-down behind every declines table. A pandas table keeps its row order
-    and index; other engines give rows in creation order."""
+    and index; other engines give rows in creation order.
+
+    Example: ``classify_declines(payments)[["id", "decline_reason", "advice"]]``: the failed
+    payments themselves, to look up or export.
+    """
     lf = classified(payments)
     if isinstance(payments, pd.DataFrame):
         out = E.user_index(E.to_pandas(lf, keep_index=True), payments)
@@ -215,7 +225,11 @@ def codes_per_reason(fine: pd.DataFrame) -> pd.DataFrame:
 
 def decline_types(payments: E.Table, *, locale: str | None = None) -> pd.DataFrame:
     """Soft versus hard declines: ``count``, ``share``, ``retry`` (may a retry succeed?) and
-    the amount per currency. Soft declines are worth a retry; hard ones are not."""
+    the amount per currency. Soft declines are worth a retry; hard ones are not.
+
+    Example: ``decline_types(payments)``: how much of the declined volume a retry could still
+    win.
+    """
     fine = _per_currency(classified(payments), ["decline_type"])
     totals = totals_by_currency(fine, ["decline_type"], locale=locale, currency="_cur")
     out = _counts(fine, ["decline_type"]).join(totals)

@@ -260,6 +260,9 @@ def to_pandas(frame: Any, *, keep_index: bool = False) -> pd.DataFrame:
     Timestamps become ``datetime64[us, UTC]``, text the pyarrow string dtype, canonical
     columns their canonical dtype (``Int64`` amounts, ``boolean`` flags). ``keep_index``
     keeps a pandas table's own row labels (a filter of a pandas table keeps its index).
+
+    Example: ``to_pandas(between(payments, "2026-09-01", "2026-09-07"))``: a lazy or Spark
+    result as a pandas table.
     """
     if isinstance(frame, nw.DataFrame):
         out = frame.to_pandas()

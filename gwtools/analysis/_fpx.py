@@ -60,7 +60,11 @@ def outcome_expr() -> nw.Expr:
 
 def fpx_outcome(payments: E.Table) -> pd.Series:
     """Each payment's FPX outcome: succeeded, failed, timed_out, canceled (by the customer
-    at the bank), expired, pending (still open) or unknown."""
+    at the bank), expired, pending (still open) or unknown.
+
+    Example: ``fpx_outcome(payments).value_counts()``: how FPX payments ended, time-outs apart
+    from failures.
+    """
     return column(payments, outcome_expr(), "fpx_outcome").astype("string")
 
 
@@ -215,7 +219,11 @@ def _counts(payments: E.Table, freq: str | None, tz: str | None) -> tuple[pd.Dat
 
 def fpx_outcome_shares(payments: E.Table) -> pd.DataFrame:
     """Bank x outcome shares (each row sums to 1), indexed by ``"name (code)"`` and sorted by
-    success share; the last column ``attempts`` says how many payments each row stands on."""
+    success share; the last column ``attempts`` says how many payments each row stands on.
+
+    Example: ``fpx_outcome_shares(payments)``: which banks fail or time out most, bank by bank
+    (the heat map's table).
+    """
     banks = fpx_banks(payments)
     label = (
         banks["fpx_bank"].fillna("unnamed") + " (" + banks["fpx_bank_code"].fillna("no code") + ")"

@@ -32,6 +32,8 @@ def funnel(payments: E.Table) -> pd.DataFrame:
     expired payments (``exited`` on the ``created`` row) count only as created, as
     neither variant tells at which step they dropped. Refunded = succeeded with a
     refunded amount.
+
+    Example: ``funnel(payments)``: where payments stop on their way to success.
     """
     status = nw.col("status")
     refunded = E.truthy(nw.col("refunded_amount").fill_null(0) > 0) | E.truthy(nw.col("refunded"))
@@ -77,7 +79,10 @@ def funnel(payments: E.Table) -> pd.DataFrame:
 
 
 def status_counts(payments: E.Table) -> pd.DataFrame:
-    """Payments per canonical status (all nine, zeros included) with their outcome and share."""
+    """Payments per canonical status (all nine, zeros included) with their outcome and share.
+
+    Example: ``status_counts(payments)``: where every payment stands now.
+    """
     grouped = E.to_pandas(E.lazy(payments).group_by("status").agg(nw.len().alias("n")))
     counts = dict(
         zip(grouped["status"].dropna(), grouped["n"][grouped["status"].notna()], strict=True)

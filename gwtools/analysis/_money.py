@@ -45,7 +45,10 @@ def _known_locale(name: Any) -> bool:
 
 
 def exponent(currency: str) -> int:
-    """Digits after the decimal point of ``currency`` (Babel's table): MYR 2, JPY 0, BHD 3."""
+    """Digits after the decimal point of ``currency`` (Babel's table): MYR 2, JPY 0, BHD 3.
+
+    Example: ``exponent("JPY")`` is 0: how many minor units a currency's amounts carry.
+    """
     return int(get_currency_precision(currency.upper()))
 
 
@@ -58,7 +61,11 @@ def minor_per_major(currency: Any) -> float:
 
 
 def to_major(amount: pd.Series, currency: pd.Series) -> pd.Series:
-    """Minor units (``Int64``) to major units (``float64``), currency by currency."""
+    """Minor units (``Int64``) to major units (``float64``), currency by currency.
+
+    Example: ``to_major(payments.amount, payments.currency)``: amounts as people write them
+    (1500 MYR minor units is 15.0).
+    """
     codes = currency.astype("string").str.upper()
     # One Babel lookup per distinct currency, not per row.
     scales = {c: 10.0 ** exponent(c) for c in codes.dropna().unique()}
@@ -67,7 +74,10 @@ def to_major(amount: pd.Series, currency: pd.Series) -> pd.Series:
 
 
 def format_money(value: float | None, currency: str | None, locale: str | None = None) -> str:
-    """``1234.5, "MYR"`` -> ``"RM1,234.50"``; an empty string for a missing value."""
+    """``1234.5, "MYR"`` -> ``"RM1,234.50"``; an empty string for a missing value.
+
+    Example: ``format_money(1234.5, "MYR")``: an amount for a label or a message.
+    """
     if value is None or currency is None or pd.isna(value) or pd.isna(currency):
         return ""
     return str(format_currency(value, currency.upper(), locale=resolve_locale(locale)))
@@ -100,6 +110,9 @@ def totals_by_currency(
     Sums run on the integer minor units in the table's engine, then convert once, so no
     float drift. ``frame`` is any table an analysis takes (pandas, lazy DuckDB, Spark), or
     sums already grouped finer than ``keys`` (``currency`` names its currency column).
+
+    Example: ``totals_by_currency(payments, ["status"])``: amounts per group without adding up
+    different currencies.
     """
     import narwhals as nw
 

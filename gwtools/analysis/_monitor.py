@@ -856,7 +856,11 @@ def monitored_window(alerts: pd.DataFrame, tz: str | None = None) -> str:
     """The window :func:`monitor` watched for ``alerts`` and its baseline, in ``tz``'s local
     time: ``monitored window 2026-11-13 12:00 to 2026-11-20 12:00, baseline from 2026-10-16
     12:00 (Asia/Kuala_Lumpur)``; empty when there was nothing to watch (no payments or
-    refunds)."""
+    refunds).
+
+    Example: ``monitored_window(alerts, tz="Asia/Kuala_Lumpur")``: the window a monitor run
+    covered, for a report's header.
+    """
     window = alerts.attrs.get("window") or {}
     if not window:
         return ""
@@ -881,9 +885,10 @@ NO_BASELINE: Final = (
 def describe_alerts(alerts: pd.DataFrame, tz: str | None = None) -> str:
     """:func:`monitor`'s ``alerts`` in words: how many, in which window (:func:`monitored_window`),
     then each alert's explanation on a line of its own. With nothing to watch it says so:
-    no alert then is no clean bill of health. Example::
+    no alert then is no clean bill of health.
 
-        print(describe_alerts(monitor(payments, refunds, tz=tz), tz=tz))
+    Example: ``print(describe_alerts(monitor(payments, refunds), tz="Asia/Kuala_Lumpur"))``:
+    the alerts for a log, a chat message or an e-mail.
     """
     window = monitored_window(alerts, tz)
     if not window:

@@ -69,7 +69,11 @@ def overview(
     """Headline figures: payment count, success rate, top decline reasons, refund rate,
     and the worst FPX bank: the first ranked row of :func:`fpx_banks` (by the upper end of
     its interval, so it is worst even at its best, among banks with at least
-    ``min_attempts`` finished payments; test banks never)."""
+    ``min_attempts`` finished payments; test banks never).
+
+    Example: ``overview(payments, refunds)``: the headline figures, before looking closer at
+    any of them.
+    """
     E.whole_number(top, "top")
     lp, lr = E.lazy_pair(payments, refunds)
     # One scan for the success rate and the decline reasons: payments per outcome and the raw

@@ -131,6 +131,9 @@ def add_rate(
     """Add ``name`` = numerator / denominator (NaN when 0) and its Wilson ``ci_low``/``ci_high``.
 
     ``table`` is a table of counts; a lazy one is collected first.
+
+    Example: ``add_rate(outcome_counts(payments, by="currency"), "succeeded", "attempts")``: a
+    rate and its interval over counts you grouped yourself.
     """
     if not isinstance(table, pd.DataFrame):
         table = E.to_pandas(table)
@@ -239,6 +242,9 @@ def amount_band(payments: E.Table, edges: Sequence[float] = AMOUNT_BANDS) -> pd.
 
     Bands are left-closed: 10.00 falls in ``"10–50"``. Compare bands within one
     currency only (group by ``currency`` as well): 50 MYR and 50 JPY are not alike.
+
+    Example: ``payments.groupby(["currency", amount_band(payments)]).size()``: which ticket
+    sizes the payments (or declines) fall in.
     """
     lf = E.lazy(payments)
     return as_bands(column(payments, band_expr(lf, edges), "amount_band"), edges)
@@ -335,6 +341,9 @@ def outcome_counts(
     """Payments per group: ``attempts`` and one column per outcome
     (succeeded, failed, open, abandoned, unknown). One row of totals when ``by`` and
     ``freq`` are None; with ``freq``, a ``period`` column (local bucket start) and no gaps.
+
+    Example: ``outcome_counts(payments, by="method_type", freq="week")``: the counts behind a
+    rate, to chart or to check.
     """
     lf, keys = lazy_keys(payments, by, freq, tz)
     cols = ["attempts", *OUTCOMES]

@@ -187,7 +187,11 @@ def order_key(
 ) -> pd.Series:
     """Each payment's order, as a string: ``order:<id>``, ``customer:<first payment id>`` or
     ``payment:<id>`` (see the module docstring for the rule). A pandas table keeps its order
-    and index; other engines give rows in creation order."""
+    and index; other engines give rows in creation order.
+
+    Example: ``payments.groupby(order_key(payments)).size()``: how many attempts each order
+    took.
+    """
     lf = _keyed(payments, key, window, _NEEDED[:6])
     if isinstance(payments, pd.DataFrame):
         # pandas keeps its rows where they were (windows included).

@@ -50,7 +50,11 @@ def live_expr() -> nw.Expr:
 
 def effective_refunds(refunds: E.Table) -> Any:
     """Refunds that move money: succeeded and pending ones (not failed ones, nor a status
-    gwtools does not know). Returns the kind of table it is given (a lazy table stays lazy)."""
+    gwtools does not know). Returns the kind of table it is given (a lazy table stays lazy).
+
+    Example: ``effective_refunds(refunds)``: the refunds to count when asking how much money
+    went back.
+    """
     lf = E.lazy(refunds)
     if "payment_id" not in E.columns_of(lf):  # a payments table has a status column too
         raise nw.exceptions.ColumnNotFoundError(
@@ -135,7 +139,11 @@ def refund_details(payments: E.Table, refunds: E.Table) -> pd.DataFrame:
     """One row per refund with its payment's method, bank, brand, amount and times,
     ``kind`` (``full`` when the payment's non-failed refunds add up to its amount, else
     ``partial``) and ``days_to_refund`` (from capture, or creation when the capture time
-    is missing). Refunds of payments not in ``payments`` keep nulls there."""
+    is missing). Refunds of payments not in ``payments`` keep nulls there.
+
+    Example: ``refund_details(payments, refunds).groupby("kind").days_to_refund.median()``: one
+    row per refund, for questions the refund tables do not answer.
+    """
     return _rows(details(payments, refunds), refunds)
 
 
@@ -250,7 +258,10 @@ def refund_rate(
 
 def refunds_by_reason(refunds: E.Table, *, locale: str | None = None) -> pd.DataFrame:
     """Refunds per ``reason`` (null when none was given): ``count`` and ``share`` of the
-    refunds that moved money, ``failed`` refunds beside them, amounts per currency."""
+    refunds that moved money, ``failed`` refunds beside them, amounts per currency.
+
+    Example: ``refunds_by_reason(refunds)``: why customers are refunded.
+    """
     lr = E.lazy(refunds)
     live = lr.filter(live_expr())
     counts = E.to_pandas(live.group_by("reason").agg(nw.len().alias("count")))
@@ -277,7 +288,11 @@ def partial_vs_full(
 ) -> pd.DataFrame:
     """Refunded payments split into ``full`` and ``partial`` refunds: ``payments``,
     ``share`` and the amount refunded per currency. A payment with a refund in another
-    currency than its own, or in none, is neither: the amounts cannot be compared."""
+    currency than its own, or in none, is neither: the amounts cannot be compared.
+
+    Example: ``partial_vs_full(payments, refunds)``: whether refunds give whole payments back
+    or parts of them.
+    """
     lp, lr = E.lazy_pair(payments, refunds)
     # Each refunded payment once: its refunds' sum and currencies, against its amount (one
     # group-by and one join; the refunds one by one are never joined).
@@ -312,7 +327,11 @@ def partial_vs_full(
 
 def time_to_refund(payments: E.Table, refunds: E.Table, by: By = "method_type") -> pd.DataFrame:
     """Days from capture to refund per group: ``refunds``, ``median_days``, ``p90_days``,
-    ``max_days``. Refunds whose payment is unknown are counted under a null key."""
+    ``max_days``. Refunds whose payment is unknown are counted under a null key.
+
+    Example: ``time_to_refund(payments, refunds, by="method_type")``: how long after paying
+    customers are refunded.
+    """
     lp, lr = E.lazy_pair(payments, refunds)
     lf = details(lp, lr.filter(live_expr()), kind=False)
     keys = as_list(by)
@@ -350,6 +369,9 @@ def pending_refunds(
     window, so ``overdue`` is null for them.
 
     Pass ``now`` (e.g. the sandbox clock) for reproducible ages; default: the current time.
+
+    Example: ``pending_refunds(payments, refunds, now="2026-11-20")``: the refunds to chase,
+    oldest first.
     """
     zone = resolve_tz(tz)
     current = to_timestamp(now, zone, param="now") if now is not None else None

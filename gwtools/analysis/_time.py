@@ -41,6 +41,9 @@ def resolve_tz(tz: str | None = None) -> str:
     spaces or not, is no value).
 
     Raises ``ValueError`` for a name the IANA database does not know.
+
+    Example: ``resolve_tz()``: the zone analyses will bucket in, to say it beside their
+    results.
     """
     if isinstance(tz, zoneinfo.ZoneInfo):
         tz = tz.key  # the zone itself, as from ZoneInfo("Asia/Kuala_Lumpur")
@@ -187,7 +190,11 @@ def check_aware(table: Any, column: str, *, param: str | None = None) -> None:
 
 
 def local_time(ts: pd.Series, tz: str | None = None) -> pd.Series:
-    """``ts`` converted to the analysis time zone."""
+    """``ts`` converted to the analysis time zone.
+
+    Example: ``local_time(payments.created_at, "Asia/Kuala_Lumpur").dt.hour``: hours of the day
+    as customers lived them.
+    """
     out: pd.Series = _aware(ts).dt.tz_convert(resolve_tz(tz))
     return out
 
@@ -308,8 +315,9 @@ def between(
 ) -> Any:
     """Rows whose ``column`` falls in ``[since, until]``, dates read as local days in ``tz``.
 
-    ``between(payments, "2026-11-01", "2026-11-07", tz="Asia/Kuala_Lumpur")`` keeps the
-    whole of 7 November, Malaysian time. Rows with no timestamp are left out. Returns the
+    Example: ``between(payments, "2026-11-01", "2026-11-07", tz="Asia/Kuala_Lumpur")``: one
+    week's payments, the whole of 7 November included, Malaysian time; an analysis of it
+    answers for that week only. Rows with no timestamp are left out. Returns the
     same kind of table it is given: a lazy table stays lazy, the filter runs in its engine.
     """
     import narwhals as nw
@@ -348,6 +356,9 @@ def business_days_between(
     """Whole business days (Monday to Friday, minus ``holidays``) from each local start date to ``end``'s.
 
     The start day does not count, so a refund made on Friday is 1 business day old on Monday.
+
+    Example: ``business_days_between(refunds.created_at, "2026-11-20",
+    tz="Asia/Kuala_Lumpur")``: how long refunds have waited, counted as banks count.
     """
     zone = resolve_tz(tz)
     starts = local_time(start, zone).dt.tz_localize(None).dt.normalize()
