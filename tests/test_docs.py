@@ -383,3 +383,27 @@ def test_each_analysis_docstring_shows_a_call_that_runs(
             compile(re.sub(r"\s+", " ", example), f"analysis.{name}", "eval"),
             dict(sample_namespace),
         )
+
+
+def test_the_readme_says_why_a_variant_a_sync_fetches_more_than_it_keeps(
+    tmp_path: Path,
+) -> None:
+    """A variant-A gateway's first sync shows `fetched` above `new` too (its first page is
+    read again under the frozen upper bound): the README's account of `fetched` covers it,
+    with the bound the sync keeps to."""
+    from gwtools._embedded import PINNED_NOW
+    from gwtools.sandbox import Sandbox
+
+    text = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+    claim = re.search(
+        r"on variant A, [^.]*?`fetched` exceeds `new` by up to a page \((\d+) rows", text
+    )
+    assert claim is not None, "the README explains `fetched` against `new` for variant B only"
+    with Sandbox("A", seed_payments=250, rate_limits=False, now=PINNED_NOW) as sb:
+        gw = gwtools.connect(sb.secret_key, sb.base_url, cache_dir=tmp_path, account="a")
+        try:
+            payments = gw.sync("payments").resources["payments"]
+        finally:
+            gw.close()
+    assert payments.new == 250
+    assert 0 < payments.fetched - payments.new <= int(claim[1])
