@@ -103,3 +103,53 @@ def test_check_tz_help_says_what_the_zone_changes_in_a_check() -> None:
     tz_help = next(line for line in shown.splitlines() if line.strip().startswith("--tz"))
     assert "FPX" not in tz_help
     assert "no_hourly_holes" in tz_help
+
+
+def _shown_commands() -> list[tuple[str, str, bool]]:
+    """Each `gwtools <command> ...` the README and docs show: (doc, text, is it a whole command
+    line from a ```bash block). Inline mentions may be partial (`gwtools export --no-refresh`)."""
+    import shlex
+
+    root = DOCS.parents[1]
+    shown = []
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        shown += [(doc.name, c, False) for c in re.findall(r"`(gwtools [a-z][^`]*)`", text)]
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+            for line in block.splitlines():
+                words = shlex.split(line, comments=True)
+                # One pipeline step after another; a redirection ends the command's words.
+                step: list[str] = []
+                for word in [*words, "&&"]:
+                    if word in {"&&", "||", "|", ";"} or word.startswith(">"):
+                        if step[:1] == ["gwtools"] and len(step) > 1:
+                            shown.append((doc.name, shlex.join(step), True))
+                        step = [] if not word.startswith(">") else ["(redirected)"]
+                    elif step or word == "gwtools":
+                        step.append(word)
+    return shown
+
+
+def test_every_command_the_docs_show_uses_options_it_has() -> None:
+    """A mistyped or renamed option in a copied command is the user's first error: each
+    command line of a ```bash block parses as `gwtools` would parse it (options, choices,
+    types), and each option of an inline `gwtools <command> --option` exists."""
+    wrong = []
+    for doc, shown, whole in _shown_commands():
+        name, *args = shown.split()[1:]
+        command = main.get_command(click.Context(main), name)
+        if command is None:
+            if whole or name in {"sandbox", "sync", "export", "report", "demo", "monitor"}:
+                wrong.append(f"{doc}: {shown}: no command {name}")
+            continue
+        if whole:
+            try:
+                command.make_context(name, [a for a in args if a != "…"])
+            except click.UsageError as error:
+                wrong.append(f"{doc}: {shown}: {error.format_message()}")
+            continue
+        known = {o for p in command.params for o in [*p.opts, *p.secondary_opts]} | {"--help"}
+        for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", shown):
+            if not any(flag == o or flag in o.split("/") for o in known):
+                wrong.append(f"{doc}: {shown}: {flag} is not an option of gwtools {name}")
+    assert wrong == []
