@@ -472,13 +472,33 @@ def _decline_spikes(
                     limit,
                     n,
                     rate >= 2 * p0,
-                    f"{scope.replace('card_brand=', '').capitalize()} decline rate on "
+                    f"{_scope_label(scope)} decline rate on "
                     f"{start:%Y-%m-%d} was {percent(rate)} ({k} of {n} decided first attempts) "
                     f"against {percent(p0)} in the baseline; the control limit was "
                     f"{percent(limit)}.",
                 )
             )
     return out
+
+
+#: Card brands as their owners write them (the canonical column holds the gateway's word).
+_BRAND_NAMES: Final = {
+    "amex": "American Express",
+    "american_express": "American Express",
+    "diners": "Diners Club",
+    "discover": "Discover",
+    "jcb": "JCB",
+    "mastercard": "Mastercard",
+    "unionpay": "UnionPay",
+    "visa": "Visa",
+}
+
+
+def _scope_label(scope: str) -> str:
+    """A decline-spike scope as a sentence starts it: ``card_brand=jcb`` -> ``JCB`` (not
+    ``Jcb``); a brand not listed keeps its own letters, its first made upper case."""
+    brand = scope.removeprefix("card_brand=")
+    return _BRAND_NAMES.get(brand.lower(), brand[:1].upper() + brand[1:])
 
 
 # -- card testing ----------------------------------------------------------------------------

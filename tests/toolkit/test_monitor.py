@@ -71,6 +71,22 @@ def test_decline_spike() -> None:
     assert "40.0% (40 of 100 decided first attempts" in a["explanation"]
 
 
+@pytest.mark.parametrize(
+    ("brand", "said"),
+    [("jcb", "JCB"), ("amex", "American Express"), ("visa", "Visa"), ("mydebit", "Mydebit"),
+     ("eftPos", "EftPos")],
+)  # fmt: skip
+def test_a_brands_decline_spike_names_the_brand_as_its_owner_writes_it(
+    brand: str, said: str
+) -> None:
+    # str.capitalize() wrote "Jcb decline rate" and "Amex decline rate" in every alert.
+    rows = [{**row, "card_brand": brand} for row in _cards({"2026-11-03": 40})]
+    alerts = analysis.monitor(build_payments(rows), None, **WINDOW)
+    by_scope = dict(zip(alerts["scope"], alerts["explanation"], strict=True))
+    assert by_scope["card"].startswith("Card decline rate on 2026-11-03 was 40.0%")
+    assert by_scope[f"card_brand={brand}"].startswith(f"{said} decline rate on 2026-11-03")
+
+
 def _testing(count: int, *, distinct: bool = True, failed: int | None = None) -> pd.DataFrame:
     rows = _cards()
     failed = count * 9 // 10 if failed is None else failed
