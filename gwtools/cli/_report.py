@@ -94,7 +94,8 @@ def _print_report(report: Any, address: str | None = None) -> None:
 
     # The pages name a gateway by scheme and host only; here its whole address, port too.
     data = (dataclasses.replace(report, source=address) if address else report).data
-    click.echo(f"\nData: {data}" + (f" ({SANDBOX_NOTE})" if report.sandbox_data else ""))
+    # "; ", not a parenthesis: the embedded sandbox's own name ends with one
+    click.echo(f"\nData: {data}" + (f"; {SANDBOX_NOTE}" if report.sandbox_data else ""))
     if report.coverage:
         click.echo(report.coverage)
     click.echo(str(report.overview))

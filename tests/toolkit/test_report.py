@@ -351,7 +351,10 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "Report written to ./gwtools-report/" in out, out + done.stderr[-2000:]
-    assert "(sandbox data: not real payments)" in out, out  # the summary's Data: line
+    # the summary's Data: line, one parenthesis (it said "(seeded demo history) (sandbox data: …)")
+    assert (
+        "Data: the embedded sandbox (seeded demo history); sandbox data: not real payments\n"
+    ) in out, out
     # The demo history carries one incident of each kind, whose attempts come on top of the 400.
     listed = len(pd.read_csv(tmp_path / "gwtools-report" / "tables" / "payments.csv"))
     assert listed > 400
