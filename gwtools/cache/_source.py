@@ -61,6 +61,19 @@ class Source:
         """Whether the data is sandbox data, so that what shows it says so."""
         return self.embedded or self.sandbox_cache
 
+    def __repr__(self) -> str:
+        # The dataclass' own repr printed both tables (a DuckDB relation's repr runs a query
+        # and draws its first rows) and every state: about 60 lines for `src` in a notebook.
+        # Column names come from the tables' schemas: no row is read.
+        tables = ", ".join(
+            f"{name}=<{self.engine} table, {len(table.columns)} columns>"
+            for name, table in (("payments", self.payments), ("refunds", self.refunds))
+        )
+        return (
+            f"Source({tables}, description={self.description!r}, engine={self.engine!r}, "
+            f"sandbox_data={self.sandbox_data}, states={sorted(self.states)})"
+        )
+
 
 def describe_url(text: str) -> str:
     """A cache location for outputs: a URL's scheme and host, a local folder as 'a local cache'."""

@@ -635,3 +635,15 @@ def test_a_scan_that_races_a_syncs_merge_lists_the_files_again(
     lazy = gwtools.scan_cache(cache, "payments")
     assert merged and len(lazy) == 2000
     assert set(a.to_pandas(lazy)["id"]) == set(gwtools.read_cache(cache, "payments")["id"])
+
+
+def test_a_source_shown_in_a_notebook_is_one_line_and_reads_no_row() -> None:
+    # `src` in a cell printed both DuckDB tables' previews (a query each: rows of payments)
+    # and every dataset's whole state, about 60 lines.
+    source = gwtools.open_source(SAMPLE)
+    shown = repr(source)
+    assert shown == (
+        "Source(payments=<duckdb table, 28 columns>, refunds=<duckdb table, 12 columns>, "
+        "description='a local cache', engine='duckdb', sandbox_data=True, "
+        "states=['payments', 'refunds'])"
+    )
