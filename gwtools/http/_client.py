@@ -42,6 +42,7 @@ import math
 import random
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -127,6 +128,9 @@ MAX_WAIT = 60.0
 CONNECT_TIMEOUT = 10.0
 #: Waits longer than this are logged at WARNING (shorter ones at DEBUG).
 LOUD_WAIT = 5.0
+#: How long (seconds) a lower X-RateLimit-Limit an endpoint announced is kept after it was last
+#: announced: past it, a higher one the endpoint announces is followed (a throttle was lifted).
+LIMIT_MEMORY = 60.0
 
 
 class Clock:
@@ -188,7 +192,10 @@ class _Pacer:
     a burst of what the gateway still allows, minus what may be in flight, so a sync starts
     at full speed without ever emptying the gateway's bucket. An endpoint that reports a
     lower limit than the rest (refunds: 30/s) gets a bucket of its own, on top of the shared one.
-    An answer saying nothing is left (``X-RateLimit-Remaining: 0``) pauses every request until
+    That limit is the lowest the endpoint announced in the last :data:`LIMIT_MEMORY` seconds:
+    a throttle the gateway lifts is followed back up, while an answer announcing the shared
+    limit now and then (the gateway reports whichever bucket has fewest requests left) does
+    not make an endpoint's own limit flip back and forth. An answer saying nothing is left (``X-RateLimit-Remaining: 0``) pauses every request until
     ``X-RateLimit-Reset`` (at most ``max_wait``), so a gateway counting fixed windows is not
     sent requests it can only refuse.
     """
@@ -205,7 +212,10 @@ class _Pacer:
         self.max_rps = max_rps
         self.burst = max(1, burst)
         self.margin = in_flight + 5
-        self.limits: dict[str, float] = {}  # bucket -> lowest limit seen
+        self.limits: dict[str, float] = {}  # bucket -> the limit it is paced under
+        # group -> (monotonic time, limit) announced, the limits rising front to back: the
+        # front is the lowest announced in the last LIMIT_MEMORY seconds (a sliding minimum).
+        self.announced: dict[str, deque[tuple[float, float]]] = {}
         self.limiters: dict[str, AsyncLimiter] = {}
         self.clock = clock or Clock()
         self.max_wait = max_wait
@@ -251,18 +261,16 @@ class _Pacer:
             return
         if limit <= 0:
             return
+        own = self._lowest_announced(group, limit)
         # A limit below the shared one belongs to this endpoint's own bucket.
-        bucket = group if limit < self.limits.get("*", DOCUMENTED_RPS) else "*"
-        if limit < self.limits.get(bucket, math.inf):
-            first = bucket not in self.limits
-            self.limits[bucket] = limit
-            old = self.limiters.get(bucket)
-            capacity = (
-                min(limit, remaining) - self.margin
-                if first
-                else (old.max_rate if old else self.burst)
-            )
-            self._size(bucket, min(capacity, limit))
+        if own < self.limits.get("*", DOCUMENTED_RPS):
+            self._set_limit(group, own, remaining)
+        else:
+            if self.limits.pop(group, None) is not None:
+                # Its own lower limit was not announced for LIMIT_MEMORY s: lifted.
+                del self.limiters[group]
+            if "*" not in self.limits:
+                self._set_limit("*", limit, remaining)
         if remaining < 1:
             # Used up (someone else is using this key too, or a fixed window is full): nothing
             # more before X-RateLimit-Reset (at most max_wait; a 429 says if that was too
@@ -275,6 +283,31 @@ class _Pacer:
                     "requests for %.0f s, until X-RateLimit-Reset",
                     wait,
                 )
+
+    def _lowest_announced(self, group: str, limit: float) -> float:
+        """The lowest limit ``group``'s answers announced in the last LIMIT_MEMORY seconds,
+        ``limit`` (announced now) included."""
+        now = self.clock.monotonic()
+        seen = self.announced.setdefault(group, deque())
+        while seen and seen[-1][1] >= limit:
+            seen.pop()
+        seen.append((now, limit))
+        while now - seen[0][0] > LIMIT_MEMORY:
+            seen.popleft()
+        return seen[0][1]
+
+    def _set_limit(self, bucket: str, limit: float, remaining: float) -> None:
+        """Pace ``bucket`` under ``limit``. A new bucket's burst is what the gateway still
+        allows minus what may be in flight; a resized one keeps its burst (at most ``limit``)."""
+        if self.limits.get(bucket) == limit:
+            return
+        first = bucket not in self.limits
+        self.limits[bucket] = limit
+        old = self.limiters.get(bucket)
+        capacity = (
+            min(limit, remaining) - self.margin if first else (old.max_rate if old else self.burst)
+        )
+        self._size(bucket, min(capacity, limit))
 
     def pause(self, seconds: float) -> bool:
         """Send nothing for ``seconds``; whether this starts a pause (none was running)."""

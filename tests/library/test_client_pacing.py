@@ -1,0 +1,88 @@
+"""The client's pacing over a long life: limits the gateway lowers for a while come back up,
+and an endpoint's own lower limit stays put.
+
+The real sandbox answers (its limits changed through its admin API); the client's time is a
+:class:`_FakeClock` that moves only when a test moves it, so nothing depends on the wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gwtools.http._client import LIMIT_MEMORY, Client
+from tests.library._shop import Shop
+from tests.library.test_client_hostile import _FakeClock, _get, _Proxy, _run, _settings
+
+
+@pytest.fixture
+def limits(shop: Shop) -> Iterator[Shop]:
+    """The sandbox's rate limits may be changed by the test; they are put back after it."""
+    before = shop.http.get("/_sandbox/rate_limits").json()
+    try:
+        yield shop
+    finally:
+        shop.http.put("/_sandbox/rate_limits", json=before).raise_for_status()
+
+
+def _set_limits(shop: Shop, **figures: int) -> None:
+    shop.http.put("/_sandbox/rate_limits", json=figures).raise_for_status()
+
+
+def test_a_temporary_throttle_is_lifted_when_the_gateway_lifts_it(
+    limits: Shop, tmp_path: Path
+) -> None:
+    """The gateway lowers its limit to 40/s for a while, then goes back to 100/s: a Gateway
+    kept open (a monitor loop, a notebook) follows it back up once the lower limit has not
+    been announced for LIMIT_MEMORY seconds. It stayed at 39.6/s until it reconnected."""
+    clock = _FakeClock()
+    client = Client(_settings(limits, tmp_path), transport=_Proxy(clock), clock=clock)
+
+    async def work(c: Client) -> list[float | None]:
+        paces = []
+        _set_limits(limits, all=40)
+        await _get(c)
+        paces.append(c.pace_of("payments"))
+        _set_limits(limits, all=100)
+        await _get(c)  # just after: the lower limit may be back any moment
+        paces.append(c.pace_of("payments"))
+        clock.mono += LIMIT_MEMORY + 1
+        await _get(c)
+        paces.append(c.pace_of("payments"))
+        return paces
+
+    assert _run(client, work) == [pytest.approx(40 * 0.99), pytest.approx(40 * 0.99), 99.0]
+    assert client.stats.rate_limited == 0
+
+
+def test_an_endpoints_own_limit_does_not_flip_on_the_shared_one(
+    limits: Shop, tmp_path: Path
+) -> None:
+    """Refunds have their own 30/s under the shared 100/s, and the gateway reports whichever
+    bucket has fewest requests left: a refunds answer announcing 100 (the shared bucket was
+    tighter just then) says nothing about the refunds limit, which stays as long as 30 keeps
+    being announced now and then."""
+    clock = _FakeClock()
+
+    def shared_tighter(request: httpx.Request, response: httpx.Response, n: int) -> httpx.Response:
+        if n in (1, 3):
+            response.headers["X-RateLimit-Limit"] = "100"
+        return response
+
+    proxy = _Proxy(clock, change=shared_tighter)
+    client = Client(_settings(limits, tmp_path), transport=proxy, clock=clock)
+
+    async def work(c: Client) -> list[float | None]:
+        paces = []
+        for step in range(4):
+            if step == 2:
+                clock.mono += LIMIT_MEMORY / 2
+            await _get(c, "refunds")
+            paces.append(c.pace_of("refunds"))
+        return paces
+
+    assert _run(client, work) == [pytest.approx(30 * 0.99)] * 4
+    assert client.pace_of("payments") == 99.0
