@@ -380,6 +380,12 @@ class Client:
         :meth:`pace_of`."""
         return None if self._pacer.max_rps is None else self._pacer._rate("*")
 
+    @property
+    def clock(self) -> Clock:
+        """Where this client reads the time and waits (what else times its requests reads it
+        too, so a test's clock governs all of it)."""
+        return self._clock
+
     def pace_of(self, group: str) -> float | None:
         """The requests per second the requests of ``group`` (the first part of their path:
         ``"payments"``) are paced at now; ``None``: pacing is off. Lower than :attr:`pace`

@@ -57,7 +57,6 @@ import datetime as dt
 import itertools
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -605,12 +604,16 @@ class TimeWindows:
     since: dt.datetime | None
     windows_target: int
     active: int = 0
-    #: when the windows' pages arrived (monotonic seconds): the rate they come at
+    #: when the windows' pages arrived (the client's monotonic seconds): the rate they come at
     arrivals: collections.deque[float] = field(default_factory=collections.deque)
     #: pages each running window has left, as its last page suggests (by the window's id)
     pages_left: dict[int, float] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(init=False)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # The client's clock, as its pacer's: the pages' rate is compared with that pace.
+        self.started = self.run.client.clock.monotonic()
 
     async def __call__(self) -> None:
         lo, hi = _bounds(self.first)
@@ -680,7 +683,7 @@ class TimeWindows:
                     self.run.repeated(sent)
                     return
                 moving.read(info)
-                self.arrivals.append(time.monotonic())
+                self.arrivals.append(self.run.client.clock.monotonic())
                 # The cursor goes on while the page is handed over: a sink that writes a batch
                 # would otherwise hold this window's next request back.
                 self.tg.create_task(self._hand_over(body, info))
@@ -728,7 +731,7 @@ class TimeWindows:
         more windows would only wait for the rate limit, and each costs part of a page.
         Slower (long round trips, windows finished), another window adds a request in flight.
         """
-        now = time.monotonic()
+        now = self.run.client.clock.monotonic()
         if now - self.started < _RATE_HORIZON:
             return False  # the rate limiter's burst: requests may go faster than its rate
         while self.arrivals and now - self.arrivals[0] > _RATE_HORIZON:

@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gwtools._errors import MalformedBodyError
 from gwtools.http._client import LIMIT_MEMORY, Client
+from gwtools.http._paging import ListOutcome, TimeWindows, _no_sink, _Run, first_page
 from tests.library._shop import Shop
 from tests.library.test_client_hostile import _FakeClock, _get, _Proxy, _run, _settings
 
@@ -86,3 +88,31 @@ def test_an_endpoints_own_limit_does_not_flip_on_the_shared_one(
 
     assert _run(client, work) == [pytest.approx(30 * 0.99)] * 4
     assert client.pace_of("payments") == 99.0
+
+
+def test_the_fan_out_judges_its_pages_rate_on_the_clients_clock(shop: Shop, tmp_path: Path) -> None:
+    """Variant B's windows stop splitting once pages come at the pace: that is judged on the
+    client's clock, like every other wait of the client. It read the wall clock, so a client
+    whose clock said a second of 99 pages had passed was still in its start-up burst."""
+    clock = _FakeClock()
+    client = Client(_settings(shop, tmp_path), transport=_Proxy(clock), clock=clock)
+
+    async def work(c: Client) -> list[bool]:
+        run = _Run(c, "payments", _no_sink, _raise, ListOutcome())
+        first = await first_page(c, "payments", on_malformed=_raise)
+        assert first is not None
+        windows = TimeWindows(run, *first, {}, None, windows_target=16)
+        seen = [windows._at_rate_limit()]  # the start-up burst: not judged yet
+        clock.mono += 1.0
+        windows.arrivals.extend(clock.mono - i / 99 for i in reversed(range(99)))
+        seen.append(windows._at_rate_limit())  # 99 pages in the last second: at the pace
+        clock.mono += 2.0
+        windows.arrivals.extend(clock.mono - i / 10 for i in reversed(range(10)))
+        seen.append(windows._at_rate_limit())  # those dropped, then 10 in a second: slower
+        return seen
+
+    assert _run(client, work) == [False, True, False]
+
+
+def _raise(exc: MalformedBodyError) -> None:
+    raise exc
