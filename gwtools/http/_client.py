@@ -254,13 +254,31 @@ class _Pacer:
     def observe(self, group: str, headers: Mapping[str, str]) -> None:
         if self.max_rps is None:  # pacing is off: nothing to size
             return
-        try:
-            limit = float(headers["X-RateLimit-Limit"])
-            remaining = float(headers.get("X-RateLimit-Remaining", limit))
-        except (KeyError, ValueError):
-            return
-        if limit <= 0:
-            return
+        # Each header is read on its own: a gateway may send what is left without a limit
+        # (or a limit of 0), and that still says when to pause.
+        limit = _header_number(headers, "X-RateLimit-Limit")
+        remaining = _header_number(headers, "X-RateLimit-Remaining")
+        if limit is not None and limit > 0:
+            self._follow(group, limit, limit if remaining is None else remaining)
+        else:
+            limit = None
+        if remaining is not None and remaining < 1:
+            # Used up (someone else is using this key too, or a fixed window is full): nothing
+            # more before X-RateLimit-Reset (at most max_wait; a 429 says if that was too
+            # little), or without one for one token's worth of refill.
+            reset = seconds_until_reset(headers, self.clock.time())
+            token = 1.0 / (limit or self._rate(group))
+            wait = max(token, min(reset or 0.0, self.max_wait))
+            if self.pause(wait) and wait > LOUD_WAIT:
+                log.warning(
+                    "the gateway's rate limit is used up (X-RateLimit-Remaining: 0): pausing "
+                    "requests for %.0f s, until X-RateLimit-Reset",
+                    wait,
+                )
+
+    def _follow(self, group: str, limit: float, remaining: float) -> None:
+        """Size the buckets from ``limit``, announced on an answer to ``group``, and
+        ``remaining``."""
         own = self._lowest_announced(group, limit)
         # A limit below the shared one belongs to this endpoint's own bucket.
         if own < self.limits.get("*", DOCUMENTED_RPS):
@@ -271,18 +289,6 @@ class _Pacer:
                 del self.limiters[group]
             if "*" not in self.limits:
                 self._set_limit("*", limit, remaining)
-        if remaining < 1:
-            # Used up (someone else is using this key too, or a fixed window is full): nothing
-            # more before X-RateLimit-Reset (at most max_wait; a 429 says if that was too
-            # little), or without one for one token's worth of refill.
-            reset = seconds_until_reset(headers, self.clock.time())
-            wait = max(1.0 / limit, min(reset or 0.0, self.max_wait))
-            if self.pause(wait) and wait > LOUD_WAIT:
-                log.warning(
-                    "the gateway's rate limit is used up (X-RateLimit-Remaining: 0): pausing "
-                    "requests for %.0f s, until X-RateLimit-Reset",
-                    wait,
-                )
 
     def _lowest_announced(self, group: str, limit: float) -> float:
         """The lowest limit ``group``'s answers announced in the last LIMIT_MEMORY seconds,
@@ -646,6 +652,16 @@ class Client:
             GatewayDataWarning,
             stacklevel=2,
         )
+
+
+def _header_number(headers: Mapping[str, str], name: str) -> float | None:
+    """The finite number in header ``name``; ``None`` when it is missing or is none (a
+    ``nan`` taken as a limit would stop every comparison with it from holding)."""
+    try:
+        value = float(headers[name])
+    except (KeyError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _rewritten(error: GatewayError, happened: str, advice: str) -> GatewayError:

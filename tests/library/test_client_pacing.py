@@ -116,3 +116,37 @@ def test_the_fan_out_judges_its_pages_rate_on_the_clients_clock(shop: Shop, tmp_
 
 def _raise(exc: MalformedBodyError) -> None:
     raise exc
+
+
+@pytest.mark.parametrize("limit", [None, "0", "nan"], ids=["no-limit", "limit-0", "limit-nan"])
+def test_nothing_left_pauses_whatever_the_limit_header_says(
+    shop: Shop, tmp_path: Path, limit: str | None
+) -> None:
+    """``X-RateLimit-Remaining: 0`` with a reset 30 s away pauses the next request until then,
+    also when ``X-RateLimit-Limit`` is missing, 0 or not a number (a gateway sending only
+    what is left). Those answers were ignored whole: the next request went at once, to be
+    refused. And a limit that is not a number does not stick: refunds still get their own."""
+    clock = _FakeClock()
+    reset = str(int(clock.time()) + 30)
+
+    def change(request: httpx.Request, response: httpx.Response, n: int) -> httpx.Response:
+        if n == 0:
+            del response.headers["X-RateLimit-Limit"]
+            if limit is not None:
+                response.headers["X-RateLimit-Limit"] = limit
+            response.headers["X-RateLimit-Remaining"] = "0"
+            response.headers["X-RateLimit-Reset"] = reset
+        return response
+
+    proxy = _Proxy(clock, change=change)
+    client = Client(_settings(shop, tmp_path), transport=proxy, clock=clock)
+
+    async def work(c: Client) -> None:
+        await _get(c)
+        await _get(c)
+        await _get(c, "refunds")
+
+    _run(client, work)
+    assert 28.5 <= proxy.sent_at[1] - proxy.sent_at[0] <= 30, clock.waits
+    assert client.stats.rate_limited == 0
+    assert client.pace_of("refunds") == pytest.approx(30 * 0.99)
