@@ -536,11 +536,28 @@ class Client:
         """``error``, whose answer asked to wait ``wait`` s, longer than :attr:`max_wait`: not
         waited out (a sync would hang for it) nor retried, but raised saying when to come back;
         ``more`` ends its advice."""
-        until = dt.datetime.fromtimestamp(math.ceil((self._clock.time() + wait) / 60) * 60, dt.UTC)
+        # A wait of 1e300 s (a malformed header) would be a 300-digit number in full.
+        shown = f"{wait:,.0f}" if wait < 1e12 else f"{wait:.3g}"
+        happened = (
+            f"The gateway asked to wait {shown} s before the next request, longer than "
+            f"gwtools waits ({self.max_wait:,g} s); nothing more was sent."
+        )
+        try:
+            until = dt.datetime.fromtimestamp(
+                math.ceil((self._clock.time() + wait) / 60) * 60, dt.UTC
+            )
+        except (ValueError, OverflowError, OSError):
+            # Past year 9999: no wait anyone means (an X-RateLimit-Reset in milliseconds, say).
+            return _rewritten(
+                error,
+                happened,
+                "sync again later (what is cached so far is kept); a wait that long is no "
+                "date: the gateway's Retry-After or X-RateLimit-Reset is likely malformed "
+                f"(X-RateLimit-Reset is Unix seconds, not milliseconds){more}",
+            )
         return _rewritten(
             error,
-            f"The gateway asked to wait {wait:,.0f} s before the next request, longer than "
-            f"gwtools waits ({self.max_wait:,g} s); nothing more was sent.",
+            happened,
             f"sync again after {until:%Y-%m-%d %H:%M} UTC (what is cached so far is kept), or "
             f"let gwtools wait that long with gwtools.connect(..., max_wait={math.ceil(wait)})"
             f"{more}",

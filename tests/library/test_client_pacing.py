@@ -7,17 +7,27 @@ The real sandbox answers (its limits changed through its admin API); the client'
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from gwtools._errors import MalformedBodyError
+from gwtools._errors import MalformedBodyError, RateLimitError
 from gwtools.http._client import LIMIT_MEMORY, Client
 from gwtools.http._paging import ListOutcome, TimeWindows, _no_sink, _Run, first_page
 from tests.library._shop import Shop
-from tests.library.test_client_hostile import _FakeClock, _get, _Proxy, _run, _settings
+from tests.library.test_client_hostile import (
+    RATE_LIMITED,
+    _429,
+    _FakeClock,
+    _get,
+    _Proxy,
+    _raised,
+    _run,
+    _settings,
+)
 
 
 @pytest.fixture
@@ -150,3 +160,29 @@ def test_nothing_left_pauses_whatever_the_limit_header_says(
     assert 28.5 <= proxy.sent_at[1] - proxy.sent_at[0] <= 30, clock.waits
     assert client.stats.rate_limited == 0
     assert client.pace_of("refunds") == pytest.approx(30 * 0.99)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-RateLimit-Reset": "ms"}, {"Retry-After": "1e300"}],
+    ids=["reset-in-milliseconds", "retry-after-huge"],
+)
+def test_a_wait_past_any_date_is_still_a_rate_limit_error(
+    shop: Shop, tmp_path: Path, headers: dict[str, str]
+) -> None:
+    """A 429 whose ``X-RateLimit-Reset`` is in milliseconds (a common gateway slip) asks for a
+    wait of 55,000 years: too long, so raised at once, as any wait past ``max_wait``. Saying
+    when to sync again built a date past year 9999, and the sync failed with a bare
+    ``ValueError: year ... is out of range`` instead."""
+    clock = _FakeClock()
+    if headers.get("X-RateLimit-Reset") == "ms":
+        headers = {"X-RateLimit-Reset": str(int(clock.time() * 1000))}
+    proxy = _Proxy(clock, answer=lambda request, n: _429(request, RATE_LIMITED, **headers))
+    exc = _raised(Client(_settings(shop, tmp_path), transport=proxy, clock=clock), _get)
+    assert isinstance(exc, RateLimitError), repr(exc)
+    assert clock.waits == [] and len(proxy.sent_at) == 1
+    text = str(exc)
+    assert re.search(r"The gateway asked to wait \d(\.\d+)?e\+\d+ s ", text), text  # not 300 digits
+    assert "nothing more was sent" in text
+    assert "What to do: sync again later" in text and "max_wait=" not in text
+    assert shop.key not in text
