@@ -243,13 +243,14 @@ class _Pacer:
         return limiter
 
     async def acquire(self, group: str) -> None:
+        if self.max_rps is not None:
+            await self._limiter("*").acquire()
+            if group in self.limits:
+                await self._limiter(group).acquire()
+        # After the tokens, right before sending: a pause that began while this request
+        # waited for its turn (an answer saying nothing is left, a 429) holds it too.
         while (delay := self.pause_until - self.clock.monotonic()) > 0:
             await self.clock.sleep(delay)
-        if self.max_rps is None:
-            return
-        await self._limiter("*").acquire()
-        if group in self.limits:
-            await self._limiter(group).acquire()
 
     def observe(self, group: str, headers: Mapping[str, str]) -> None:
         if self.max_rps is None:  # pacing is off: nothing to size

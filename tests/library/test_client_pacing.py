@@ -7,6 +7,7 @@ The real sandbox answers (its limits changed through its admin API); the client'
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,3 +187,45 @@ def test_a_wait_past_any_date_is_still_a_rate_limit_error(
     assert "nothing more was sent" in text
     assert "What to do: sync again later" in text and "max_wait=" not in text
     assert shop.key not in text
+
+
+class _FirstHeld(_Proxy):
+    """Holds the first request's answer (``X-RateLimit-Remaining: 0``, reset 30 s away) until
+    the second request is sent: by then the third and fourth wait for their pacer tokens."""
+
+    def __init__(self, clock: _FakeClock) -> None:
+        super().__init__(clock)
+        self.hold = asyncio.Event()
+        self.reset = str(int(clock.time()) + 30)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        n = len(self.sent_at)
+        if n == 1:
+            self.hold.set()
+        if n > 0:
+            return await super().handle_async_request(request)  # on to the sandbox
+        self.sent_at.append(self.clock.monotonic() if self.clock else 0.0)
+        await self.hold.wait()
+        headers = {
+            "X-RateLimit-Limit": "100",
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": self.reset,
+        }
+        return httpx.Response(200, json={"data": []}, headers=headers, request=request)
+
+
+def test_requests_waiting_for_their_turn_keep_the_pause_too(shop: Shop, tmp_path: Path) -> None:
+    """Requests already waiting for a pacer token when an answer says nothing is left wait
+    for its reset too. They were checked for a pause only before waiting for their token,
+    so they went out during it, into 429s."""
+    clock = _FakeClock()
+    proxy = _FirstHeld(clock)
+    # 10 requests/s after a burst of 2: the third and fourth wait for tokens.
+    client = Client(_settings(shop, tmp_path), transport=proxy, clock=clock, max_rps=10, burst=1)
+
+    async def four(c: Client) -> None:
+        await asyncio.gather(*(_get(c) for _ in range(4)))
+
+    _run(client, four)
+    sent = [t - proxy.sent_at[0] for t in proxy.sent_at]
+    assert sent[1] == 0 and all(28.5 <= t <= 30 for t in sent[2:]), (sent, clock.waits)
