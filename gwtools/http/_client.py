@@ -4,8 +4,9 @@ One :class:`Client` per :class:`~gwtools.Gateway`, wrapping one ``httpx.AsyncCli
 HTTP/1.1 keep-alive pool). Every request:
 
 - waits for a token of a leaky bucket (aiolimiter) that runs just under the gateway's
-  documented 100 requests/s, starting with a small burst, and slows down to what the
-  ``X-RateLimit-Limit`` header announces; when ``X-RateLimit-Remaining`` runs out, every
+  documented 100 requests/s, starting with a small burst, and follows what the
+  ``X-RateLimit-Limit`` header announces (down at once, back up once a lower limit has not
+  been announced for :data:`LIMIT_MEMORY` seconds); when ``X-RateLimit-Remaining`` runs out, every
   request pauses until ``X-RateLimit-Reset``, and when a 429 arrives, for as long as it asks;
 - is retried by tenacity with jittered exponential back-off on 5xx (after ``Retry-After``
   instead, when a 5xx gives one within ``max_wait``; a longer one is raised at once, as for a
@@ -396,8 +397,9 @@ class Client:
     def pace_of(self, group: str) -> float | None:
         """The requests per second the requests of ``group`` (the first part of their path:
         ``"payments"``) are paced at now; ``None``: pacing is off. Lower than :attr:`pace`
-        once the gateway announced a lower limit on them (a first limit below the documented
-        100/s belongs to the endpoint that announced it)."""
+        while the gateway announces a lower limit on them (a limit below the shared one
+        belongs to the endpoint that announced it, until it has not been announced for
+        :data:`LIMIT_MEMORY` seconds)."""
         return None if self._pacer.max_rps is None else self._pacer.rate_of(group)
 
     def __repr__(self) -> str:
