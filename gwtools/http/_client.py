@@ -272,10 +272,20 @@ class _Pacer:
             token = 1.0 / (limit or self._rate(group))
             wait = max(token, min(reset or 0.0, self.max_wait))
             if self.pause(wait) and wait > LOUD_WAIT:
+                if reset is None:
+                    until = "one request's worth of the limit (no X-RateLimit-Reset)"
+                elif reset <= self.max_wait:
+                    until = "until X-RateLimit-Reset"
+                else:
+                    until = (
+                        f"(max_wait) although X-RateLimit-Reset is {reset:,.0f} s away: the "
+                        "next request may be refused (connect(max_wait=...) waits longer)"
+                    )
                 log.warning(
                     "the gateway's rate limit is used up (X-RateLimit-Remaining: 0): pausing "
-                    "requests for %.0f s, until X-RateLimit-Reset",
+                    "requests for %.0f s %s",
                     wait,
+                    until,
                 )
 
     def _follow(self, group: str, limit: float, remaining: float) -> None:

@@ -8,6 +8,7 @@ The real sandbox answers (its limits changed through its admin API); the client'
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -229,3 +230,34 @@ def test_requests_waiting_for_their_turn_keep_the_pause_too(shop: Shop, tmp_path
     _run(client, four)
     sent = [t - proxy.sent_at[0] for t in proxy.sent_at]
     assert sent[1] == 0 and all(28.5 <= t <= 30 for t in sent[2:]), (sent, clock.waits)
+
+
+def test_a_pause_cut_short_by_max_wait_says_so(
+    shop: Shop, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing left until a reset an hour away: the pause lasts max_wait (60 s), and the
+    warning says that, not "until X-RateLimit-Reset" (which suggested the limit would be
+    back after 60 s, when the next request may well be refused)."""
+    clock = _FakeClock()
+    reset = str(int(clock.time()) + 3600)
+
+    def change(request: httpx.Request, response: httpx.Response, n: int) -> httpx.Response:
+        if n == 0:
+            response.headers["X-RateLimit-Remaining"] = "0"
+            response.headers["X-RateLimit-Reset"] = reset
+        return response
+
+    client = Client(_settings(shop, tmp_path), transport=_Proxy(clock, change=change), clock=clock)
+    caplog.set_level(logging.WARNING, logger="gwtools")
+
+    async def twice(c: Client) -> None:
+        await _get(c)
+        await _get(c)
+
+    _run(client, twice)
+    said = [r.getMessage() for r in caplog.records if "used up" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "pausing requests for 60 s" in said[0] and "until X-RateLimit-Reset" not in said[0]
+    assert re.search(
+        r"for 60 s \(max_wait\) although X-RateLimit-Reset is 3,[56]\d\d s away", said[0]
+    )
