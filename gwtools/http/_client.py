@@ -12,8 +12,8 @@ HTTP/1.1 keep-alive pool). Every request:
   instead, when a 5xx gives one within ``max_wait``; a longer one is raised at once, as for a
   429), timeouts, dropped connections and bodies
   that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
-  or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s, and
-  is retried; a wait longer than ``max_wait`` (60 s; ``connect(max_wait=...)``) is not waited
+  or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s (a
+  wait of 0 counts as none), and is retried; a wait longer than ``max_wait`` (60 s; ``connect(max_wait=...)``) is not waited
   out but raised as a :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are
   logged at WARNING; other 4xx raise at once (:func:`~gwtools._errors.error_from_response`),
   and so do redirects (3xx), which are never followed: the ``Authorization`` header must not
@@ -515,6 +515,12 @@ class Client:
             self.stats.rate_limited += 1
             error = error_from_response(response, now=self._clock.time())
             wait = error.retry_after if error.retry_after is not None else 1.0
+            if wait == 0 and self.max_wait > 0:
+                # Rate limited yet told to retry now (a sub-second wait rounded down, a date
+                # already past): at once it would be refused again, spending every try in a
+                # second. As with no wait given: until the reset, else 1 s (within max_wait).
+                reset = seconds_until_reset(response.headers, self._clock.time())
+                wait = min(reset or 1.0, self.max_wait)
             if wait > self.max_wait:
                 shared = "; if something else shares this key, let it slow down"
                 raise self._too_long(error, wait, shared)

@@ -261,3 +261,20 @@ def test_a_pause_cut_short_by_max_wait_says_so(
     assert re.search(
         r"for 60 s \(max_wait\) although X-RateLimit-Reset is 3,[56]\d\d s away", said[0]
     )
+
+
+def test_a_429_asking_for_no_wait_is_not_retried_at_once(shop: Shop, tmp_path: Path) -> None:
+    """``Retry-After: 0`` on a 429 (a sub-second wait rounded down, a date already past):
+    retried at once it is refused again, and the 30 tries allowed went in about a second,
+    failing the sync. It waits as when no wait is given: 1 s (or until the reset)."""
+    clock = _FakeClock()
+
+    def answer(request: httpx.Request, n: int) -> httpx.Response | None:
+        return _429(request, RATE_LIMITED, **{"Retry-After": "0"}) if n < 3 else None
+
+    proxy = _Proxy(clock, answer=answer)
+    client = Client(_settings(shop, tmp_path), transport=proxy, clock=clock)
+    assert "data" in _run(client, _get)
+    assert len(proxy.sent_at) == 4 and client.stats.rate_limited == 3
+    gaps = [b - a for a, b in zip(proxy.sent_at, proxy.sent_at[1:], strict=False)]
+    assert all(1.0 <= g <= 1.1 for g in gaps), (gaps, clock.waits)
