@@ -6,18 +6,20 @@ HTTP/1.1 keep-alive pool). Every request:
 - waits for a token of a leaky bucket (aiolimiter) that runs just under the gateway's
   documented 100 requests/s, starting with a small burst, and follows what the
   ``X-RateLimit-Limit`` header announces (down at once, back up once a lower limit has not
-  been announced for :data:`LIMIT_MEMORY` seconds); when ``X-RateLimit-Remaining`` runs out, every
-  request pauses until ``X-RateLimit-Reset``, and when a 429 arrives, for as long as it asks;
+  been announced for :data:`LIMIT_MEMORY` seconds); when ``X-RateLimit-Remaining`` runs
+  out, every request pauses until ``X-RateLimit-Reset``, and when a 429 arrives, for as long
+  as it asks;
 - is retried by tenacity with jittered exponential back-off on 5xx (after ``Retry-After``
   instead, when a 5xx gives one within ``max_wait``; a longer one is raised at once, as for a
   429), timeouts, dropped connections and bodies
   that are not the expected JSON; a 429 waits ``Retry-After`` (seconds
   or an HTTP date), else ``error.retry_after``, else until ``X-RateLimit-Reset``, else 1 s (a
-  wait of 0 counts as none), and is retried; a wait longer than ``max_wait`` (60 s; ``connect(max_wait=...)``) is not waited
-  out but raised as a :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are
-  logged at WARNING; other 4xx raise at once (:func:`~gwtools._errors.error_from_response`),
-  and so do redirects (3xx), which are never followed: the ``Authorization`` header must not
-  be sent on to another host.
+  wait of 0 counts as none), and is retried; a wait longer than ``max_wait`` (60 s;
+  ``connect(max_wait=...)``) is not waited out but raised as a
+  :class:`~gwtools.RateLimitError` saying so, and waits over 5 s are logged at WARNING;
+  other 4xx raise at once (:func:`~gwtools._errors.error_from_response`), and so do
+  redirects (3xx), which are never followed: the ``Authorization`` header must not be sent
+  on to another host.
 
 A response with a ``Deprecation`` header (the pinned ``Service-Version`` is deprecated) warns
 once per client (:class:`~gwtools.GatewayDataWarning`). :class:`Clock` is where the client reads
@@ -196,9 +198,10 @@ class _Pacer:
     That limit is the lowest the endpoint announced in the last :data:`LIMIT_MEMORY` seconds:
     a throttle the gateway lifts is followed back up, while an answer announcing the shared
     limit now and then (the gateway reports whichever bucket has fewest requests left) does
-    not make an endpoint's own limit flip back and forth. An answer saying nothing is left (``X-RateLimit-Remaining: 0``) pauses every request until
-    ``X-RateLimit-Reset`` (at most ``max_wait``), so a gateway counting fixed windows is not
-    sent requests it can only refuse.
+    not make an endpoint's own limit flip back and forth. An answer saying nothing is left
+    (``X-RateLimit-Remaining: 0``) pauses every request until ``X-RateLimit-Reset`` (at most
+    ``max_wait``), so a gateway counting fixed windows is not sent requests it can only
+    refuse.
     """
 
     def __init__(
