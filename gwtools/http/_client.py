@@ -247,12 +247,18 @@ class _Pacer:
         return limiter
 
     async def acquire(self, group: str) -> None:
+        # Before the tokens, so that requests after a pause are paced as they take them...
+        await self._paused()
         if self.max_rps is not None:
             await self._limiter("*").acquire()
             if group in self.limits:
                 await self._limiter(group).acquire()
-        # After the tokens, right before sending: a pause that began while this request
-        # waited for its turn (an answer saying nothing is left, a 429) holds it too.
+        # ...and after, right before sending: a pause that began while this request waited
+        # for its turn (an answer saying nothing is left, a 429) holds it too.
+        await self._paused()
+
+    async def _paused(self) -> None:
+        """Wait for the end of a pause, if one is on."""
         while (delay := self.pause_until - self.clock.monotonic()) > 0:
             await self.clock.sleep(delay)
 
