@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import itertools
 import os
 import re
 import signal
@@ -605,7 +606,7 @@ class Dataset:
         """
         lock_path = self.path / "_sync.lock"
         with _writing(self.path, "creating the cache folder"):
-            self.path.mkdir(parents=True, exist_ok=True)
+            _make_folder(self.path)
             with open(lock_path, "a"):
                 pass
         return FileLock(str(lock_path), timeout=timeout, thread_local=False)
@@ -1316,15 +1317,17 @@ class Dataset:
     ) -> Path:
         """Write ``chunks`` (one row group each) as one part file in ``directory``, atomically:
         written under a temporary name in the staging folder, then renamed into place."""
-        new_folder = not directory.is_dir()
-        directory.mkdir(parents=True, exist_ok=True)
+        into_dataset = directory.is_relative_to(self.path)
+        if into_dataset:
+            _make_folder(directory)  # a new month: its name on disk before its file counts
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
         final = directory / (name or f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet")
         self.staging_path.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_path / f".tmp-{uuid.uuid4().hex[:8]}-{final.name}"
         # The rename itself on disk before the sync goes on to the state that counts on it.
         # (A staged batch's rename may be lost: the mark has not moved, and the next sync
         # lists its rows again.)
-        into_dataset = directory.is_relative_to(self.path)
         # (The writer closes, its footer written, before replacing flushes and renames.)
         with (
             replacing(final, tmp, step=f"{step}.tmp-written", flush_folder=into_dataset),
@@ -1334,8 +1337,6 @@ class Dataset:
                 writer.write_table(chunk)
                 if i == 0:
                     _step(f"{step}.tmp-open")
-        if into_dataset and new_folder:  # a new month: its folder's own entry too
-            _fsync_dir(directory.parent)
         _step(f"{step}.renamed")
         return final
 
@@ -1353,7 +1354,7 @@ class Dataset:
                         Path(e.path).unlink(missing_ok=True)
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(path.parent)
         self.staging_path.mkdir(parents=True, exist_ok=True)  # no temporary in the dataset
         tmp = self.staging_path / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
         # The folder flushed too: the state written before a merge (the refunds' payments
@@ -1418,6 +1419,19 @@ def _fsync_dir(path: Path) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def _make_folder(path: Path) -> None:
+    """``mkdir -p path``, each folder it creates flushed into the one holding it: a file
+    flushed into a folder whose own name was never flushed is lost with it at a power cut
+    (the first sync's cache, account, mode and dataset folders; a new month's folder).
+    Folders that already exist cost one ``stat``."""
+    missing = list(itertools.takewhile(lambda p: not p.is_dir(), [path, *path.parents]))
+    if not missing:
+        return
+    path.mkdir(parents=True, exist_ok=True)  # a file in the way raises: callers name it
+    for created in missing:  # deepest first: a folder's name reaches the disk after its entries
+        _fsync_dir(created.parent)
 
 
 def _unreadable(path: Path | str, filesystem: pafs.FileSystem | None = None) -> str | None:

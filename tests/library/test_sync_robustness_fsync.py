@@ -211,3 +211,31 @@ def test_months_a_full_sync_drops_are_gone_on_disk_before_the_state_moves_on(
     ]
     assert flushed and flushed[0] < state, "the dropped month's removal was not flushed"
     assert list(ds.read()["id"]) == ["pay_0001"]
+
+
+def test_the_folders_a_first_sync_creates_are_on_disk_before_its_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first sync creates the cache folder, the account's and mode's folders and the
+    # dataset's: each is an entry of the folder above it, and only flushing that folder puts
+    # the entry on disk. Nothing did: after a power cut the state and every month file could
+    # be written and flushed inside folders whose own names were lost, the whole cache gone.
+    cache = tmp_path / "cache"
+    ds = Dataset.at(cache, "acct", "test", "payments")
+    calls = _Calls(monkeypatch)
+    with ds.lock():
+        ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+        ds.write_state({"high_water": "2024-01-10T00:00:00+00:00"})
+    state = calls.renamed_to(ds.state_path)
+    flushed = {e[1] for e in calls.events[:state] if e[0] == "fsync" and e[2]}
+    for created in (cache, cache / "acct", cache / "acct" / "test", ds.path):
+        assert _node(created.parent) in flushed, (
+            f"{created.parent} was not flushed after {created.name} was created in it"
+        )
+
+    # Once: a later sync of the same folders flushes no folder above the dataset.
+    calls.events.clear()
+    with ds.lock():
+        ds.write_batch(frame([("pay_0001", "failed", "2024-01-10")]))
+    above = {_node(p) for p in (tmp_path, cache, cache / "acct", cache / "acct" / "test")}
+    assert not [e for e in calls.events if e[0] == "fsync" and e[1] in above]
