@@ -38,6 +38,7 @@ import errno
 import itertools
 import os
 import re
+import shutil
 import signal
 import threading
 import time
@@ -1316,27 +1317,44 @@ class Dataset:
         self, directory: Path, chunks: Iterable[pa.Table], *, step: str, name: str | None = None
     ) -> Path:
         """Write ``chunks`` (one row group each) as one part file in ``directory``, atomically:
-        written under a temporary name in the staging folder, then renamed into place."""
+        written under a temporary name in the staging folder, then renamed into place. A new
+        month's folder in the dataset is built in the staging folder and renamed into place
+        with its file: a write that fails or is killed leaves no empty month folder, which
+        would read as a dataset (a cache holding an account that has nothing cached)."""
         into_dataset = directory.is_relative_to(self.path)
-        if into_dataset:
-            _make_folder(directory)  # a new month: its name on disk before its file counts
-        else:
-            directory.mkdir(parents=True, exist_ok=True)
-        final = directory / (name or f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet")
+        new_month = into_dataset and not directory.is_dir()
         self.staging_path.mkdir(parents=True, exist_ok=True)
+        if new_month:
+            _make_folder(self.path)
+            building = self.staging_path / f".tmp-{uuid.uuid4().hex[:8]}-{directory.name}"
+            building.mkdir()
+        else:
+            building = directory
+            directory.mkdir(parents=True, exist_ok=True)
+        final = building / (name or f"part-{_next_seq():020d}-{uuid.uuid4().hex[:8]}.parquet")
         tmp = self.staging_path / f".tmp-{uuid.uuid4().hex[:8]}-{final.name}"
         # The rename itself on disk before the sync goes on to the state that counts on it.
         # (A staged batch's rename may be lost: the mark has not moved, and the next sync
         # lists its rows again.)
         # (The writer closes, its footer written, before replacing flushes and renames.)
-        with (
-            replacing(final, tmp, step=f"{step}.tmp-written", flush_folder=into_dataset),
-            pq.ParquetWriter(tmp, self.schema, compression=CODEC) as writer,
-        ):
-            for i, chunk in enumerate(chunks):
-                writer.write_table(chunk)
-                if i == 0:
-                    _step(f"{step}.tmp-open")
+        try:
+            with (
+                replacing(final, tmp, step=f"{step}.tmp-written", flush_folder=into_dataset),
+                pq.ParquetWriter(tmp, self.schema, compression=CODEC) as writer,
+            ):
+                for i, chunk in enumerate(chunks):
+                    writer.write_table(chunk)
+                    if i == 0:
+                        _step(f"{step}.tmp-open")
+            if new_month:
+                os.replace(building, directory)
+                final = directory / final.name
+        except BaseException:
+            if new_month:
+                shutil.rmtree(building, ignore_errors=True)  # a full disk wants its space back
+            raise
+        if new_month:
+            _fsync_dir(self.path)
         _step(f"{step}.renamed")
         return final
 
@@ -1350,7 +1368,9 @@ class Dataset:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 for e in entries:
-                    if e.name.startswith(".tmp-"):
+                    if e.name.startswith(".tmp-") and e.is_dir(follow_symlinks=False):
+                        shutil.rmtree(e.path, ignore_errors=True)  # a new month being built
+                    elif e.name.startswith(".tmp-"):
                         Path(e.path).unlink(missing_ok=True)
 
     def _atomic_write(self, path: Path, data: bytes) -> None:

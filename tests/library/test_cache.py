@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -503,3 +504,42 @@ def test_source_names_read_whatever_their_case_unless_such_a_folder_exists(
     with pytest.raises(ValueError, match="did you mean 'spark'"):
         named_source("sprak")
     assert named_source("data/gatway") == "data/gatway"  # a path: no guessing
+
+
+@pytest.mark.parametrize("step", ["compact.tmp-open", "compact.tmp-written"])
+def test_a_first_write_that_fails_leaves_no_empty_month_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    # A new month's folder was made before its file was written: a disk that filled up
+    # during the first merge left an empty created_month= folder, which reads as a dataset.
+    # The cache then held a phantom account: reading it without account= was refused as
+    # ambiguous, although only one account has anything cached.
+    good = Dataset.at(tmp_path, "shop", "test", "payments")
+    good.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+    good.write_state({"last_full_sync": "2024-02-01T00:00:00+00:00"})
+    other = Dataset.at(tmp_path, "other", "test", "payments")
+
+    def full(name: str) -> None:
+        if name == step:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_cache, "on_step", full)
+    with pytest.raises(gwtools.CacheError, match="the disk is full"), other.lock():
+        other.write_batch(frame([("pay_0002", "succeeded", "2024-03-10")]))
+    monkeypatch.setattr(_cache, "on_step", None)
+
+    assert not list(other.path.glob("created_month=*")), "an empty month folder was left"
+    assert list(gwtools.read_cache(tmp_path, "payments")["id"]) == ["pay_0001"]
+    # The next sync merges the staged batch into its month, as it would have.
+    with other.lock():
+        other.compact(set())
+    with pytest.warns(gwtools.GatewayDataWarning, match="partial"):
+        assert list(other.read()["id"]) == ["pay_0002"]
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp-")]
+
+    # A month being built when the process was killed is cleared by the next sync.
+    building = other.staging_path / ".tmp-0badf00d-created_month=2024-04"
+    building.mkdir(parents=True)
+    (building / "part-1-0badf00d.parquet").write_bytes(b"PAR1")
+    with other.lock():
+        assert not building.exists()

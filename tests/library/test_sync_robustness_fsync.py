@@ -47,14 +47,18 @@ class _Calls:
         found = [i for i, e in enumerate(self.events) if e[0] == "replace" and e[2] == path]
         return found[-1] if found else -1
 
+    def arrived(self, path: Path) -> int:
+        """Where ``path`` got its name in the dataset: renamed there, or (a new month's
+        file) its folder renamed there with it (-1 if neither)."""
+        return max(self.renamed_to(path), self.renamed_to(path.parent))
+
     def flushed(self, path: Path) -> bool:
-        """Whether the file last renamed to ``path`` was flushed before that rename: the
-        nearest earlier event on its inode is a flush (a deleted file's inode is reused, so
-        events further back may be another file's)."""
-        at = self.renamed_to(path)
-        node = self.events[at][1]
-        for kind, n, _ in reversed(self.events[:at]):
-            if n == node:
+        """Whether the file at ``path`` was flushed before it got its name: the nearest
+        earlier event on its inode, past its renames under that file name, is a flush (a
+        deleted file's inode is reused, so events further back may be another file's)."""
+        node = _node(path)
+        for kind, n, where in reversed(self.events[: self.arrived(path)]):
+            if n == node and not (kind == "replace" and where.name == path.name):
                 return bool(kind == "fsync")
         return False
 
@@ -78,12 +82,15 @@ def test_part_files_and_their_renames_reach_the_disk_before_the_writer_goes_on(
     files = sorted(ds.path.glob("created_month=*/*.parquet"))
     assert len(files) == 3
     for f in [*files, ds.state_path]:
-        renamed = calls.renamed_to(f)
+        renamed = calls.arrived(f)
         assert renamed >= 0, f"{f} was not renamed into place"
         assert calls.flushed(f), f"{f} was renamed into the dataset before it was flushed"
         # The rename on disk before the next file is written or the state is.
-        assert calls.events[renamed + 1] == ("fsync", _node(f.parent), True), (
-            f"{f.parent} was not flushed right after the rename"
+        folder = f.parent if calls.events[renamed][2] == f else f.parent.parent
+        if folder != f.parent:  # a new month: its folder's entry (the file) on disk first
+            assert calls.events[renamed - 1] == ("fsync", _node(f.parent), True)
+        assert calls.events[renamed + 1] == ("fsync", _node(folder), True), (
+            f"{folder} was not flushed right after the rename"
         )
 
     # What was written reads back whole.
