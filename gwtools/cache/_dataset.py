@@ -702,6 +702,7 @@ class Dataset:
         self.check_version()
         with _writing(self.path, "clearing what an interrupted sync left"):
             self.remove_temporaries()
+            self._remove_empty_months()
             moved = self.quarantine_unreadable()
         self._number_after_files()
         return moved
@@ -1372,6 +1373,13 @@ class Dataset:
                         shutil.rmtree(e.path, ignore_errors=True)  # a new month being built
                     elif e.name.startswith(".tmp-"):
                         Path(e.path).unlink(missing_ok=True)
+
+    def _remove_empty_months(self) -> None:
+        """Remove month folders holding nothing (older versions left one where a merge
+        failed): an empty one reads as a dataset, an account or mode with nothing cached."""
+        for p in self._partitions():
+            with contextlib.suppress(OSError):  # not empty: rmdir leaves it, cheaper than a listing
+                p.rmdir()
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         _make_folder(path.parent)

@@ -543,3 +543,18 @@ def test_a_first_write_that_fails_leaves_no_empty_month_folder(
     (building / "part-1-0badf00d.parquet").write_bytes(b"PAR1")
     with other.lock():
         assert not building.exists()
+
+
+def test_the_next_sync_removes_an_empty_month_folder_an_older_gwtools_left(
+    tmp_path: Path,
+) -> None:
+    # Older versions left an empty month folder where a first merge failed; it reads as a
+    # dataset, so the cache seemed to hold an account (or mode) with nothing cached in it.
+    good = Dataset.at(tmp_path, "shop", "test", "payments")
+    good.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+    good.write_state({"last_full_sync": "2024-02-01T00:00:00+00:00"})
+    other = Dataset.at(tmp_path, "other", "test", "payments")
+    (other.path / "created_month=2024-03").mkdir(parents=True)
+    with other.lock():
+        assert not list(other.path.glob("created_month=*"))
+    assert list(gwtools.read_cache(tmp_path, "payments")["id"]) == ["pay_0001"]
