@@ -558,3 +558,27 @@ def test_the_next_sync_removes_an_empty_month_folder_an_older_gwtools_left(
     with other.lock():
         assert not list(other.path.glob("created_month=*"))
     assert list(gwtools.read_cache(tmp_path, "payments")["id"]) == ["pay_0001"]
+
+
+def test_an_id_whose_creation_month_changed_is_one_row_again_after_a_full_sync(
+    tmp_path: Path,
+) -> None:
+    # Merging is per month: a gateway that moved a row's created_at into another month (no
+    # gateway gwtools knows does; a hand edit could) leaves its old version in the old month,
+    # read as a second row, until a full sync replaces every row. The README says so.
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    ds.write_batch(
+        frame([("pay_0001", "succeeded", "2024-01-31"), ("pay_0002", "succeeded", "2024-01-20")])
+    )
+    ds.write_batch(frame([("pay_0001", "failed", "2024-02-01")]))
+    synced(ds)
+    assert sorted(read_cache(tmp_path, "payments")["id"]) == ["pay_0001", "pay_0001", "pay_0002"]
+    since = _next_seq()
+    with ds.lock():
+        months = ds.stage_batch(
+            frame([("pay_0001", "failed", "2024-02-01"), ("pay_0002", "succeeded", "2024-01-20")])
+        )
+        ds.compact(months, since_seq=since, replace=True)
+    back = read_cache(tmp_path, "payments").set_index("id")
+    assert sorted(back.index) == ["pay_0001", "pay_0002"]
+    assert back.loc["pay_0001", "status"] == "failed"
