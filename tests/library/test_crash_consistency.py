@@ -268,3 +268,21 @@ def test_a_running_sync_keeps_its_temporary_files_outside_the_dataset(shop: Shop
         assert not list(ds.path.rglob(".tmp-*")), step  # ...but not where engines read
         assert_every_file_reads(ds.path)
     assert engine_counts(ds.path) == (600, 600)
+
+
+@pytest.mark.parametrize("kill_at", ["compact.tmp-open@1", "compact.tmp-written@1"])
+def test_a_first_sync_killed_in_its_merge_leaves_no_month_folder_without_its_file(
+    shop: Shop, kill_at: str
+) -> None:
+    # A new month's folder used to be made before its file was written: a first sync killed
+    # there left an empty created_month= folder, which reads as a cached dataset.
+    killed = shop.sync_process(crash_at=kill_at, resources="payments", full=True)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    ds = shop.dataset()
+    assert not [p for p in ds.path.glob("created_month=*") if not any(p.iterdir())]
+    assert not ds.exists()  # nothing merged: read as never synced, not as a partial cache
+    with shop.connect() as gw:
+        assert gw.sync().complete
+    assert_every_file_reads(ds.path)
+    assert engine_counts(ds.path) == (600, 600)
+    assert not list(ds.staging_path.parent.rglob(".tmp-*"))
