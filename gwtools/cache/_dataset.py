@@ -1369,10 +1369,12 @@ class Dataset:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 for e in entries:
-                    if e.name.startswith(".tmp-") and e.is_dir(follow_symlinks=False):
-                        shutil.rmtree(e.path, ignore_errors=True)  # a new month being built
-                    elif e.name.startswith(".tmp-"):
+                    if not e.name.startswith(".tmp-"):
+                        continue
+                    if not e.is_dir(follow_symlinks=False):
                         Path(e.path).unlink(missing_ok=True)
+                    elif p == self.staging_path:  # a new month being built; not ours elsewhere
+                        shutil.rmtree(e.path, ignore_errors=True)
 
     def _remove_empty_months(self) -> None:
         """Remove month folders holding nothing (older versions left one where a merge

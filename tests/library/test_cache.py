@@ -582,3 +582,19 @@ def test_an_id_whose_creation_month_changed_is_one_row_again_after_a_full_sync(
     back = read_cache(tmp_path, "payments").set_index("id")
     assert sorted(back.index) == ["pay_0001", "pay_0002"]
     assert back.loc["pay_0001", "status"] == "failed"
+
+
+def test_a_folder_named_like_a_temporary_inside_the_dataset_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    # Only the staging folder holds gwtools' half-built month folders; a folder of the same
+    # shape elsewhere is not gwtools' to delete (nor a reason to fail the sync).
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+    theirs = [ds.path / ".tmp-notes", ds.path / "created_month=2024-01" / ".tmp-notes"]
+    for folder in theirs:
+        folder.mkdir()
+        (folder / "keep.txt").write_text("mine")
+    with ds.lock():
+        pass
+    assert all((folder / "keep.txt").read_text() == "mine" for folder in theirs)
