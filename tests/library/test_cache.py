@@ -598,3 +598,11 @@ def test_a_folder_named_like_a_temporary_inside_the_dataset_is_left_alone(
     with ds.lock():
         pass
     assert all((folder / "keep.txt").read_text() == "mine" for folder in theirs)
+
+
+def test_a_rows_month_folder_is_its_creation_month_in_utc(tmp_path: Path) -> None:
+    # 20:00 on 31 January in New York is 1 February in UTC: the folder a reader filtering on
+    # created_month finds it in is February's, as the README says.
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-31T20:00:00-05:00")]))
+    assert [p.name for p in ds.path.glob("created_month=*")] == ["created_month=2024-02"]
