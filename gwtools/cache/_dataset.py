@@ -758,11 +758,14 @@ class Dataset:
             target_dir = self.quarantine_path / partition.name
             # Named for the folder it goes to: a file standing in its way is what to move.
             with _writing(target_dir, "moving a file that cannot be read aside"):
-                target_dir.mkdir(parents=True, exist_ok=True)
+                _make_folder(target_dir)
                 target = target_dir / f.name
                 if target.exists():
                     target = target_dir / f"{f.stem}-{uuid.uuid4().hex[:8]}{f.suffix}"
                 os.replace(f, target)
+                # On disk in quarantine before a flush of its month (the merge's) makes its
+                # removal there last: kept for inspection, not lost with a power cut.
+                _fsync_dir(target_dir)
             # The move's time, where a copy of the cache keeps it (its ctime is the copy's):
             # a read compares it with the last sync's, to say whether the month is still owed.
             with contextlib.suppress(OSError):

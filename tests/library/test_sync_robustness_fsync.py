@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import gwtools
 from gwtools.cache import _dataset as _cache
 from gwtools.cache._dataset import Dataset
 from tests.library.test_cache import frame
@@ -246,3 +247,28 @@ def test_the_folders_a_first_sync_creates_are_on_disk_before_its_state(
         ds.write_batch(frame([("pay_0001", "failed", "2024-01-10")]))
     above = {_node(p) for p in (tmp_path, cache, cache / "acct", cache / "acct" / "test")}
     assert not [e for e in calls.events if e[0] == "fsync" and e[1] in above]
+
+
+def test_a_quarantined_file_is_on_disk_in_quarantine_before_its_month_moves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A damaged file is moved to _quarantine "kept for inspection". Nothing flushed the move
+    # or the new _quarantine folders: the merge that follows flushes the month folder (the
+    # file's removal), so after a power cut the file could be gone from both places.
+    ds = Dataset.at(tmp_path, "acct", "test", "payments")
+    with ds.lock():
+        ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-10")]))
+    damaged = ds.path / "created_month=2024-01" / "part-00000000000000000001-deadbeef.parquet"
+    damaged.write_bytes(b"")
+    calls = _Calls(monkeypatch)
+    with pytest.warns(gwtools.GatewayDataWarning, match="could not be read"), ds.lock():
+        pass
+    (moved,) = ds.quarantine_path.rglob("*.parquet")
+    at = calls.renamed_to(moved)
+    assert at >= 0
+    after = [e for e in calls.events[at + 1 :] if e[0] == "fsync"]
+    assert ("fsync", _node(moved.parent), True) in after, "the move was not flushed"
+    # Each folder the move created is flushed into the one holding it.
+    flushed = {e[1] for e in calls.events if e[0] == "fsync"}
+    for created in (ds.quarantine_path.parent, ds.quarantine_path, moved.parent):
+        assert _node(created.parent) in flushed, f"{created} was created but not flushed"
