@@ -1457,7 +1457,7 @@ def _fsync_dir(path: Path) -> None:
 def _make_folder(path: Path) -> None:
     """``mkdir -p path``, each folder it creates flushed into the one holding it: a file
     flushed into a folder whose own name was never flushed is lost with it at a power cut
-    (the first sync's cache, account, mode and dataset folders; a new month's folder).
+    (the first sync's cache, account, mode and dataset folders; the quarantine's folders).
     Folders that already exist cost one ``stat``."""
     missing = list(itertools.takewhile(lambda p: not p.is_dir(), [path, *path.parents]))
     if not missing:
