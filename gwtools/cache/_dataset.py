@@ -6,6 +6,7 @@ Layout (plain Parquet that pyarrow, DuckDB, Polars and Spark read as it is)::
         created_month=2024-05/part-00001716900000000000000-1a2b3c4d.parquet   one file a month
         _state.json        high-water mark, last sync, schema version, the gateway (written last)
         _rejects.jsonl     records the gateway sent that could not be used, with the reason
+                           (one line a record: a later sync's rejecting it again replaces it)
         _sync.lock         held by the sync that is running (a second one waits)
     {cache_dir}/{account}/{test|live}/_staging/{resource}/     a running sync's batches
     {cache_dir}/{account}/{test|live}/_quarantine/{resource}/  files that could not be read
@@ -205,6 +206,27 @@ def _writing(folder: Path, doing: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise _cache_error(exc, folder, doing) from exc
+
+
+def _reject_key(line: bytes) -> tuple[Any, bytes] | None:
+    """Which record a ``_rejects.jsonl`` line rejects (its resource and raw record); None for
+    a line that is not a whole record."""
+    try:
+        parsed = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    return parsed.get("resource"), orjson.dumps(parsed.get("record"))
+
+
+def _rejected_again(line: bytes, again: set[tuple[Any, bytes] | None], sync_id: str) -> bool:
+    """Whether ``line``, written by an earlier sync than ``sync_id``, rejects a record in
+    ``again`` (so the new line replaces it)."""
+    key = _reject_key(line)
+    if key is None or key not in again:
+        return False
+    return bool(orjson.loads(line).get("sync_id") != sync_id)
 
 
 def _parse_time(value: Any) -> dt.datetime | None:
@@ -658,14 +680,26 @@ class Dataset:
         if lines:
             with _writing(self.path, "recording rejected records"):
                 self.path.mkdir(parents=True, exist_ok=True)
-                with open(self.rejects_path, "ab+") as fh:
-                    # A sync killed while appending leaves a last line without its end: end
-                    # it, so this append's records stay lines of their own.
-                    fh.seek(max(fh.seek(0, os.SEEK_END) - 1, 0))
-                    ended = fh.read(1) in (b"", b"\n")  # empty, or its last line is whole
-                    fh.write((b"" if ended else b"\n") + b"\n".join(lines) + b"\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                try:
+                    old = self.rejects_path.read_bytes().splitlines()
+                except FileNotFoundError:
+                    old = []
+                # Every full sync lists a bad record again (and every incremental one re-reads
+                # a vanished id again): a line per sync would grow the file without bound.
+                # Only the newest sync's line for a record is kept; one sync keeps all its own,
+                # so its lines still add up to its `rejected` count.
+                again = {_reject_key(line) for line in lines}
+                kept = [
+                    line
+                    for line in old
+                    if line.strip() and not _rejected_again(line, again, sync_id)
+                ]
+                # Rewritten whole, so a kill leaves the old file or the new one, never a torn
+                # line; a torn line an older gwtools left stays a line of its own.
+                self._atomic_write(
+                    self.rejects_path, b"".join(line + b"\n" for line in [*kept, *lines]), step=None
+                )
+                self._remove_empty_staging()
         return len(lines)
 
     def rejects(self) -> pd.DataFrame:
@@ -683,9 +717,9 @@ class Dataset:
             except orjson.JSONDecodeError:
                 torn.append(number)
         if torn:
-            # Only a sync killed mid-append writes such a line; the next sync fetched (and
-            # recorded) those records again, as it fetches everything after the last one
-            # completed.
+            # Only an older gwtools (which appended) killed mid-append wrote such a line; the
+            # next sync fetched (and recorded) those records again, as it fetches everything
+            # after the last one completed.
             _warn(
                 f"{self.rejects_path}: line {', '.join(map(str, torn))} is not a whole record "
                 "(a sync was stopped while writing it) and is left out; the next sync "
@@ -1386,13 +1420,15 @@ class Dataset:
             with contextlib.suppress(OSError):  # not empty: rmdir leaves it, cheaper than a listing
                 p.rmdir()
 
-    def _atomic_write(self, path: Path, data: bytes) -> None:
+    def _atomic_write(
+        self, path: Path, data: bytes, *, step: str | None = "state.tmp-written"
+    ) -> None:
         _make_folder(path.parent)
         self.staging_path.mkdir(parents=True, exist_ok=True)  # no temporary in the dataset
         tmp = self.staging_path / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
         # The folder flushed too: the state written before a merge (the refunds' payments
         # owed a re-read) must not be lost while the merge's renames survive.
-        with replacing(path, tmp, step="state.tmp-written"):
+        with replacing(path, tmp, step=step):
             tmp.write_bytes(data)
 
 

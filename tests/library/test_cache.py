@@ -246,11 +246,12 @@ def test_rejects_survive_a_sync_killed_while_appending(ds: Dataset) -> None:
         ["record has no id", "s1"],
         ["amount is not a number", "s2"],
     ]
-    # Whole again: a later append after a whole line adds no blank line, and reads warn no more.
+    # Whole again: a later append adds no blank line, reads warn no more, and the record
+    # rejected again by a later sync keeps only that sync's line.
     ds.rejects_path.write_bytes(whole)
     ds.append_rejects([first], sync_id="s3")
     assert ds.rejects_path.read_bytes().count(b"\n\n") == 0
-    assert ds.rejects()["sync_id"].tolist() == ["s1", "s1", "s3"]
+    assert ds.rejects()["sync_id"].tolist() == ["s3"]
 
 
 #: Every step a compaction passes (each one a moment a reader can arrive in).

@@ -97,6 +97,25 @@ def test_bad_records_are_rejected_not_lost(shop: Shop, tmp_path: Path) -> None:
     )
 
 
+def test_a_record_rejected_again_replaces_its_earlier_line(shop: Shop, tmp_path: Path) -> None:
+    # Every full sync lists a bad record again: appending it each time grew the file
+    # without bound, one copy per sync.
+    shop.card()
+    created = (
+        {"created": 1767225600} if shop.variant == "B" else {"created_at": "2026-01-01T00:00:00Z"}
+    )
+    base = {"object": "payment", "currency": "myr", "captured": False, **created}
+    shop.raw("payments", {**base, "amount": 500, "status": "succeeded"})  # no id
+    shop.raw("payments", {**base, "amount": 700, "status": "succeeded"})  # another, no id
+    with shop.connect(tmp_path) as gw:
+        results = [gw.sync(full=True) for _ in range(3)]
+        rejects = gw._dataset("payments").rejects()
+    assert [r.rejected for r in results] == [2, 2, 2]
+    # One line per rejected record, from the last sync that rejected it.
+    assert len(rejects) == 2 and rejects["record"].nunique() == 2
+    assert set(rejects["sync_id"]) == {rejects["sync_id"].iloc[-1]}
+
+
 def test_an_unknown_refund_status_is_kept_in_extra_and_the_warning_says_so(
     shop: Shop, tmp_path: Path
 ) -> None:
