@@ -618,10 +618,16 @@ def _write_state(
     taken_over = res.complete and not incremental
     same = recorded is None or _same_gateway(recorded, here)
     gateway = here if same or taken_over else recorded
-    new_high = high_water
-    if writer.max_created is not None and res.complete:
-        top = writer.max_created.isoformat()
-        new_high = top if not high_water or top > str(high_water) else high_water
+    top = None if writer.max_created is None else writer.max_created.isoformat()
+    if not incremental:
+        # A complete full listing replaced every row, so the old mark says nothing about the
+        # rows now cached: kept, a mark from another gateway (or one whose rows are all
+        # older, or none) would start the next listing after rows it never fetched.
+        new_high = top
+    elif top is not None and (not high_water or top > str(high_water)):
+        new_high = top
+    else:
+        new_high = high_water
     now = dt.datetime.now(dt.UTC).isoformat()
     ds.write_state(
         {

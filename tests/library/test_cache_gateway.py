@@ -9,9 +9,11 @@ Real syncs against the two session sandboxes over loopback HTTP.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -161,3 +163,41 @@ def test_an_incomplete_full_sync_over_sandbox_data_keeps_it_labelled(
     assert sandbox_ids & set(frame["id"])
     assert frame.attrs.get("gwtools_source") == "sandbox data"
     assert gwtools.open_source(str(cache), account="shop").sandbox_data
+
+
+@pytest.mark.parametrize("payments", [0, 10])
+def test_a_full_sync_takes_its_high_water_mark_from_what_it_listed(
+    sandbox_b: Any, tmp_path: Path, payments: int
+) -> None:
+    # A complete full sync kept the higher of its newest row and the old mark: taken over
+    # by a gateway whose rows are all older (a sandbox set to an earlier date) or that has
+    # none, the cache kept the first gateway's mark, and the next incremental sync listed
+    # from there, missing the rows the new gateway made later but before that mark.
+    from gwtools.sandbox import Sandbox
+    from tests.conftest import FROZEN_NOW
+
+    first = Shop(sandbox_b, tmp_path / "cache", payments=20)
+    first.synced_ids()
+    with Sandbox("B", now=FROZEN_NOW - dt.timedelta(days=200)) as older:
+        if payments:
+            key = Shop(older, first.cache_dir, payments=payments).key
+        else:  # an account with no history yet
+            with httpx.Client(base_url=older.base_url, timeout=60) as http:
+                key = http.post("/_sandbox/accounts").json()["secret_key"]
+
+        def connect() -> gwtools.Gateway:
+            return gwtools.connect(key, older.base_url, cache_dir=first.cache_dir, account="shop")
+
+        with connect() as gw:
+            assert gw.sync(full=True).complete
+        listed = first.dataset().read()["created_at"]
+        mark = first.dataset().state().get("high_water")
+        assert mark == (listed.max().isoformat() if payments else None)
+        paid = ShopOnAccount(older, {"secret_key": key})
+        try:
+            later = paid.card()
+        finally:
+            paid.close()
+        with connect() as gw:
+            assert gw.sync().complete
+        assert later in _ids(first)
