@@ -84,6 +84,9 @@ _ROW_GROUP = 32 * 1024  # rows per row group, and per chunk a compaction reads a
 _ROW_BITS = 40  # a row's address in a month: file index << _ROW_BITS | row in the file
 
 _seq_lock = threading.Lock()
+#: Held while ``_rejects.jsonl`` is read and rewritten: a sync appends from its writer thread
+#: and its event loop at once (other processes wait on the dataset's sync lock).
+_rejects_lock = threading.Lock()
 _last_seq = 0
 
 
@@ -678,7 +681,7 @@ class Dataset:
             for r in rejects
         ]
         if lines:
-            with _writing(self.path, "recording rejected records"):
+            with _rejects_lock, _writing(self.path, "recording rejected records"):
                 self.path.mkdir(parents=True, exist_ok=True)
                 try:
                     old = self.rejects_path.read_bytes().splitlines()

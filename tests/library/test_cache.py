@@ -607,3 +607,25 @@ def test_a_rows_month_folder_is_its_creation_month_in_utc(tmp_path: Path) -> Non
     ds = Dataset.at(tmp_path, "acct", "test", "payments")
     ds.write_batch(frame([("pay_0001", "succeeded", "2024-01-31T20:00:00-05:00")]))
     assert [p.name for p in ds.path.glob("created_month=*")] == ["created_month=2024-02"]
+
+
+def test_rejects_appended_from_two_threads_at_once_are_all_kept(ds: Dataset) -> None:
+    # A sync appends rejects from its writer thread (list pages) and its event loop (bodies
+    # retrieved by id) at once; rewritten whole, one append could overwrite the other's.
+    import threading
+
+    from gwtools.normalize._normalize import Reject
+
+    start = threading.Barrier(2)
+
+    def append(name: str) -> None:
+        start.wait()
+        for n in range(40):
+            ds.append_rejects([Reject("payments", "no id", f'{{"{name}": {n}}}')], sync_id="s1")
+
+    threads = [threading.Thread(target=append, args=(name,)) for name in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(ds.rejects()) == 80
