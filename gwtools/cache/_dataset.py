@@ -223,15 +223,6 @@ def _reject_key(line: bytes) -> tuple[Any, bytes] | None:
     return parsed.get("resource"), orjson.dumps(parsed.get("record"))
 
 
-def _rejected_again(line: bytes, again: set[tuple[Any, bytes] | None], sync_id: str) -> bool:
-    """Whether ``line``, written by an earlier sync than ``sync_id``, rejects a record in
-    ``again`` (so the new line replaces it)."""
-    key = _reject_key(line)
-    if key is None or key not in again:
-        return False
-    return bool(orjson.loads(line).get("sync_id") != sync_id)
-
-
 def _parse_time(value: Any) -> dt.datetime | None:
     """An ISO 8601 time (naive = UTC) as an aware UTC datetime, or None if it is not one."""
     if not isinstance(value, str):
@@ -683,27 +674,47 @@ class Dataset:
         if lines:
             with _rejects_lock, _writing(self.path, "recording rejected records"):
                 self.path.mkdir(parents=True, exist_ok=True)
-                try:
-                    old = self.rejects_path.read_bytes().splitlines()
-                except FileNotFoundError:
-                    old = []
-                # Every full sync lists a bad record again (and every incremental one re-reads
-                # a vanished id again): a line per sync would grow the file without bound.
-                # Only the newest sync's line for a record is kept; one sync keeps all its own,
-                # so its lines still add up to its `rejected` count.
-                again = {_reject_key(line) for line in lines}
-                kept = [
-                    line
-                    for line in old
-                    if line.strip() and not _rejected_again(line, again, sync_id)
-                ]
-                # Rewritten whole, so a kill leaves the old file or the new one, never a torn
-                # line; a torn line an older gwtools left stays a line of its own.
-                self._atomic_write(
-                    self.rejects_path, b"".join(line + b"\n" for line in [*kept, *lines]), step=None
-                )
-                self._remove_empty_staging()
+                with open(self.rejects_path, "ab+") as fh:
+                    # A sync killed while appending leaves a last line without its end: end
+                    # it, so this append's records stay lines of their own.
+                    fh.seek(max(fh.seek(0, os.SEEK_END) - 1, 0))
+                    ended = fh.read(1) in (b"", b"\n")  # empty, or its last line is whole
+                    fh.write((b"" if ended else b"\n") + b"\n".join(lines) + b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
         return len(lines)
+
+    def prune_rejects(self, sync_id: str) -> None:
+        """Drop the lines of earlier syncs that reject a record sync ``sync_id`` rejected
+        again; called once a sync has appended all its rejects.
+
+        Every full sync lists a bad record again (and every incremental one re-reads a
+        vanished id again): a line per sync grew the file without bound. Only the newest
+        sync's line for a record is kept; a sync keeps all its own, so they still add up to
+        its ``rejected`` count. Done once per sync, not per append: rewriting the file for
+        each batch would cost its whole size every time.
+        """
+        mine = b'"sync_id":' + orjson.dumps(sync_id)
+        with _rejects_lock, _writing(self.path, "recording rejected records"):
+            try:
+                old = self.rejects_path.read_bytes().splitlines()
+            except FileNotFoundError:
+                return
+            again = {_reject_key(line) for line in old if mine in line}
+            again.discard(None)
+            kept = [
+                line
+                for line in old
+                if line.strip() and (mine in line or _reject_key(line) not in again)
+            ]
+            if len(kept) == len(old):
+                return
+            # Rewritten whole, so a kill leaves the old file or the new one; a torn line (a
+            # sync killed while appending) stays a line of its own.
+            self._atomic_write(
+                self.rejects_path, b"".join(line + b"\n" for line in kept), step=None
+            )
+            self._remove_empty_staging()
 
     def rejects(self) -> pd.DataFrame:
         """The rejected records so far (columns time, sync_id, resource, reason, record)."""
@@ -720,9 +731,9 @@ class Dataset:
             except orjson.JSONDecodeError:
                 torn.append(number)
         if torn:
-            # Only an older gwtools (which appended) killed mid-append wrote such a line; the
-            # next sync fetched (and recorded) those records again, as it fetches everything
-            # after the last one completed.
+            # Only a sync killed mid-append writes such a line; the next sync fetched (and
+            # recorded) those records again, as it fetches everything after the last one
+            # completed.
             _warn(
                 f"{self.rejects_path}: line {', '.join(map(str, torn))} is not a whole record "
                 "(a sync was stopped while writing it) and is left out; the next sync "

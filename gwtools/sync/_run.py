@@ -310,6 +310,8 @@ async def _sync_one(
         await writer.flush()
     finally:
         progress.close()
+    # Every reject of this sync is written: it replaces the earlier syncs' lines for them.
+    await asyncio.to_thread(ds.prune_rejects, sync_id)
     malformed = writer.reasons.get(MALFORMED_ID, 0)
     if malformed:
         outcome.problem(

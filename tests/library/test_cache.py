@@ -251,6 +251,8 @@ def test_rejects_survive_a_sync_killed_while_appending(ds: Dataset) -> None:
     ds.rejects_path.write_bytes(whole)
     ds.append_rejects([first], sync_id="s3")
     assert ds.rejects_path.read_bytes().count(b"\n\n") == 0
+    assert ds.rejects()["sync_id"].tolist() == ["s1", "s1", "s3"]
+    ds.prune_rejects("s3")
     assert ds.rejects()["sync_id"].tolist() == ["s3"]
 
 
