@@ -349,7 +349,7 @@ def _cached_folder(
         source = "the embedded sandbox (no GW_API_KEY/GW_BASE_URL)"
     else:
         source = f"account {folder.parent.name!r} in {folder.name} mode"
-    if not gwtools.cache_state(folder, resource) and not (folder / resource).is_dir():
+    if not gwtools.cache_state(folder, resource) and not _holds_months(folder / resource):
         ctx = click.get_current_context(silent=True)
         also = (
             ", or export without --no-refresh (which syncs before exporting)"
@@ -382,6 +382,18 @@ def _cached_folder(
             f"`gwtools sync` with the same options first{also}."
         )
     return folder
+
+
+def _holds_months(dataset: Path) -> bool:
+    """Whether ``dataset`` (a dataset's folder) holds anything but the sync's bookkeeping
+    (``_sync.lock``, ``_rejects.jsonl``, hidden temporaries): a first sync the gateway refused
+    (a 401, a mistyped --account) leaves the folder with its lock alone, which is no cache."""
+    try:
+        return any(not p.name.startswith(("_", ".")) for p in dataset.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:  # (unreadable: the reader that follows says why, with what to do)
+        return True
 
 
 def _other_accounts(folder: Path, resource: Resource) -> list[str]:
