@@ -83,15 +83,23 @@ def out_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def out_dir(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """Click callback: an output folder that exists or can be made, and can be written, as a
-    Path (the option's type must keep the text as typed: ``Path("")`` is the working
-    directory, where an empty ``--out "$OUT"`` would spread the report's files)."""
+    """Click callback: an output folder that exists or can be made, can be written, and is not
+    inside a cache's dataset (as ``export --out`` may not be), as a Path (the option's type
+    must keep the text as typed: ``Path("")`` is the working directory, where an empty
+    ``--out "$OUT"`` would spread the report's files)."""
     if value is None:
         return value
     _refuse_empty(value, "the folder to write into (. for the working directory)")
     path = Path(value)
     if path.exists() and not path.is_dir():
         raise _cannot(path, "it is a file, not a folder")
+    from gwtools._errors import ConfigurationError
+    from gwtools.cache._export import _check_outside_cache
+
+    try:  # (before the probe below: not even a scratch file where a dataset's readers look)
+        _check_outside_cache(path / "index.html", "the report")
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc)) from None
     why = _unwritable(path)
     if why:
         raise _cannot(path, why)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -46,3 +47,35 @@ def test_a_dataset_folder_left_by_a_failed_first_sync_reads_as_nothing_cached(
     assert "nothing cached for account 'shpo'" in result.stderr, result.stderr
     assert "check --account (e.g. --account shop)" in result.stderr, result.stderr
     assert revoked["GW_API_KEY"] not in result.output
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample-cache"
+
+
+def test_report_out_inside_a_cache_dataset_is_refused_before_any_work(tmp_path: Path) -> None:
+    # `export --out` inside a cache's dataset is refused; a report's --out was not: the report
+    # ran, failed in its first notebook's export, and left a .failed.ipynb in the month's
+    # folder, where DuckDB, Spark and the next sync read the dataset's files.
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    month = cache / "sandbox" / "test" / "payments" / "created_month=2026-09"
+    before = sorted(p.name for p in month.iterdir())
+    for inside in (month / "report", month, month.parent):
+        result = CliRunner().invoke(
+            main, ["report", "--out", str(inside), "--source", str(cache), "--until", "2000-01-01"]
+        )
+        assert result.exit_code == 2, result.output
+        assert "inside the cache's dataset" in result.stderr, result.stderr
+        assert "write it outside the cache folder" in result.stderr
+        assert sorted(p.name for p in month.iterdir()) == before
+        assert not (month.parent / "index.html").exists()
+
+
+def test_demo_out_inside_a_cache_dataset_is_refused_before_any_work(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    month = cache / "sandbox" / "test" / "refunds" / "created_month=2026-09"
+    result = CliRunner().invoke(main, ["demo", "--out", str(month)])
+    assert result.exit_code == 2, result.output
+    assert "inside the cache's dataset" in result.stderr, result.stderr
+    assert "Starting the embedded sandbox" not in result.output
