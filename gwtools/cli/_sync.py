@@ -718,7 +718,7 @@ def export(
         except BrokenPipeError:
             reader_gone()  # (`| head`, or the reader of a FIFO --out): stop quietly
         if out != "-":
-            click.echo(f"wrote {count:,} {resource} to {out}", err=True)
+            click.echo(f"wrote {_counted(count, resource)} to {out}", err=True)
         if guarded:  # the text was changed: never silently
             click.echo(_guarded_note(guarded), err=True)
         if count == 0:  # not a silent failure: what was asked, and what there is
@@ -814,9 +814,15 @@ def _no_rows(
     else:
         a, b = (pd.Timestamp(t) for t in (first, last))
         a, b = (t.tz_convert("UTC") if t.tzinfo else t for t in (a, b))
-        what = resource if n != 1 else resource[:-1]
-        held = f"it holds {n:,} {what} created {a:%Y-%m-%d %H:%M} to {b:%Y-%m-%d %H:%M} UTC"
+        held = (
+            f"it holds {_counted(n, resource)} created {a:%Y-%m-%d %H:%M} to {b:%Y-%m-%d %H:%M} UTC"
+        )
     return f"0 {resource} matched {', '.join(asked)} in {place}; {held}"
+
+
+def _counted(n: int, resource: str) -> str:
+    """``n`` rows of ``resource`` as said: "1 payment", "2,000 payments"."""
+    return f"{n:,} {resource if n != 1 else resource[:-1]}"
 
 
 def _utc(stamp: Any) -> str:

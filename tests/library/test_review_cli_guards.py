@@ -79,3 +79,15 @@ def test_demo_out_inside_a_cache_dataset_is_refused_before_any_work(tmp_path: Pa
     assert result.exit_code == 2, result.output
     assert "inside the cache's dataset" in result.stderr, result.stderr
     assert "Starting the embedded sandbox" not in result.output
+
+
+def test_export_of_one_row_says_one_payment(shop: Shop, tmp_path: Path) -> None:
+    shop.card()
+    out = tmp_path / "p.csv"
+    result = CliRunner().invoke(
+        main,
+        ["export", "payments", "--format", "csv", "--out", str(out), "--account", "shop"],
+        env=_env(shop, tmp_path / "cache"),
+    )
+    assert result.exit_code == 0, result.output
+    assert f"wrote 1 payment to {out}" in result.stderr, result.stderr
