@@ -63,6 +63,21 @@ def _check_day(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
+def _check_currency(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse, before anything is synced, a ``--currency`` that is no currency code (the
+    gateway's are three-letter ISO 4217 codes); whether the payments hold it is the report's
+    to say, once they are read, naming those they do."""
+    if value is None or (len(value) == 3 and value.isascii() and value.isalpha()):
+        return value
+    # (empty: `--currency "$CUR"` with CUR unset, not "all currencies")
+    what = "is empty" if not value.strip() else "is not a currency code"
+    raise click.BadParameter(
+        f"{value!r} {what}: give a three-letter ISO 4217 code, e.g. MYR (any "
+        "case), or leave --currency out for all currencies (kept apart)",
+        param_hint="--currency",  # (as the report's own refusal of a currency names it)
+    )
+
+
 #: Days the report's periods may reach beyond --since/--until (a month's start or end).
 _ROOM_DAYS = 31
 
@@ -125,7 +140,11 @@ _report_options = [
         callback=_check_tz,
         help="Time zone of days and weeks (else GW_TIMEZONE, else UTC), e.g. Asia/Kuala_Lumpur.",
     ),
-    click.option("--currency", help="Keep one currency, e.g. MYR (default: all, kept apart)."),
+    click.option(
+        "--currency",
+        callback=_check_currency,
+        help="Keep one currency, e.g. MYR (default: all, kept apart).",
+    ),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gwtools.cli import main
@@ -91,3 +92,21 @@ def test_export_of_one_row_says_one_payment(shop: Shop, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert f"wrote 1 payment to {out}" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("currency", ["", "  ", "RM", "ringgit", "MY1"])
+def test_report_refuses_a_currency_that_is_no_code_before_it_syncs(
+    shop: Shop, tmp_path: Path, currency: str
+) -> None:
+    # An empty or malformed --currency was refused by the report's tables only, after the
+    # whole sync; a currency is a three-letter ISO 4217 code (gateway spec), checkable at once.
+    shop.card()
+    cache = tmp_path / "cache"
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        main, ["report", "--out", str(out), "--currency", currency], env=_env(shop, cache)
+    )
+    assert result.exit_code == 2, result.output
+    assert "--currency" in result.stderr and "three-letter" in result.stderr, result.stderr
+    assert "leave --currency out" in result.stderr
+    assert not cache.exists() and not out.exists()
