@@ -35,12 +35,24 @@ def _file_path(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return Path(value)
 
 
+def _host(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """An empty ``--host`` (``--host "$HOST"``, the variable unset) is refused: a socket takes
+    ``""`` for every interface, which would expose a sandbox meant for loopback."""
+    if not value.strip():
+        raise click.BadParameter(
+            f"{value!r} is empty: give 127.0.0.1 for this machine only, 0.0.0.0 for all "
+            "interfaces, or leave --host out (127.0.0.1)"
+        )
+    return value
+
+
 # -h as `gwtools` gives it: run alone (python -m gwtools.sandbox) no group passes it down.
 @click.command("sandbox", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
+    callback=_host,
     help="Interface to bind; loopback by default (use 0.0.0.0 to expose it).",
 )
 @click.option(

@@ -192,3 +192,22 @@ def test_an_existing_key_file_is_made_private(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "spaces"])
+def test_an_empty_host_is_refused_not_taken_for_every_interface(blank: str) -> None:
+    # `--host "$HOST"` with the variable unset bound every interface (what '' means to a
+    # socket), exposing a sandbox that listens on loopback by default, and printed its URL
+    # as http://:PORT.
+    import socket
+
+    from click.testing import CliRunner
+
+    from gwtools.sandbox.cli import sandbox
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:  # a host taken as one cannot serve
+        port = str(busy.getsockname()[1])
+        result = CliRunner().invoke(sandbox, ["--host", blank, "--port", port])
+    assert result.exit_code == 2, result.output
+    assert "--host" in result.stderr and "is empty" in result.stderr, result.stderr
+    assert "127.0.0.1" in result.stderr and "0.0.0.0" in result.stderr
