@@ -196,11 +196,18 @@ def sandbox(
         except ClockRangeError as exc:
             raise click.BadParameter(str(exc), param_hint="--now") from None
         except sqlite3.Error as exc:
-            raise click.BadParameter(
-                f"cannot open {db} as the sandbox's SQLite database ({exc}): its folder must "
-                "exist and be writable; pick another path",
-                param_hint="--db",
-            ) from None
+            if getattr(exc, "sqlite_errorname", None) == "SQLITE_NOTADB":
+                # the folder is fine: the file is another one (a CSV, say), not overwritten
+                why = (
+                    f"{db} is not a SQLite database ({exc}); it is left as it is: give a new "
+                    "file name, or a database an earlier `gwtools sandbox --db` made"
+                )
+            else:
+                why = (
+                    f"cannot open {db} as the sandbox's SQLite database ({exc}): its folder "
+                    "must exist and be writable; pick another path"
+                )
+            raise click.BadParameter(why, param_hint="--db") from None
         bar = tqdm(
             total=seed_payments,
             unit=" payments",

@@ -211,3 +211,21 @@ def test_an_empty_host_is_refused_not_taken_for_every_interface(blank: str) -> N
     assert result.exit_code == 2, result.output
     assert "--host" in result.stderr and "is empty" in result.stderr, result.stderr
     assert "127.0.0.1" in result.stderr and "0.0.0.0" in result.stderr
+
+
+def test_a_db_that_is_no_sqlite_database_is_said_so_and_left_as_it_is(tmp_path: Path) -> None:
+    # A --db naming another file (a CSV export, say) was refused with "its folder must exist
+    # and be writable", though the folder was fine: the file is not a database.
+    from click.testing import CliRunner
+
+    from gwtools.sandbox.cli import sandbox
+
+    other = tmp_path / "payments.csv"
+    other.write_text("id,amount\n" * 50)
+    result = CliRunner().invoke(sandbox, ["--db", str(other), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert f"{other} is not a SQLite database" in result.stderr, result.stderr
+    assert "folder must exist" not in result.stderr
+    assert "new file" in result.stderr
+    assert other.read_text() == "id,amount\n" * 50
+    assert [p.name for p in tmp_path.iterdir()] == ["payments.csv"]
