@@ -80,6 +80,18 @@ def _key_lines(path: Path) -> list[str]:
     ]
 
 
+def _check_key_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--api-key-file`` (``--api-key-file "$KEY_FILE"``, the variable unset):
+    it would read as the working directory ("cannot read ."), or, with ``--source``, which
+    refuses the option, as no option given at all."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            f"--api-key-file {shlex.quote(value)} is empty: give the file holding the secret "
+            "key, or leave --api-key-file out (GW_API_KEY, else the embedded sandbox)",
+        )
+    return value
+
+
 def _check_account(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Refuse an empty ``--account`` (``--account "$ACCOUNT"`` with the variable unset): with
     ``--source`` it would read as no account given (every account of the folder), or as an
@@ -142,6 +154,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--api-key-file",
             type=click.Path(dir_okay=False),
+            callback=_check_key_file,
             help="File holding the secret key (else GW_API_KEY).",
         ),
         click.option(

@@ -110,3 +110,22 @@ def test_report_refuses_a_currency_that_is_no_code_before_it_syncs(
     assert "--currency" in result.stderr and "three-letter" in result.stderr, result.stderr
     assert "leave --currency out" in result.stderr
     assert not cache.exists() and not out.exists()
+
+
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "spaces"])
+def test_an_empty_api_key_file_is_refused_as_empty(blank: str, tmp_path: Path) -> None:
+    # `--api-key-file "$KEY_FILE"` with the variable unset was read as the working directory
+    # ("cannot read .: Is a directory", a path nobody typed), and with --source, where the
+    # option is refused, it was dropped without a word.
+    runner = CliRunner()
+    env = {"GW_API_KEY": "", "GW_BASE_URL": "", "GW_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "p.csv"
+    for args in (
+        ["sync"],
+        ["export", "payments", "--format", "csv", "--out", str(out), "--source", str(SAMPLE)],
+    ):
+        result = runner.invoke(main, [*args, "--api-key-file", blank], env=env)
+        assert result.exit_code == 2, result.output
+        assert "--api-key-file" in result.stderr and "is empty" in result.stderr, result.stderr
+        assert "GW_API_KEY" in result.stderr
+        assert not out.exists() and not (tmp_path / "cache").exists()
