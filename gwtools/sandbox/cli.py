@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 import errno
+import math
 import os
 import sqlite3
 import sys
@@ -43,6 +44,13 @@ def _host(ctx: click.Context, param: click.Parameter, value: str) -> str:
             f"{value!r} is empty: give 127.0.0.1 for this machine only, 0.0.0.0 for all "
             "interfaces, or leave --host out (127.0.0.1)"
         )
+    return value
+
+
+def _latency(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """Refuse NaN, which click's FloatRange lets through (no comparison with NaN is true)."""
+    if math.isnan(value):
+        raise click.BadParameter(f"{value} is not a number: give milliseconds, 0 to 120000")
     return value
 
 
@@ -81,6 +89,7 @@ def _host(ctx: click.Context, param: click.Parameter, value: str) -> str:
     type=click.FloatRange(0, 120_000),
     default=0,
     show_default=True,
+    callback=_latency,
     help="Delay added to every /v1 request.",
 )
 @click.option("--no-rate-limit", is_flag=True, help="Turn the rate limits off.")

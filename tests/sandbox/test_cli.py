@@ -229,3 +229,16 @@ def test_a_db_that_is_no_sqlite_database_is_said_so_and_left_as_it_is(tmp_path: 
     assert "new file" in result.stderr
     assert other.read_text() == "id,amount\n" * 50
     assert [p.name for p in tmp_path.iterdir()] == ["payments.csv"]
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN"])
+def test_a_latency_that_is_not_a_number_is_refused_not_a_traceback(value: str) -> None:
+    # click's FloatRange lets NaN through (no comparison with NaN is true): the sandbox then
+    # died with a ValueError traceback ("cannot convert float NaN to integer").
+    from click.testing import CliRunner
+
+    from gwtools.sandbox.cli import sandbox
+
+    result = CliRunner().invoke(sandbox, ["--latency-ms", value, "--port", "0"])
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "--latency-ms" in result.stderr and "0 to 120000" in result.stderr, result.stderr
