@@ -209,7 +209,8 @@ def report(
         source = named_source(source)
     if source == "spark":  # each notebook's kernel reads with Spark
         require_extra("spark", "gwtools report --source spark")
-    if source != "spark" and (spark_master or spark_path):
+    # (is not None: an empty `--spark-path "$P"` is a value given, not one left out)
+    if source != "spark" and (spark_master is not None or spark_path is not None):
         raise click.BadParameter("--spark-master/--spark-path need --source spark")
     needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
     if not needs_gateway and (api_key_file or base_url or cache_dir):

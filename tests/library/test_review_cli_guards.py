@@ -129,3 +129,18 @@ def test_an_empty_api_key_file_is_refused_as_empty(blank: str, tmp_path: Path) -
         assert "--api-key-file" in result.stderr and "is empty" in result.stderr, result.stderr
         assert "GW_API_KEY" in result.stderr
         assert not out.exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("option", ["--spark-path", "--spark-master"])
+def test_an_empty_spark_option_without_source_spark_is_refused(option: str, tmp_path: Path) -> None:
+    # `--spark-path "$P"` with P unset and --source spark forgotten slipped past the CLI's
+    # "need --source spark" (an empty text is false), to the library's words, after any sync:
+    # "open_source(a cache folder or URL) does not use spark_path".
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        main,
+        ["report", "--out", str(out), "--source", str(SAMPLE), option, "", "--currency", "ZZZ"],
+    )
+    assert result.exit_code == 2, result.output
+    assert "need --source spark" in result.stderr, result.stderr
+    assert not out.exists()
