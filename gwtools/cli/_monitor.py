@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shlex
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,13 @@ def _states(
     return {r: gwtools.cache_state(folder, r) for r in ("payments", "refunds")}
 
 
+def _check_baseline(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """Refuse NaN, which click's FloatRange lets through (no comparison with NaN is true)."""
+    if math.isnan(value):
+        raise click.BadParameter(f"{value} is not a number: give days, 1 to 3650")
+    return value
+
+
 def _tz_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--tz``; ``help`` says what the zone moves in this command."""
     return click.option("--tz", default=None, callback=check_tz, help=help)
@@ -102,6 +110,7 @@ def _tz_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     type=click.FloatRange(1, 3650),
     default=28,
     show_default=True,
+    callback=_check_baseline,
     help="Days before the window that form the baseline.",
 )
 @_tz_option(

@@ -144,3 +144,15 @@ def test_an_empty_spark_option_without_source_spark_is_refused(option: str, tmp_
     assert result.exit_code == 2, result.output
     assert "need --source spark" in result.stderr, result.stderr
     assert not out.exists()
+
+
+def test_monitor_refuses_a_baseline_that_is_not_a_number_in_the_option_s_words(
+    tmp_path: Path,
+) -> None:
+    # click's FloatRange lets NaN through; the library then refused it as "baseline_days must
+    # be a number of days above 0", naming a Python argument and a range the option is not.
+    env = {"GW_API_KEY": "", "GW_BASE_URL": "", "GW_CACHE_DIR": str(SAMPLE)}
+    result = CliRunner().invoke(main, ["monitor", "--baseline-days", "nan"], env=env)
+    assert result.exit_code == 2, result.output
+    assert "--baseline-days" in result.stderr and "1 to 3650" in result.stderr, result.stderr
+    assert "baseline_days" not in result.stderr
