@@ -80,6 +80,22 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(module, attr)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with the command meant named for a mistyped one, as click names the option
+        meant for a mistyped option."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            import difflib
+
+            typed = args[0] if args else ""
+            likely = difflib.get_close_matches(typed, self.list_commands(ctx), n=1)
+            if typed in COMMANDS or not likely:
+                raise
+            raise click.UsageError(f"{exc.message} Did you mean {likely[0]!r}?", ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's list of commands, from :data:`SUMMARIES` instead of the commands."""
         from gwtools.extras import missing

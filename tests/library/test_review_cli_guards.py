@@ -156,3 +156,19 @@ def test_monitor_refuses_a_baseline_that_is_not_a_number_in_the_option_s_words(
     assert result.exit_code == 2, result.output
     assert "--baseline-days" in result.stderr and "1 to 3650" in result.stderr, result.stderr
     assert "baseline_days" not in result.stderr
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("exprot", "export"), ("snyc", "sync")])
+def test_a_mistyped_command_names_the_command_meant(typed: str, meant: str) -> None:
+    # click said "No such command 'exprot'." alone, while a mistyped option gets its
+    # "Did you mean …?"
+    result = CliRunner().invoke(main, [typed])
+    assert result.exit_code == 2, result.output
+    assert f"No such command '{typed}'. Did you mean '{meant}'?" in result.stderr, result.stderr
+
+
+def test_a_key_typed_as_a_command_is_masked_and_gets_no_suggestion() -> None:
+    key = "sk_test_" + "q" * 28
+    result = CliRunner().invoke(main, [key])
+    assert result.exit_code == 2 and key not in result.output, result.output
+    assert "No such command" in result.stderr and "Did you mean" not in result.stderr
