@@ -640,7 +640,11 @@ def export(
     except ConfigurationError as exc:
         if exc.param == "since" and since is not None and until is not None:
             raise click.BadParameter(not_before(since, until), param_hint="--since") from None
-        raise click.BadParameter(str(exc), param_hint=f"--{exc.param}") from None
+        refused = str(exc)
+        listed = [p.strip() for s in status if "," in s for p in s.split(",") if p.strip()]
+        if exc.param == "status" and listed:  # `--status a,b`: the option repeats instead
+            refused += "; give " + " ".join(f"--status {shlex.quote(p)}" for p in listed)
+        raise click.BadParameter(refused, param_hint=f"--{exc.param}") from None
     if out == "-" and fmt != "csv":
         raise click.BadParameter("standard output takes CSV only", param_hint="--out")
     if encoding != "utf-8" and fmt != "csv":

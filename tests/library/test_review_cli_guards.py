@@ -172,3 +172,17 @@ def test_a_key_typed_as_a_command_is_masked_and_gets_no_suggestion() -> None:
     result = CliRunner().invoke(main, [key])
     assert result.exit_code == 2 and key not in result.output, result.output
     assert "No such command" in result.stderr and "Did you mean" not in result.stderr
+
+
+def test_export_status_given_as_a_comma_list_says_to_repeat_the_option(tmp_path: Path) -> None:
+    # `--status failed,succeeded` was refused as "not a payment status" and the list of
+    # statuses, with nothing on how to give two: the option repeats.
+    env = {"GW_API_KEY": "", "GW_BASE_URL": "", "GW_CACHE_DIR": str(SAMPLE)}
+    out = tmp_path / "p.csv"
+    args = ["export", "payments", "--format", "csv", "--out", str(out), "--no-refresh"]
+    result = CliRunner().invoke(main, [*args, "--status", "failed, succeeded"], env=env)
+    assert result.exit_code == 2 and not out.exists(), result.output
+    assert "give --status failed --status succeeded" in result.stderr, result.stderr
+    # one that is no status either way keeps the library's words alone
+    result = CliRunner().invoke(main, [*args, "--status", "declined"], env=env)
+    assert result.exit_code == 2 and "--status declined --status" not in result.stderr
