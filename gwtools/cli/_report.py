@@ -31,6 +31,7 @@ from gwtools.cli._sync import (
     connection_options,
     exit_incomplete,
     exit_partial,
+    gateway_options_given,
     partial_reasons,
     sync_failed,
 )
@@ -213,7 +214,7 @@ def report(
     if source != "spark" and (spark_master is not None or spark_path is not None):
         raise click.BadParameter("--spark-master/--spark-path need --source spark")
     needs_gateway = source == "gateway" or (source == "spark" and spark_path is None)
-    if not needs_gateway and (api_key_file or base_url or cache_dir):
+    if not needs_gateway and gateway_options_given(api_key_file, base_url, cache_dir):
         # as gwtools export: options that choose a gateway's cache would be ignored
         raise click.BadParameter(
             f"--source {'spark with --spark-path' if source == 'spark' else source!r} reads "

@@ -92,6 +92,14 @@ def _check_key_file(ctx: click.Context, param: click.Parameter, value: str | Non
     return value
 
 
+def gateway_options_given(
+    api_key_file: str | None, base_url: str | None, cache_dir: str | None
+) -> bool:
+    """Whether an option choosing a gateway's cache was given, empty too (``--base-url
+    "$URL"``, the variable unset): with ``--source`` it is refused, not dropped unsaid."""
+    return any(v is not None for v in (api_key_file, base_url, cache_dir))
+
+
 def _check_account(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Refuse an empty ``--account`` (``--account "$ACCOUNT"`` with the variable unset): with
     ``--source`` it would read as no account given (every account of the folder), or as an
@@ -669,7 +677,7 @@ def export(
     except ConfigurationError as exc:
         raise click.ClickException(str(exc)) from None
     kind = cast("Resource", resource)
-    if source is not None and (api_key_file or base_url or cache_dir):
+    if source is not None and gateway_options_given(api_key_file, base_url, cache_dir):
         raise click.BadParameter(
             "--source reads that cache as it is: leave out --api-key-file, --base-url and "
             "--cache-dir (--account still chooses among the accounts it holds)",

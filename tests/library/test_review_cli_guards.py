@@ -186,3 +186,19 @@ def test_export_status_given_as_a_comma_list_says_to_repeat_the_option(tmp_path:
     # one that is no status either way keeps the library's words alone
     result = CliRunner().invoke(main, [*args, "--status", "declined"], env=env)
     assert result.exit_code == 2 and "--status declined --status" not in result.stderr
+
+
+def test_an_empty_base_url_with_source_is_refused_as_the_option_is(tmp_path: Path) -> None:
+    # `--base-url "$URL"` with URL unset beside --source was dropped without a word (an empty
+    # text is false), while any other --base-url there is refused: the source is read as it is.
+    out = tmp_path / "p.csv"
+    args = ["export", "payments", "--format", "csv", "--out", str(out), "--source", str(SAMPLE)]
+    result = CliRunner().invoke(main, [*args, "--base-url", ""])
+    assert result.exit_code == 2 and not out.exists(), result.output
+    assert "leave out --api-key-file, --base-url and --cache-dir" in result.stderr, result.stderr
+    report = tmp_path / "report"
+    result = CliRunner().invoke(
+        main, ["report", "--out", str(report), "--source", str(SAMPLE), "--base-url", ""]
+    )
+    assert result.exit_code == 2 and not report.exists(), result.output
+    assert "leave out --api-key-file, --base-url and --cache-dir" in result.stderr, result.stderr
