@@ -93,11 +93,11 @@ def out_dir(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     path = Path(value)
     if path.exists() and not path.is_dir():
         raise _cannot(path, "it is a file, not a folder")
-    from gwtools._errors import ConfigurationError
-    from gwtools.cache._export import _check_outside_cache
+    from gwtools import ConfigurationError
+    from gwtools.report import check_out_dir
 
     try:  # (before the probe below: not even a scratch file where a dataset's readers look)
-        _check_outside_cache(path / "index.html", "the report")
+        check_out_dir(path)
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc)) from None
     why = _unwritable(path)

@@ -21,7 +21,15 @@ HTML), ``_run`` (executing the notebooks, the index page).
 
 from gwtools.cache._source import named_source
 from gwtools.report._html import LONG_TEXT, TABLE_CSS, export_html, sandbox_banner, tidy_tables
-from gwtools.report._run import NOTEBOOKS, TITLES, Report, ReportError, notebooks_dir, run_report
+from gwtools.report._run import (
+    NOTEBOOKS,
+    TITLES,
+    Report,
+    ReportError,
+    check_out_dir,
+    notebooks_dir,
+    run_report,
+)
 from gwtools.report._tables import (
     CSV_MAX_ROWS,
     Tables,
@@ -44,6 +52,7 @@ __all__ = [
     "Report",
     "ReportError",
     "Tables",
+    "check_out_dir",
     "count_rows",
     "describe_source",
     "export_html",

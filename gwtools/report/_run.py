@@ -260,6 +260,19 @@ def _remove_dead_stages(out: Path) -> None:
             continue
 
 
+def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
+    """Raise :class:`~gwtools.ConfigurationError` when :func:`run_report` would refuse
+    ``out_dir``, writing nothing: a folder inside a cache's dataset, where the pages and
+    tables would sit among the files DuckDB, Spark and the next sync read as cached rows.
+    ``run_report`` checks it first; call it before work of your own that comes first::
+
+        gwtools.report.check_out_dir("report/")
+    """
+    from gwtools.cache._export import _check_outside_cache
+
+    _check_outside_cache(Path(out_dir) / "index.html", "the report")
+
+
 def run_report(
     out_dir: str | os.PathLike[str],
     *,
@@ -297,6 +310,7 @@ def run_report(
     if unknown:
         raise ConfigurationError(f"unknown notebooks {unknown}: choose from {list(NOTEBOOKS)}")
     out = Path(out_dir).resolve()
+    check_out_dir(out)  # before the sync: nothing done for a report it cannot write
     chosen = None if source is None else os.fspath(named_source(source))
     embedded = False
     sync_problems = None

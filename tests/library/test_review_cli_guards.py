@@ -202,3 +202,27 @@ def test_an_empty_base_url_with_source_is_refused_as_the_option_is(tmp_path: Pat
     )
     assert result.exit_code == 2 and not report.exists(), result.output
     assert "leave out --api-key-file, --base-url and --cache-dir" in result.stderr, result.stderr
+
+
+def test_run_report_refuses_an_out_dir_inside_a_cache_before_it_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The library call the CLI makes: a notebook user's run_report("…/created_month=…/r")
+    # got no such check, and the CLI's came from a private module (the CLI may use public
+    # names only).
+    from gwtools import ConfigurationError
+    from gwtools.report import check_out_dir, run_report
+
+    monkeypatch.setenv("GW_API_KEY", "sk_test_x")
+    cache = tmp_path / "cache"
+    shutil.copytree(SAMPLE, cache)
+    month = cache / "sandbox" / "test" / "payments" / "created_month=2026-09"
+    before = sorted(p.name for p in month.iterdir())
+    check_out_dir(tmp_path / "elsewhere")  # outside: nothing said
+    for inside in (month / "report", month):
+        with pytest.raises(ConfigurationError, match="inside the cache's dataset"):
+            check_out_dir(inside)
+        # a key that points nowhere: had it synced first, the error would be the gateway's
+        with pytest.raises(ConfigurationError, match="inside the cache's dataset"):
+            run_report(inside, base_url="http://127.0.0.1:9")
+    assert sorted(p.name for p in month.iterdir()) == before
