@@ -10,10 +10,7 @@ from click.testing import CliRunner
 
 from gwtools.cli import main
 from tests.library._shop import Shop
-
-
-def _env(shop: Shop, cache: Path) -> dict[str, str]:
-    return {"GW_API_KEY": shop.key, "GW_BASE_URL": shop.base_url, "GW_CACHE_DIR": str(cache)}
+from tests.library.test_cli import _env
 
 
 def test_a_dataset_folder_left_by_a_failed_first_sync_reads_as_nothing_cached(
