@@ -500,6 +500,8 @@ _GROUPS = {
     "open": ("pending", "requires_action", "processing", "authorized"),
     "abandoned": ("canceled", "expired"),
 }
+#: _schema.RESOURCES, spelled here too: importing _schema loads pandas and pyarrow, which
+#: `gwtools --help` and the sandbox must not pay for (a test holds the two together).
 RESOURCES: tuple[str, ...] = ("payments", "refunds")
 
 

@@ -37,6 +37,7 @@ from typing import Any, Final, TypeVar
 import httpx
 import pandas as pd
 
+from gwtools import _schema
 from gwtools._config import (
     Filters,
     Settings,
@@ -66,7 +67,7 @@ from gwtools.sync._writer import PAGES_PER_BATCH, unknown_by_variant, unknown_st
 __all__ = ["SANDBOX_DATA", "Gateway", "cache_path", "cache_state", "connect"]
 
 T = TypeVar("T")
-RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
+RESOURCES = _schema.RESOURCES
 
 #: Pages :meth:`Gateway.iter_payments` fetches ahead of the records it has handed out.
 _PAGES_AHEAD = 4

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import pandas as pd
 import pyarrow as pa
 
 Resource = Literal["payments", "refunds"]
+#: The resources, in the order gwtools syncs and shows them.
+RESOURCES: Final[tuple[Resource, ...]] = get_args(Resource)
 
 #: Strings use pandas' pyarrow-backed string dtype with ``pd.NA`` for missing values.
 STRING: Final = pd.StringDtype("pyarrow")

@@ -1687,7 +1687,7 @@ def locate(
             _refuse_other(candidate, where, resource, account, mode)
             return candidate
     parent, _, name = root.rpartition("/")
-    if name != resource and name in ("payments", "refunds") and _holds_dataset(fs, root):
+    if name != resource and name in _schema.RESOURCES and _holds_dataset(fs, root):
         # the other table's dataset: "run a sync first" would not help, the folder above does
         local = isinstance(fs, pafs.LocalFileSystem)
         above, beside = (p if local else repr(p) for p in (parent, f"{parent}/{resource}"))

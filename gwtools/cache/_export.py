@@ -58,7 +58,7 @@ log = logging.getLogger("gwtools")
 
 def canonical_resource(columns: list[str]) -> _schema.Resource | None:
     """The resource whose canonical columns ``columns`` are, in order; else None."""
-    for resource in ("payments", "refunds"):
+    for resource in _schema.RESOURCES:
         if columns == list(_schema.columns(resource)):
             return resource
     return None
@@ -457,7 +457,7 @@ def _check_outside_cache(target: Path, fmt: str) -> None:
             # (a `_staging` folder of one's own, with no dataset beside it, is no cache's)
             or (
                 folder.name in (STAGING, QUARANTINE)
-                and any((folder.parent / r).is_dir() for r in ("payments", "refunds"))
+                and any((folder.parent / r).is_dir() for r in _schema.RESOURCES)
             )
         ):
             raise ConfigurationError(

@@ -156,7 +156,7 @@ def _utc_session(session: Any) -> Any:
 def _spark_tables(session: Any, path: str) -> tuple[Any, Any]:
     """Canonical payments and refunds read by Spark from the folder holding both datasets."""
     out = []
-    for resource in ("payments", "refunds"):
+    for resource in _schema.RESOURCES:
         folder = f"{path.rstrip('/')}/{resource}"
         local = local_path(folder)
         if local is not None and not local.is_dir():

@@ -62,7 +62,7 @@ __all__ = ["SyncContext", "run_sync"]
 
 log = logging.getLogger("gwtools")
 
-_RESOURCES: tuple[Resource, ...] = ("payments", "refunds")
+_RESOURCES = _schema.RESOURCES
 #: Key in the refunds state: ids of payments whose refunds changed and that a payments sync
 #: has not re-read yet (a refund changes its payment's refunded_amount).
 _OWED = "payments_to_reread"

@@ -212,3 +212,11 @@ def test_since_and_until_are_utc_and_ordered() -> None:
         check_filters("payments", until="NaT")
     with pytest.raises(ConfigurationError, match=r"did you mean 'payments'\?"):
         check_filters("payment")
+
+
+def test_the_light_resource_list_is_the_schemas() -> None:
+    # _config spells the resources itself (importing _schema loads pandas and pyarrow); the
+    # contract's own list, derived from the Resource type, is the one they must match.
+    from gwtools import _config, _schema
+
+    assert _config.RESOURCES == _schema.RESOURCES == ("payments", "refunds")
